@@ -1,0 +1,256 @@
+"""Named predicates over account state: the one declaration that gate and skill share.
+
+An *exit predicate* states a hard condition under which a skill's procedure stops before
+completing ("the account has no paid plan"). It **holds** when that condition is true in the
+state. The executability gate hides a skill when any of its exit predicates holds; the skill's
+procedure checks the very same objects (through :class:`~maitred.contract.procedure.ProcedureContext`)
+and stops with :class:`~maitred.contract.procedure.SkillExit`. Nothing is written twice.
+
+Every predicate declares the state keys it reads (dotted paths such as ``account.plan``), what to
+do when one of them is missing or older than ``max_age_s`` (``"block"`` = fail-closed, ``"offer"``
+= fail-open), and carries a version: a hash of its source text or expression.
+
+Two kinds share the :class:`Predicate` protocol:
+
+* :class:`PythonPredicate`, made with the :func:`exit_predicate` decorator;
+* :class:`CelPredicate`, a Common Expression Language expression, usually from a sidecar file.
+"""
+
+from __future__ import annotations
+
+import inspect
+import textwrap
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from maitred._canonical import text_hash
+from maitred.errors import ContractError, PredicateCompileError, UndeclaredStateError
+
+Policy = Literal["block", "offer"]
+POLICIES: tuple[Policy, ...] = ("block", "offer")
+
+
+@runtime_checkable
+class Predicate(Protocol):
+    """What the gate and procedures need of a predicate."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def reads(self) -> tuple[str, ...]: ...
+    @property
+    def version(self) -> str: ...
+    @property
+    def on_missing(self) -> Policy: ...
+    @property
+    def on_stale(self) -> Policy: ...
+    @property
+    def max_age_s(self) -> float | None: ...
+    @property
+    def message(self) -> str: ...
+
+    def holds(self, view: StateView) -> bool:
+        """True when the exit condition is true in ``view``. May raise on bad state."""
+        ...
+
+
+class StateView(Mapping[str, Any]):
+    """Read-only access to exactly the keys a predicate declared.
+
+    Reading any other key raises :class:`~maitred.errors.UndeclaredStateError`, which the
+    evaluator turns into a holding predicate (never a silent pass).
+    """
+
+    __slots__ = ("_declared", "_predicate", "_values")
+
+    def __init__(self, values: Mapping[str, Any], declared: Iterable[str], predicate: str) -> None:
+        self._values = values
+        self._declared = frozenset(declared)
+        self._predicate = predicate
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in self._declared:
+            raise UndeclaredStateError(self._predicate, key, self._declared)
+        return self._values[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return (k for k in self._declared if k in self._values)
+
+    def __len__(self) -> int:
+        return sum(1 for k in self._declared if k in self._values)
+
+    def nested(self) -> dict[str, Any]:
+        """The declared values as nested maps: ``{"account.plan": x}`` -> ``{"account": {"plan": x}}``."""
+        out: dict[str, Any] = {}
+        for key in sorted(self._declared):
+            if key not in self._values:
+                continue
+            node = out
+            parts = key.split(".")
+            for part in parts[:-1]:
+                nxt = node.setdefault(part, {})
+                if not isinstance(nxt, dict):
+                    raise ContractError(
+                        f"predicate {self._predicate!r}: state key {key!r} nests under a "
+                        f"key that holds a value; declare either {'.'.join(parts[:-1])!r} "
+                        f"or its fields, not both"
+                    )
+                node = nxt
+            node[parts[-1]] = self._values[key]
+        return out
+
+
+def _check_common(name: str, reads: Iterable[str], on_missing: str, on_stale: str) -> tuple[str, ...]:
+    if not name or not name.replace("_", "").replace("-", "").isalnum():
+        raise ContractError(
+            f"predicate name {name!r} must be letters, digits, '_' or '-' (it is used in logs)"
+        )
+    keys = tuple(reads)
+    if not keys:
+        raise ContractError(f"predicate {name!r} declares no state keys in `reads`")
+    for key in keys:
+        if not isinstance(key, str) or not all(part for part in key.split(".")):
+            raise ContractError(
+                f"predicate {name!r}: state key {key!r} must be a dotted path like 'account.plan'"
+            )
+    for label, policy in (("on_missing", on_missing), ("on_stale", on_stale)):
+        if policy not in POLICIES:
+            raise ContractError(
+                f"predicate {name!r}: {label} is {policy!r}; choose one of {list(POLICIES)}"
+            )
+    return keys
+
+
+@dataclass(frozen=True)
+class PythonPredicate:
+    """A predicate written as a Python function ``fn(state) -> bool``."""
+
+    fn: Callable[[StateView], bool]
+    name: str
+    reads: tuple[str, ...]
+    on_missing: Policy = "block"
+    on_stale: Policy = "block"
+    max_age_s: float | None = None
+    message: str = ""
+    version: str = field(default="")
+
+    def __post_init__(self) -> None:
+        keys = _check_common(self.name, self.reads, self.on_missing, self.on_stale)
+        object.__setattr__(self, "reads", keys)
+        if not self.version:
+            try:
+                src = textwrap.dedent(inspect.getsource(self.fn))
+            except (OSError, TypeError):
+                src = f"{self.fn.__module__}.{self.fn.__qualname__}"
+            object.__setattr__(self, "version", text_hash(src))
+
+    def holds(self, view: StateView) -> bool:
+        result = self.fn(view)
+        if not isinstance(result, bool):
+            raise ContractError(
+                f"predicate {self.name!r} returned {type(result).__name__}, not bool"
+            )
+        return result
+
+    def __call__(self, view: StateView) -> bool:
+        return self.holds(view)
+
+
+def exit_predicate(
+    *,
+    reads: Iterable[str],
+    name: str | None = None,
+    on_missing: Policy = "block",
+    on_stale: Policy = "block",
+    max_age_s: float | None = None,
+    message: str = "",
+) -> Callable[[Callable[[StateView], bool]], PythonPredicate]:
+    """Declare a Python function as an exit predicate.
+
+    Example::
+
+        @exit_predicate(reads=["account.plan"], message="Custom domains need a paid plan.")
+        def on_free_plan(state):
+            return state["account.plan"] == "free"
+    """
+
+    def wrap(fn: Callable[[StateView], bool]) -> PythonPredicate:
+        return PythonPredicate(
+            fn=fn,
+            name=name or fn.__name__,
+            reads=tuple(reads),
+            on_missing=on_missing,
+            on_stale=on_stale,
+            max_age_s=max_age_s,
+            message=message or _first_line(fn.__doc__),
+        )
+
+    return wrap
+
+
+@dataclass(frozen=True)
+class CelPredicate:
+    """A predicate written as a CEL expression over the declared keys as nested maps.
+
+    ``reads: [account.plan]`` makes ``account.plan`` available to the expression. The
+    expression is compiled once; references to undeclared top-level names are refused at
+    load time. Any evaluation error makes the predicate hold.
+    """
+
+    expression: str
+    name: str
+    reads: tuple[str, ...]
+    on_missing: Policy = "block"
+    on_stale: Policy = "block"
+    max_age_s: float | None = None
+    message: str = ""
+    source: str = ""
+    version: str = field(default="")
+    _program: Any = field(default=None, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        import cel
+
+        keys = _check_common(self.name, self.reads, self.on_missing, self.on_stale)
+        object.__setattr__(self, "reads", keys)
+        where = f" in {self.source}" if self.source else ""
+        try:
+            program = cel.compile(self.expression)
+        except Exception as exc:  # the binding raises ValueError with a caret diagram
+            raise PredicateCompileError(
+                f"predicate {self.name!r}{where}: CEL expression does not compile: {exc}\n"
+                "fix the expression (see https://cel.dev for the syntax)"
+            ) from None
+        roots = {key.split(".")[0] for key in keys}
+        bound = _comprehension_vars(self.expression)
+        unknown = sorted(set(program.variables()) - roots - bound)
+        if unknown:
+            raise UndeclaredStateError(self.name, unknown[0], keys)
+        object.__setattr__(self, "_program", program)
+        if not self.version:
+            object.__setattr__(self, "version", text_hash(self.expression))
+
+    def holds(self, view: StateView) -> bool:
+        result = self._program.execute(view.nested())
+        if not isinstance(result, bool):
+            raise ContractError(
+                f"predicate {self.name!r}: expression gave {type(result).__name__}, not bool"
+            )
+        return result
+
+
+def _first_line(doc: str | None) -> str:
+    lines = (doc or "").strip().splitlines()
+    return lines[0].strip() if lines else ""
+
+
+_MACROS = ("all", "exists", "exists_one", "map", "filter")
+
+
+def _comprehension_vars(expression: str) -> set[str]:
+    """Names bound by CEL macros (``xs.all(x, ...)``), which the binding lists as variables."""
+    import re
+
+    pattern = r"\.(?:%s)\(\s*([A-Za-z_][A-Za-z0-9_]*)\s*," % "|".join(_MACROS)
+    return set(re.findall(pattern, expression))

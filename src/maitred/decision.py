@@ -1,0 +1,141 @@
+"""The values a turn produces, as the decision log stores them.
+
+A :class:`TurnRecord` is everything one pass of the pipeline decided for one message: the
+recall ranking, the gate's verdict on each candidate with the predicates that fired, which
+skills were exposed, what they cost in tokens, the snapshot the gate read and the time each stage
+took. It is immutable and JSON-serialisable, so it can be logged, replayed and diffed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from maitred.contract.evaluate import PredicateOutcome
+from maitred.state.snapshot import Snapshot
+
+
+@dataclass(frozen=True)
+class Message:
+    """One user message to route.
+
+    Attributes:
+        id: unique message id.
+        text: what the user said.
+        account: whose state the gate reads.
+        conversation: conversation id (messages of one conversation share it).
+        ts: when it was sent (unix seconds), if known.
+    """
+
+    id: str
+    text: str
+    account: str
+    conversation: str = ""
+    ts: float | None = None
+
+
+@dataclass(frozen=True)
+class PairRecord:
+    """One (turn, candidate) pair."""
+
+    skill: str
+    rank: int
+    score: float
+    visible: bool
+    exposed: bool
+    desc_tokens: int
+    components: Mapping[str, float] = field(default_factory=dict)
+    fired: tuple[PredicateOutcome, ...] = ()
+    soft: tuple[PredicateOutcome, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "skill": self.skill,
+            "rank": self.rank,
+            "score": self.score,
+            "components": dict(self.components),
+            "visible": self.visible,
+            "exposed": self.exposed,
+            "desc_tokens": self.desc_tokens,
+            "fired": [o.to_json() for o in self.fired],
+            "soft": [o.to_json() for o in self.soft],
+        }
+
+
+@dataclass(frozen=True)
+class TurnRecord:
+    """Everything the pipeline decided for one message."""
+
+    turn_id: str
+    run_id: str
+    message: Message
+    catalog_version: str
+    recall_method: str
+    depth_rule: str
+    pairs: tuple[PairRecord, ...]
+    snapshot: Snapshot | None
+    timings_us: Mapping[str, int]
+    ts: float
+    provider_error: str = ""
+    menu_tokens: int = 0
+
+    @property
+    def matched(self) -> bool:
+        return bool(self.pairs)
+
+    @property
+    def visible(self) -> tuple[str, ...]:
+        return tuple(p.skill for p in self.pairs if p.visible)
+
+    @property
+    def exposed(self) -> tuple[str, ...]:
+        return tuple(p.skill for p in self.pairs if p.exposed)
+
+    @property
+    def blocked(self) -> tuple[PairRecord, ...]:
+        return tuple(p for p in self.pairs if not p.visible)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "turn_id": self.turn_id,
+            "run_id": self.run_id,
+            "message": {
+                "id": self.message.id,
+                "text": self.message.text,
+                "account": self.message.account,
+                "conversation": self.message.conversation,
+                "ts": self.message.ts,
+            },
+            "catalog_version": self.catalog_version,
+            "recall_method": self.recall_method,
+            "depth_rule": self.depth_rule,
+            "pairs": [p.to_json() for p in self.pairs],
+            "snapshot": self.snapshot.to_json() if self.snapshot else None,
+            "timings_us": dict(self.timings_us),
+            "ts": self.ts,
+            "provider_error": self.provider_error,
+            "menu_tokens": self.menu_tokens,
+        }
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """One batch of turns written under the same configuration.
+
+    Attributes:
+        run_id: unique id.
+        started_at: unix seconds.
+        catalog_version: the catalog every turn of the run used.
+        n_skills: skills in the catalog.
+        tokens_all_skills: description tokens of the whole catalog (the "expose everything"
+            baseline per message).
+        config: the pipeline configuration, as JSON.
+    """
+
+    run_id: str
+    started_at: float
+    catalog_version: str
+    n_skills: int
+    tokens_all_skills: int
+    config: Mapping[str, Any] = field(default_factory=dict)

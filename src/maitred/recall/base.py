@@ -1,0 +1,65 @@
+"""Stage 1, recall: the state-blind ranking of skills for a message.
+
+Recall reads the message and the catalog, never account state (nothing in this package may
+import :mod:`maitred.state`). A :class:`Recaller` ranks skills; a :class:`Cutoff` decides how
+many of the ranking become candidates C(m). ``matched`` means C(m) is not empty.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One ranked skill.
+
+    Attributes:
+        name: the skill.
+        rank: 1-based position in the ranking.
+        score: the method's score (higher is better).
+        components: per-method scores behind it (e.g. ``{"bm25": 7.1, "dense": 0.52}``).
+    """
+
+    name: str
+    rank: int
+    score: float
+    components: Mapping[str, float] = field(default_factory=dict)
+
+
+@runtime_checkable
+class Recaller(Protocol):
+    """Ranks the catalog's skills for a text. Implementations are registered by name."""
+
+    name: str
+
+    def rank(self, text: str, k: int) -> list[Candidate]:
+        """The best ``k`` skills for ``text``, best first, ranks 1..k."""
+        ...
+
+
+@dataclass(frozen=True)
+class Cutoff:
+    """How a ranking becomes candidates.
+
+    Attributes:
+        top_k: keep at most this many.
+        min_score: keep only candidates whose score (or ``on`` component) is at least this.
+        on: which score ``min_score`` applies to: ``"score"`` or a component name
+            (``"dense"`` lets hybrid recall keep RRF ranking but threshold on cosine).
+    """
+
+    top_k: int = 10
+    min_score: float | None = None
+    on: str = "score"
+
+    def apply(self, ranked: list[Candidate]) -> list[Candidate]:
+        kept = ranked[: self.top_k]
+        if self.min_score is None:
+            return kept
+        bound = self.min_score
+        if self.on == "score":
+            return [c for c in kept if c.score >= bound]
+        return [c for c in kept if c.components.get(self.on, float("-inf")) >= bound]

@@ -1,0 +1,166 @@
+"""Exit predicates: evaluation rules, policies, and the shared path with procedures."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from maitred.contract import (
+    CelPredicate,
+    Contract,
+    SkillExit,
+    evaluate,
+    exit_predicate,
+    load_sidecar,
+)
+from maitred.errors import ContractError, PredicateCompileError, UndeclaredStateError
+from maitred.state import Snapshot
+
+NOW = 1_000_000.0
+
+
+def snap(values: dict[str, object], **kw: object) -> Snapshot:
+    return Snapshot("acct-1", values, NOW, **kw)  # type: ignore[arg-type]
+
+
+def test_cel_predicate_holds_and_passes() -> None:
+    p = CelPredicate('account.plan == "free"', "on_free_plan", ("account.plan",))
+    assert evaluate(p, snap({"account.plan": "free"}), NOW).holds
+    out = evaluate(p, snap({"account.plan": "premium"}), NOW)
+    assert not out.holds and out.status == "ok"
+    assert out.values == {"account.plan": "premium"}
+
+
+def test_cel_syntax_error_names_predicate() -> None:
+    with pytest.raises(PredicateCompileError, match="broken"):
+        CelPredicate("account.plan ==", "broken", ("account.plan",))
+
+
+def test_cel_undeclared_root_is_refused() -> None:
+    with pytest.raises(UndeclaredStateError, match="billing"):
+        CelPredicate('billing.status == "x"', "p", ("account.plan",))
+
+
+def test_cel_evaluation_error_holds() -> None:
+    # comparing a string with an int is a CEL runtime error -> holds, never a pass
+    p = CelPredicate("account.plan > 3", "p", ("account.plan",))
+    out = evaluate(p, snap({"account.plan": "free"}), NOW)
+    assert out.holds and out.status == "error"
+
+
+def test_missing_key_follows_policy() -> None:
+    closed = CelPredicate("a.b", "closed", ("a.b",))
+    open_ = CelPredicate("a.b", "open", ("a.b",), on_missing="offer")
+    assert evaluate(closed, snap({}), NOW).holds
+    out = evaluate(open_, snap({}), NOW)
+    assert not out.holds and out.status == "missing"
+
+
+def test_stale_key_follows_policy() -> None:
+    p = CelPredicate("a.b", "p", ("a.b",), max_age_s=60)
+    fresh = snap({"a.b": False}, key_as_of={"a.b": NOW - 10})
+    stale = snap({"a.b": False}, key_as_of={"a.b": NOW - 61})
+    assert not evaluate(p, fresh, NOW).holds
+    out = evaluate(p, stale, NOW)
+    assert out.holds and out.status == "stale"
+
+
+def test_python_predicate_undeclared_read_holds() -> None:
+    @exit_predicate(reads=["a.b"])
+    def sneaky(state):  # type: ignore[no-untyped-def]
+        return state["c.d"] == 1
+
+    out = evaluate(sneaky, snap({"a.b": 1, "c.d": 1}), NOW)
+    assert out.holds and out.status == "error" and "c.d" in out.detail
+
+
+def test_python_predicate_raising_holds() -> None:
+    @exit_predicate(reads=["a.b"])
+    def boom(state):  # type: ignore[no-untyped-def]
+        raise RuntimeError("backend down")
+
+    assert evaluate(boom, snap({"a.b": 1}), NOW).holds
+
+
+def test_non_bool_result_holds() -> None:
+    p = CelPredicate("a.b", "p", ("a.b",))
+    assert evaluate(p, snap({"a.b": "yes"}), NOW).status == "error"
+
+
+def test_version_is_hash_of_expression() -> None:
+    a = CelPredicate("a.b == 1", "p", ("a.b",))
+    b = CelPredicate("a.b == 2", "p", ("a.b",))
+    assert a.version != b.version and a.version.startswith("c1:")
+
+
+def test_bad_policy_is_refused() -> None:
+    with pytest.raises(ContractError, match="choose one of"):
+        CelPredicate("a.b", "p", ("a.b",), on_missing="maybe")  # type: ignore[arg-type]
+
+
+@given(st.integers(-1000, 1000), st.integers(-1000, 1000))
+def test_gate_and_procedure_agree(balance: int, limit: int) -> None:
+    """The procedure stops exactly when the gate would block: same objects, same evaluator."""
+    p = CelPredicate("billing.balance < billing.limit", "low", ("billing.balance", "billing.limit"))
+
+    def procedure(ctx):  # type: ignore[no-untyped-def]
+        ctx.exit_if("low")
+        ctx.tools.call("charge", amount=1)
+        return "done"
+
+    contract = Contract(exit_predicates=(p,), procedure=procedure)
+    s = snap({"billing.balance": balance, "billing.limit": limit})
+    result = contract.run("pay", s, NOW)
+    assert result.completed is (not contract.would_exit(s, NOW))
+    assert (result.calls == (("charge", {"amount": 1}),)) is result.completed
+
+
+def test_sidecar_roundtrip(tmp_path: Path) -> None:
+    (tmp_path / "scripts").mkdir()
+    (tmp_path / "scripts" / "procedure.py").write_text(
+        "from maitred.contract import exit_predicate\n"
+        "@exit_predicate(reads=['site.status'])\n"
+        "def site_deleted(state):\n"
+        "    return state['site.status'] == 'deleted'\n"
+        "def run(ctx):\n"
+        "    ctx.exit_if('on_free_plan')\n"
+        "    ctx.exit_if('site_deleted')\n"
+        "    return 'ok'\n"
+    )
+    (tmp_path / "maitred.yaml").write_text(
+        "cost: 2\nmutates: true\nfamily: domains\nprocedure: scripts/procedure.py:run\n"
+        "exit_predicates:\n"
+        "  - name: on_free_plan\n    expr: account.plan == 'free'\n    reads: [account.plan]\n"
+        "  - python: scripts/procedure.py:site_deleted\n"
+    )
+    contract, family = load_sidecar(tmp_path, "connect-domain")
+    assert family == "domains" and contract.mutates and contract.cost == 2.0
+    assert [p.name for p in contract.exit_predicates] == ["on_free_plan", "site_deleted"]
+    ok = snap({"account.plan": "premium", "site.status": "live"})
+    assert contract.run("connect-domain", ok, NOW).completed
+    bad = snap({"account.plan": "premium", "site.status": "deleted"})
+    res = contract.run("connect-domain", bad, NOW)
+    assert not res.completed and res.exit is not None and res.exit.predicate == "site_deleted"
+
+
+def test_sidecar_errors_name_file_and_entry(tmp_path: Path) -> None:
+    (tmp_path / "maitred.yaml").write_text(
+        "exit_predicates:\n  - name: p\n    expr: 'a.b =='\n    reads: [a.b]\n"
+    )
+    with pytest.raises(PredicateCompileError, match=r"maitred\.yaml.*exit_predicates\[0\]"):
+        load_sidecar(tmp_path, "s")
+
+
+def test_skill_exit_names_predicate() -> None:
+    p = CelPredicate("true", "always", ("a.b",))
+
+    def procedure(ctx):  # type: ignore[no-untyped-def]
+        ctx.exit_if("always")
+
+    with pytest.raises(SkillExit, match="always"):
+        from maitred.contract import ProcedureContext
+
+        procedure(ProcedureContext("s", snap({"a.b": 1}), {"always": p}, NOW))
