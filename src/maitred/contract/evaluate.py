@@ -72,7 +72,9 @@ def evaluate(predicate: Predicate, snapshot: Snapshot, now: float) -> PredicateO
                 f"(policy: {predicate.on_stale})",
             )
     try:
-        held = predicate.holds(StateView(snapshot.values, predicate.reads, predicate.name))
+        held = predicate.holds(
+            StateView(snapshot.values, predicate.reads, predicate.name, snapshot.as_of)
+        )
     except Exception as exc:
         return PredicateOutcome(
             predicate.name, predicate.version, True, "error", values,

@@ -62,12 +62,20 @@ class StateView(Mapping[str, Any]):
     evaluator turns into a holding predicate (never a silent pass).
     """
 
-    __slots__ = ("_declared", "_predicate", "_values")
+    __slots__ = ("_declared", "_predicate", "_values", "now")
 
-    def __init__(self, values: Mapping[str, Any], declared: Iterable[str], predicate: str) -> None:
+    def __init__(
+        self,
+        values: Mapping[str, Any],
+        declared: Iterable[str],
+        predicate: str,
+        now: float = 0.0,
+    ) -> None:
         self._values = values
         self._declared = frozenset(declared)
         self._predicate = predicate
+        #: the snapshot's ``as_of`` (unix seconds): "now" for date rules, fixed for replay
+        self.now = now
 
     def __getitem__(self, key: str) -> Any:
         if key not in self._declared:
@@ -81,8 +89,10 @@ class StateView(Mapping[str, Any]):
         return sum(1 for k in self._declared if k in self._values)
 
     def nested(self) -> dict[str, Any]:
-        """The declared values as nested maps: ``{"account.plan": x}`` -> ``{"account": {"plan": x}}``."""
-        out: dict[str, Any] = {}
+        """The declared values as nested maps (``{"account.plan": x}`` ->
+        ``{"account": {"plan": x}}``), plus ``now``: the snapshot time as an int of unix seconds
+        (CEL does not mix int and double: store timestamps as ints)."""
+        out: dict[str, Any] = {"now": int(self.now)}
         for key in sorted(self._declared):
             if key not in self._values:
                 continue
@@ -124,7 +134,10 @@ def _check_common(name: str, reads: Iterable[str], on_missing: str, on_stale: st
 
 @dataclass(frozen=True)
 class PythonPredicate:
-    """A predicate written as a Python function ``fn(state) -> bool``."""
+    """A predicate written as a Python function ``fn(state) -> bool``.
+
+    ``state`` is a :class:`StateView`: ``state["account.plan"]`` for a declared key,
+    ``state.now`` for the snapshot time (unix seconds)."""
 
     fn: Callable[[StateView], bool]
     name: str
@@ -193,7 +206,8 @@ def exit_predicate(
 class CelPredicate:
     """A predicate written as a CEL expression over the declared keys as nested maps.
 
-    ``reads: [account.plan]`` makes ``account.plan`` available to the expression. The
+    ``reads: [account.plan]`` makes ``account.plan`` available to the expression; ``now`` is
+    always available (the snapshot time, unix seconds, so date rules replay identically). The
     expression is compiled once; references to undeclared top-level names are refused at
     load time. Any evaluation error makes the predicate hold.
     """
@@ -222,7 +236,7 @@ class CelPredicate:
                 f"predicate {self.name!r}{where}: CEL expression does not compile: {exc}\n"
                 "fix the expression (see https://cel.dev for the syntax)"
             ) from None
-        roots = {key.split(".")[0] for key in keys}
+        roots = {key.split(".")[0] for key in keys} | {"now"}
         bound = _comprehension_vars(self.expression)
         unknown = sorted(set(program.variables()) - roots - bound)
         if unknown:
