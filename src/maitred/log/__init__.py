@@ -1,1 +1,25 @@
-"""log."""
+"""The decision log: every turn's decision, append-only, hashed, migratable and verifiable.
+
+Open one with :func:`open_log` (a path for SQLite, ``postgresql://...`` for PostgreSQL), call
+``begin_run`` once per run and ``write`` once per turn; :func:`verify` recomputes every stored
+hash. The schema is the ordered list :data:`MIGRATIONS`; the row layout and the row-hash
+definition live in :mod:`maitred.log.rows`.
+"""
+
+from maitred.log.base import BACKENDS, DecisionLog, open_log
+from maitred.log.migrations import MIGRATIONS, Migration
+from maitred.log.rows import decode_turn, row_hash_payload
+from maitred.log.verify import Mismatch, VerifyReport, verify
+
+__all__ = [
+    "BACKENDS",
+    "MIGRATIONS",
+    "DecisionLog",
+    "Migration",
+    "Mismatch",
+    "VerifyReport",
+    "decode_turn",
+    "open_log",
+    "row_hash_payload",
+    "verify",
+]

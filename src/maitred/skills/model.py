@@ -90,8 +90,11 @@ class Catalog:
         object.__setattr__(self, "_by_name", by_name)
         if not self.version:
             object.__setattr__(
-                self, "version",
-                content_hash(sorted((s.fingerprint() for s in self.skills), key=lambda f: f["name"])),
+                self,
+                "version",
+                content_hash(
+                    sorted((s.fingerprint() for s in self.skills), key=lambda f: f["name"])
+                ),
             )
 
     def __len__(self) -> int:

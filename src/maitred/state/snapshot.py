@@ -67,7 +67,7 @@ class Snapshot:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Snapshot:
-        """Rebuild a snapshot stored by :meth:`to_json` (the stored hash is kept, not recomputed)."""
+        """Rebuild a snapshot stored by :meth:`to_json` (keeping the stored hash as it is)."""
         return cls(
             account=str(data["account"]),
             values=dict(data["values"]),

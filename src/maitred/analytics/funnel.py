@@ -1,0 +1,361 @@
+"""The funnel: how many skills, and how many description tokens, survive each stage.
+
+For a run (or the whole log) the funnel counts, from the decision log alone::
+
+    messages ─► matched messages (recall found >= 1 candidate)
+    candidate pairs (after recall) ─► blocked by the gate ─► visible pairs ─► exposed pairs
+    tokens: all skills x messages ─► after recall ─► after gate ─► exposed
+
+and reports the reductions: ``token_reduction = 1 - after_gate / all``,
+``recall_token_reduction = 1 - after_recall / all`` and ``gate_token_reduction =
+1 - after_gate / after_recall`` (the share of the recalled tokens the gate removed), plus, per
+skill, how often it was a candidate and blocked and the tokens its blocks saved, and which
+predicates blocked the most pairs (from ``pairs.fired_json``). A ratio over an empty
+denominator is 0.0.
+
+Invariants (tested): ``blocked <= candidates`` and ``tokens_after_gate <= tokens_after_recall``;
+``tokens_after_recall <= tokens_all_skills`` holds whenever each turn's candidates are distinct
+catalog skills.
+
+Analytics only reads the log: the log is opened read-only (the database refuses writes) and
+everything is aggregated by SQL in the log's own engine. DESIGN.md names DuckDB for analytics;
+DuckDB reads SQLite through its ``sqlite`` extension, which cannot be downloaded in this
+environment, so this module runs the same read-only SQL on SQLite / PostgreSQL directly. The
+queries are plain aggregate SQL and move to DuckDB unchanged when the extension is available.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from rich.table import Table
+
+from maitred.errors import ConfigError
+from maitred.log import DecisionLog, open_log
+
+_PAIR_TOTALS = """
+SELECT p.skill,
+       COUNT(*),
+       SUM(CASE WHEN p.visible THEN 0 ELSE 1 END),
+       SUM(CASE WHEN p.visible THEN 1 ELSE 0 END),
+       SUM(CASE WHEN p.exposed THEN 1 ELSE 0 END),
+       SUM(p.desc_tokens),
+       SUM(CASE WHEN p.visible THEN p.desc_tokens ELSE 0 END),
+       SUM(CASE WHEN p.exposed THEN p.desc_tokens ELSE 0 END)
+FROM pairs p {join} {where}
+GROUP BY p.skill
+"""
+
+_TURN_TOTALS = """
+SELECT COUNT(*),
+       SUM(CASE WHEN t.n_candidates > 0 THEN 1 ELSE 0 END),
+       SUM(r.tokens_all_skills),
+       SUM(t.menu_tokens)
+FROM turns t JOIN runs r ON r.run_id = t.run_id {where}
+"""
+
+# One row per (blocked pair, predicate that fired on it); JSON is unpacked by the engine.
+_FIRED = {
+    "sqlite": (
+        "json_each(p.fired_json) AS f",
+        "json_extract(f.value, '$.predicate')",
+    ),
+    "postgres": (
+        "jsonb_array_elements(p.fired_json::jsonb) AS f(value)",
+        "f.value ->> 'predicate'",
+    ),
+}
+_TOP_PREDICATES = """
+SELECT {name} AS predicate, COUNT(*) AS n
+FROM pairs p {join} CROSS JOIN {unpack}
+WHERE NOT p.visible AND p.fired_json <> '[]' {and_run}
+GROUP BY {name}
+ORDER BY n DESC, predicate
+"""
+
+
+def _ratio(part: float, whole: float) -> float:
+    return part / whole if whole else 0.0
+
+
+@dataclass(frozen=True)
+class SkillFunnel:
+    """One skill's row of the funnel.
+
+    Attributes:
+        skill: the skill.
+        candidates: pairs in which recall proposed it.
+        blocked: of those, pairs the gate blocked.
+        visible: pairs that passed the gate.
+        exposed: pairs the depth rule exposed.
+        tokens: description tokens over all its candidate pairs.
+        tokens_saved: description tokens of its blocked pairs (what the gate kept off menus).
+        tokens_exposed: description tokens of its exposed pairs.
+    """
+
+    skill: str
+    candidates: int
+    blocked: int
+    visible: int
+    exposed: int
+    tokens: int
+    tokens_saved: int
+    tokens_exposed: int
+
+    @property
+    def block_rate(self) -> float:
+        """blocked / candidates."""
+        return _ratio(self.blocked, self.candidates)
+
+    def to_json(self) -> dict[str, Any]:
+        """The row as JSON (``block_rate`` included)."""
+        return {
+            "candidates": self.candidates,
+            "blocked": self.blocked,
+            "block_rate": self.block_rate,
+            "visible": self.visible,
+            "exposed": self.exposed,
+            "tokens": self.tokens,
+            "tokens_saved": self.tokens_saved,
+            "tokens_exposed": self.tokens_exposed,
+        }
+
+
+@dataclass(frozen=True)
+class Funnel:
+    """Counts and token sums at each stage, for one run or the whole log.
+
+    Attributes:
+        run_id: the run, or None for every run in the log.
+        messages: turns logged (one per routed message).
+        matched_messages: turns with at least one candidate.
+        candidate_pairs: (turn, candidate) pairs recall produced.
+        blocked_pairs: pairs the executability gate blocked.
+        visible_pairs: pairs that passed the gate.
+        exposed_pairs: pairs the depth rule put on the menu.
+        tokens_all_skills: sum over messages of the run's whole-catalog description tokens.
+        tokens_after_recall: description tokens of every candidate pair.
+        tokens_after_gate: description tokens of the visible pairs.
+        tokens_exposed: description tokens of the exposed pairs.
+        menu_tokens: rendered menu tokens, as counted by the menu stage.
+        per_skill: one row per skill, most candidates first.
+        top_predicates: (predicate, blocked pairs it fired on), most first.
+    """
+
+    run_id: str | None
+    messages: int
+    matched_messages: int
+    candidate_pairs: int
+    blocked_pairs: int
+    visible_pairs: int
+    exposed_pairs: int
+    tokens_all_skills: int
+    tokens_after_recall: int
+    tokens_after_gate: int
+    tokens_exposed: int
+    menu_tokens: int
+    per_skill: tuple[SkillFunnel, ...]
+    top_predicates: tuple[tuple[str, int], ...]
+
+    @property
+    def blocked_pair_share(self) -> float:
+        """blocked_pairs / candidate_pairs."""
+        return _ratio(self.blocked_pairs, self.candidate_pairs)
+
+    @property
+    def token_reduction(self) -> float:
+        """1 - tokens_after_gate / tokens_all_skills."""
+        if not self.tokens_all_skills:
+            return 0.0
+        return 1.0 - self.tokens_after_gate / self.tokens_all_skills
+
+    @property
+    def recall_token_reduction(self) -> float:
+        """1 - tokens_after_recall / tokens_all_skills."""
+        if not self.tokens_all_skills:
+            return 0.0
+        return 1.0 - self.tokens_after_recall / self.tokens_all_skills
+
+    @property
+    def gate_token_reduction(self) -> float:
+        """Share of the recalled tokens the gate removed: 1 - after_gate / after_recall."""
+        if not self.tokens_after_recall:
+            return 0.0
+        return 1.0 - self.tokens_after_gate / self.tokens_after_recall
+
+    def to_json(self) -> dict[str, Any]:
+        """Every count, token sum and ratio, ``per_skill`` and ``top_predicates`` as objects."""
+        return {
+            "run_id": self.run_id,
+            "messages": self.messages,
+            "matched_messages": self.matched_messages,
+            "candidate_pairs": self.candidate_pairs,
+            "blocked_pairs": self.blocked_pairs,
+            "blocked_pair_share": self.blocked_pair_share,
+            "visible_pairs": self.visible_pairs,
+            "exposed_pairs": self.exposed_pairs,
+            "tokens_all_skills": self.tokens_all_skills,
+            "tokens_after_recall": self.tokens_after_recall,
+            "tokens_after_gate": self.tokens_after_gate,
+            "tokens_exposed": self.tokens_exposed,
+            "menu_tokens": self.menu_tokens,
+            "token_reduction": self.token_reduction,
+            "recall_token_reduction": self.recall_token_reduction,
+            "gate_token_reduction": self.gate_token_reduction,
+            "per_skill": {s.skill: s.to_json() for s in self.per_skill},
+            "top_predicates": dict(self.top_predicates),
+        }
+
+
+def funnel(log: DecisionLog | str | os.PathLike[str], run_id: str | None = None) -> Funnel:
+    """Compute the funnel of one run (or of the whole log) by SQL over the decision log.
+
+    Args:
+        log: a path or URL (opened read-only and closed again), or an open log.
+        run_id: the run to count; None counts every run.
+
+    Returns:
+        The funnel.
+
+    Raises:
+        ConfigError: ``run_id`` is not in the log.
+        LogError: the log cannot be opened or read.
+    """
+    if not isinstance(log, DecisionLog):
+        with open_log(log, read_only=True) as opened:
+            return funnel(opened, run_id)
+    params: Sequence[Any] = ()
+    if run_id is not None:
+        _check_run(log, run_id)
+        params = (run_id,)
+    skills = _per_skill(log, run_id, params)
+    where = "WHERE t.run_id = ?" if run_id is not None else ""
+    n_turns, matched, tokens_all, menu = log.query(_TURN_TOTALS.format(where=where), params)[0]
+    recalled = sum(s.tokens for s in skills)
+    return Funnel(
+        run_id=run_id,
+        messages=int(n_turns),
+        matched_messages=int(matched or 0),
+        candidate_pairs=sum(s.candidates for s in skills),
+        blocked_pairs=sum(s.blocked for s in skills),
+        visible_pairs=sum(s.visible for s in skills),
+        exposed_pairs=sum(s.exposed for s in skills),
+        tokens_all_skills=int(tokens_all or 0),
+        tokens_after_recall=recalled,
+        tokens_after_gate=recalled - sum(s.tokens_saved for s in skills),
+        tokens_exposed=sum(s.tokens_exposed for s in skills),
+        menu_tokens=int(menu or 0),
+        per_skill=skills,
+        top_predicates=_top_predicates(log, run_id, params),
+    )
+
+
+def _check_run(log: DecisionLog, run_id: str) -> None:
+    if log.query("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)):
+        return
+    known = [r[0] for r in log.query("SELECT run_id FROM runs ORDER BY started_at DESC LIMIT 10")]
+    raise ConfigError(
+        f"run {run_id!r} is not in the decision log at {log.location}; the latest runs there "
+        f"are {known} (omit the run id to count every run)"
+    )
+
+
+def _per_skill(
+    log: DecisionLog, run_id: str | None, params: Sequence[Any]
+) -> tuple[SkillFunnel, ...]:
+    if run_id is None:
+        sql = _PAIR_TOTALS.format(join="", where="")
+    else:
+        sql = _PAIR_TOTALS.format(
+            join="JOIN turns t ON t.turn_id = p.turn_id", where="WHERE t.run_id = ?"
+        )
+    rows = [
+        SkillFunnel(
+            skill=str(skill),
+            candidates=int(n),
+            blocked=int(blocked),
+            visible=int(visible),
+            exposed=int(exposed),
+            tokens=int(tokens),
+            tokens_saved=int(tokens) - int(tokens_visible),
+            tokens_exposed=int(tokens_exposed),
+        )
+        for skill, n, blocked, visible, exposed, tokens, tokens_visible, tokens_exposed in (
+            log.query(sql, params)
+        )
+    ]
+    rows.sort(key=lambda s: (-s.candidates, s.skill))
+    return tuple(rows)
+
+
+def _top_predicates(
+    log: DecisionLog, run_id: str | None, params: Sequence[Any]
+) -> tuple[tuple[str, int], ...]:
+    unpack, name = _FIRED[log.dialect]
+    join, and_run = "", ""
+    if run_id is not None:
+        join, and_run = "JOIN turns t ON t.turn_id = p.turn_id", "AND t.run_id = ?"
+    sql = _TOP_PREDICATES.format(name=name, unpack=unpack, join=join, and_run=and_run)
+    return tuple((str(pred), int(n)) for pred, n in log.query(sql, params))
+
+
+def _pct(value: float) -> str:
+    return f"{value:.1%}"
+
+
+def render_table(f: Funnel) -> Table:
+    """The funnel as a rich table: one row per stage, with counts, tokens and reductions."""
+    title = f"Funnel, run {f.run_id}" if f.run_id else "Funnel, all runs"
+    table = Table(title=title)
+    table.add_column("stage")
+    table.add_column("count", justify="right")
+    table.add_column("tokens", justify="right")
+    table.add_column("note")
+    table.add_row("messages", f"{f.messages:,}", f"{f.tokens_all_skills:,}", "whole catalog each")
+    table.add_row(
+        "matched messages",
+        f"{f.matched_messages:,}",
+        "",
+        f"{_pct(_ratio(f.matched_messages, f.messages))} of messages",
+    )
+    table.add_row(
+        "candidate pairs (recall)",
+        f"{f.candidate_pairs:,}",
+        f"{f.tokens_after_recall:,}",
+        f"-{_pct(f.recall_token_reduction)} tokens vs all skills",
+    )
+    table.add_row(
+        "blocked pairs (gate)",
+        f"{f.blocked_pairs:,}",
+        f"{f.tokens_after_recall - f.tokens_after_gate:,}",
+        f"{_pct(f.blocked_pair_share)} of pairs, "
+        f"-{_pct(f.gate_token_reduction)} of recalled tokens",
+    )
+    table.add_row(
+        "visible pairs",
+        f"{f.visible_pairs:,}",
+        f"{f.tokens_after_gate:,}",
+        f"-{_pct(f.token_reduction)} tokens vs all skills",
+    )
+    table.add_row("exposed pairs (depth)", f"{f.exposed_pairs:,}", f"{f.tokens_exposed:,}", "")
+    return table
+
+
+def render_skills_table(f: Funnel, limit: int = 20) -> Table:
+    """Per-skill rows (most candidates first, at most ``limit``) as a rich table."""
+    table = Table(title=f"Per skill (top {min(limit, len(f.per_skill))} of {len(f.per_skill)})")
+    table.add_column("skill")
+    for name in ("candidates", "blocked", "block rate", "tokens saved"):
+        table.add_column(name, justify="right")
+    for s in f.per_skill[:limit]:
+        table.add_row(
+            s.skill,
+            f"{s.candidates:,}",
+            f"{s.blocked:,}",
+            _pct(s.block_rate),
+            f"{s.tokens_saved:,}",
+        )
+    return table

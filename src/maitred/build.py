@@ -1,0 +1,90 @@
+"""Assemble a :class:`~maitred.pipeline.Pipeline` from names and paths.
+
+The CLI, the demo and the service all build their pipeline here, so that one set of options
+means the same thing everywhere.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from maitred.depth.rules import make_depth_rule
+from maitred.menu.render import MenuRenderer
+from maitred.pipeline import Pipeline
+from maitred.recall.base import Cutoff
+from maitred.recall.dense import Progress
+from maitred.recall.registry import make_recaller
+from maitred.skills.catalog import load_catalog
+from maitred.skills.model import Catalog
+from maitred.state.registry import open_provider
+from maitred.state.snapshot import StateProvider
+
+
+@dataclass(frozen=True)
+class PipelineOptions:
+    """Every knob of a pipeline, as plain values (what a run logs as its config).
+
+    Attributes:
+        method: recall method (``bm25``, ``dense``, ``hybrid``).
+        top_k: candidates kept from the ranking.
+        min_score: minimum score to keep a candidate (``None``: no threshold).
+        score_on: which score ``min_score`` applies to (``score`` or a component: ``dense``).
+        family: family-level recall (a matched family brings all its skills).
+        depth: depth rule name; ``depth_params`` its parameters.
+        menu_format: ``openai``, ``anthropic``, ``mcp`` or ``agentskills``.
+    """
+
+    method: str = "hybrid"
+    top_k: int = 10
+    min_score: float | None = None
+    score_on: str = "score"
+    family: bool = False
+    depth: str = "all"
+    depth_params: Mapping[str, Any] = field(default_factory=dict)
+    menu_format: str = "openai"
+
+    def to_json(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["depth_params"] = dict(self.depth_params)
+        return out
+
+
+def build_pipeline(
+    catalog: Catalog | Sequence[str | Path],
+    provider: StateProvider | str,
+    options: PipelineOptions | None = None,
+    *,
+    tables: Mapping[str, Any] | None = None,
+    cache_dir: str | Path | None = None,
+    log: Any = None,
+    progress: Progress | None = None,
+) -> Pipeline:
+    """Build a pipeline.
+
+    Args:
+        catalog: a loaded catalog, or skill folders / tool files to load.
+        provider: a state provider, or a spec for :func:`maitred.state.open_provider`.
+        options: the pipeline's knobs.
+        tables: key root -> table, for a SQL provider spec.
+        cache_dir: where recall indexes persist (rebuilt only when the catalog changes).
+        log: an open decision log, if turns should be logged.
+        progress: ``progress(done, total)`` while the index is built.
+    """
+    opts = options or PipelineOptions()
+    cat = catalog if isinstance(catalog, Catalog) else load_catalog(list(catalog))
+    prov = open_provider(provider, tables) if isinstance(provider, str) else provider
+    recaller = make_recaller(opts.method, cat, cache_dir=cache_dir, progress=progress)
+    return Pipeline(
+        cat,
+        recaller,
+        prov,
+        cutoff=Cutoff(top_k=opts.top_k, min_score=opts.min_score, on=opts.score_on),
+        family_mode=opts.family,
+        depth=make_depth_rule(opts.depth, **dict(opts.depth_params)),
+        renderer=MenuRenderer(cat, opts.menu_format),
+        log=log,
+        config=opts.to_json(),
+    )

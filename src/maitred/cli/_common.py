@@ -1,0 +1,95 @@
+"""Options and helpers the commands share."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import typer
+import yaml
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+from maitred.errors import ConfigError
+
+console = Console()
+err_console = Console(stderr=True)
+
+SKILLS_OPT = typer.Option(
+    ..., "--skills", "-s", help="Skill folders or tool files (.json/.jsonl); repeatable."
+)
+STATE_OPT = typer.Option(
+    ..., "--state", help="State provider: sqlite:///x.db, postgresql://..., or a .json file."
+)
+TABLES_OPT = typer.Option(
+    None, "--tables", help="YAML/JSON file mapping key roots to tables (SQL providers)."
+)
+METHOD_OPT = typer.Option("hybrid", "--method", "-m", help="Recall method: bm25, dense, hybrid.")
+CACHE_OPT = typer.Option(None, "--cache-dir", help="Where indexes persist (MAITRED_CACHE_DIR).")
+
+
+def dump_json(value: Any) -> None:
+    """Print JSON to stdout (plain, so it can be piped)."""
+    sys.stdout.write(json.dumps(value, indent=2, ensure_ascii=False, default=str) + "\n")
+
+
+def load_tables(path: Path | None) -> dict[str, Any] | None:
+    """Read a tables mapping file, naming the file when it is wrong."""
+    if path is None:
+        return None
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise ConfigError(f"{path}: cannot read the tables mapping: {exc}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a mapping of key root -> table spec")
+    return data
+
+
+@contextmanager
+def progress_bar(description: str, total: int | None, *, enabled: bool = True) -> Iterator[Any]:
+    """A rich progress bar on stderr; yields ``advance(n)`` (a no-op when disabled)."""
+    if not enabled:
+        yield lambda n=1: None
+        return
+    with Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=err_console,
+        transient=False,
+    ) as bar:
+        task = bar.add_task(description, total=total)
+
+        def advance(n: int = 1) -> None:
+            bar.advance(task, n)
+
+        yield advance
+
+
+def index_progress(enabled: bool = True) -> Any:
+    """A ``progress(done, total)`` callback for index builds, printing to stderr."""
+    if not enabled:
+        return None
+    state: dict[str, int] = {"last": -1}
+
+    def report(done: int, total: int) -> None:
+        pct = int(100 * done / max(1, total))
+        if pct // 10 != state["last"] // 10 or done == total:
+            err_console.print(f"  embedding skills: {done}/{total} ({pct}%)", highlight=False)
+            state["last"] = pct
+
+    return report

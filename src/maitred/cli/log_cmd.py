@@ -1,0 +1,42 @@
+"""`maitred funnel` and `maitred log verify`: read-only views of the decision log."""
+
+from __future__ import annotations
+
+import typer
+
+from maitred.analytics.funnel import funnel as compute_funnel
+from maitred.analytics.funnel import render_table
+from maitred.cli._common import console, dump_json
+from maitred.log.base import open_log
+from maitred.log.verify import verify as verify_log
+from maitred.settings import Settings
+
+LOG_OPT = typer.Option(None, "--log", help="Decision log (path or postgresql:// URL).")
+
+
+def funnel(
+    log: str | None = LOG_OPT,
+    run: str | None = typer.Option(None, "--run", help="Only this run id."),
+    as_json: bool = typer.Option(False, "--json", help="Print the funnel as JSON."),
+) -> None:
+    """Messages, matches, candidate and blocked pairs, and skill-description tokens per stage."""
+    result = compute_funnel(log or Settings.from_env().log, run)
+    if as_json:
+        dump_json(result.to_json())
+    else:
+        console.print(render_table(result))
+
+
+def verify(
+    log: str | None = LOG_OPT,
+    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+) -> None:
+    """Recompute every turn's and snapshot's hash; exit 1 on any mismatch."""
+    with open_log(log or Settings.from_env().log, read_only=True) as handle:
+        report = verify_log(handle)
+    if as_json:
+        dump_json(report.to_json())
+    else:
+        console.print(report.summary())
+    if not report.ok:
+        raise typer.Exit(1)

@@ -1,0 +1,53 @@
+"""`maitred`: the command-line adapter. Every command calls the library; none holds logic.
+
+Errors from maitred (bad input, a broken environment) print one clear line on stderr and exit
+with status 2; anything else is a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+import typer
+
+from maitred.cli import demo_cmd, eval_cmd, log_cmd, route_cmd, skills_cmd
+from maitred.cli._common import err_console
+from maitred.errors import MaitredError
+
+app = typer.Typer(
+    name="maitred",
+    help="Decide what an LLM agent is offered and what it may do, turn by turn.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+skills_app = typer.Typer(help="Skill catalogs: validate folders and tool files.", no_args_is_help=True)
+log_app = typer.Typer(help="The decision log: verify hashes.", no_args_is_help=True)
+eval_app = typer.Typer(help="Evaluations: routing accuracy.", no_args_is_help=True)
+
+skills_app.command("validate")(skills_cmd.validate)
+app.add_typer(skills_app, name="skills")
+app.command("index")(skills_cmd.index)
+app.command("route")(route_cmd.route)
+app.command("run")(route_cmd.run)
+app.command("funnel")(log_cmd.funnel)
+log_app.command("verify")(log_cmd.verify)
+app.add_typer(log_app, name="log")
+eval_app.command("routing")(eval_cmd.routing)
+app.add_typer(eval_app, name="eval")
+app.command("demo")(demo_cmd.demo)
+
+
+def main() -> None:
+    """Console entry point."""
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        app()
+    except MaitredError as exc:
+        err_console.print(f"[bold red]error:[/] {exc}", highlight=False, markup=True)
+        sys.exit(2)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

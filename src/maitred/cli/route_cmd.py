@@ -1,0 +1,191 @@
+"""`maitred route` (one message) and `maitred run` (a message file into the decision log)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.table import Table
+
+from maitred.analytics.funnel import funnel as compute_funnel
+from maitred.analytics.funnel import render_table
+from maitred.build import PipelineOptions, build_pipeline
+from maitred.cli._common import (
+    CACHE_OPT,
+    METHOD_OPT,
+    STATE_OPT,
+    TABLES_OPT,
+    console,
+    dump_json,
+    err_console,
+    index_progress,
+    load_tables,
+    progress_bar,
+)
+from maitred.decision import Message
+from maitred.errors import InputError
+from maitred.log.base import open_log
+from maitred.messages import read_messages
+from maitred.pipeline import Pipeline, Turn
+from maitred.settings import Settings
+
+TOP_K_OPT = typer.Option(10, "--top-k", help="Candidates kept from the ranking.")
+MIN_SCORE_OPT = typer.Option(None, "--min-score", help="Minimum score to keep a candidate.")
+SCORE_ON_OPT = typer.Option("score", "--score-on", help="Score --min-score applies to: score, dense, bm25.")
+FAMILY_OPT = typer.Option(False, "--family", help="Family-level recall: a matched family brings all its skills.")
+FORMAT_OPT = typer.Option("openai", "--format", help="Menu format: openai, anthropic, mcp, agentskills.")
+
+
+def _options(method: str, top_k: int, min_score: float | None, score_on: str, family: bool,
+             fmt: str) -> PipelineOptions:
+    return PipelineOptions(method=method, top_k=top_k, min_score=min_score, score_on=score_on,
+                           family=family, menu_format=fmt)
+
+
+def turn_json(pipeline: Pipeline, turn: Turn) -> dict[str, Any]:
+    """A routed turn as the JSON `route --json` prints."""
+    rec = turn.record
+    blocked = []
+    for pair in rec.blocked:
+        predicates = pipeline.catalog[pair.skill].contract.predicates_by_name
+        blocked.append({
+            "skill": pair.skill,
+            "rank": pair.rank,
+            "predicates": [
+                {**o.to_json(), "message": getattr(predicates.get(o.predicate), "message", "")}
+                for o in pair.fired
+            ],
+        })
+    return {
+        "message": rec.message.text,
+        "account": rec.message.account,
+        "matched": rec.matched,
+        "candidates": [{"skill": p.skill, "rank": p.rank, "score": p.score,
+                        "components": dict(p.components)} for p in rec.pairs],
+        "visible": list(rec.visible),
+        "exposed": list(rec.exposed),
+        "blocked": blocked,
+        "menu_format": turn.menu.format,
+        "menu_tokens": turn.menu.tokens,
+        "menu": turn.menu.payload(),
+        "snapshot_hash": rec.snapshot.hash if rec.snapshot else None,
+        "provider_error": rec.provider_error or None,
+        "catalog_version": rec.catalog_version,
+        "timings_us": dict(rec.timings_us),
+    }
+
+
+def _print_turn(data: dict[str, Any]) -> None:
+    if not data["matched"]:
+        console.print("no skill matches this message (nothing offered)")
+        return
+    menu = Table(title=f"offered ({data['menu_format']}, {data['menu_tokens']} tokens)")
+    for col in ("rank", "skill", "score"):
+        menu.add_column(col)
+    scores = {c["skill"]: c for c in data["candidates"]}
+    for name in data["exposed"]:
+        menu.add_row(str(scores[name]["rank"]), name, f"{scores[name]['score']:.4f}")
+    console.print(menu)
+    if data["blocked"]:
+        table = Table(title="blocked by the executability gate")
+        for col in ("skill", "predicate", "status", "why", "state read"):
+            table.add_column(col)
+        for item in data["blocked"]:
+            for p in item["predicates"]:
+                table.add_row(item["skill"], p["predicate"], p["status"],
+                              p["message"] or p["detail"], str(p["values"]))
+        console.print(table)
+    if data["provider_error"]:
+        err_console.print(f"[yellow]state provider failed:[/] {data['provider_error']}")
+
+
+def route(
+    text: str = typer.Argument(..., help="The user's message."),
+    account: str = typer.Option(..., "--account", "-a", help="Whose state the gate reads."),
+    skills: list[str] = typer.Option(..., "--skills", "-s", help="Skill folders / tool files."),
+    state: str = STATE_OPT,
+    tables: Path | None = TABLES_OPT,
+    method: str = METHOD_OPT,
+    top_k: int = TOP_K_OPT,
+    min_score: float | None = MIN_SCORE_OPT,
+    score_on: str = SCORE_ON_OPT,
+    family: bool = FAMILY_OPT,
+    fmt: str = FORMAT_OPT,
+    cache_dir: Path | None = CACHE_OPT,
+    as_json: bool = typer.Option(False, "--json", help="Print the decision as JSON."),
+) -> None:
+    """Route one message for one account: the menu offered and every skill blocked, with why."""
+    pipeline = build_pipeline(
+        skills, state, _options(method, top_k, min_score, score_on, family, fmt),
+        tables=load_tables(tables), cache_dir=cache_dir or Settings.from_env().cache_dir,
+        progress=index_progress(not as_json),
+    )
+    turn = pipeline.route(Message(id="cli", text=text, account=account))
+    data = turn_json(pipeline, turn)
+    if as_json:
+        dump_json(data)
+    else:
+        _print_turn(data)
+
+
+def run(
+    messages: Path = typer.Argument(..., help="JSONL: {id, text, account, conversation?}."),
+    skills: list[str] = typer.Option(..., "--skills", "-s", help="Skill folders / tool files."),
+    state: str = STATE_OPT,
+    tables: Path | None = TABLES_OPT,
+    log: str | None = typer.Option(None, "--log", help="Decision log (path or postgresql:// URL)."),
+    method: str = METHOD_OPT,
+    top_k: int = TOP_K_OPT,
+    min_score: float | None = MIN_SCORE_OPT,
+    score_on: str = SCORE_ON_OPT,
+    family: bool = FAMILY_OPT,
+    fmt: str = FORMAT_OPT,
+    cache_dir: Path | None = CACHE_OPT,
+    limit: int | None = typer.Option(None, "--limit", help="Route only the first N messages."),
+    as_json: bool = typer.Option(False, "--json", help="Print the funnel as JSON."),
+) -> None:
+    """Route every message of a file and write each decision to the log."""
+    settings = Settings.from_env()
+    options = _options(method, top_k, min_score, score_on, family, fmt)
+    target = log or settings.log
+    bad: list[InputError] = []
+    with open_log(target) as decision_log:
+        pipeline = build_pipeline(
+            skills, state, options, tables=load_tables(tables),
+            cache_dir=cache_dir or settings.cache_dir, log=decision_log,
+            progress=index_progress(),
+        )
+        total = _count_lines(messages, limit)
+        stream = read_messages(messages, on_error=bad.append)
+        if limit is not None:
+            stream = (m for i, m in enumerate(stream) if i < limit)
+        with progress_bar("routing", total) as advance:
+            stats = pipeline.run(stream, progress=advance)
+    _report_bad_lines(bad)
+    err_console.print(
+        f"routed {stats.messages} messages in {stats.seconds:.1f}s "
+        f"({stats.messages / max(stats.seconds, 1e-9):.0f} msg/s); log: {target}",
+        highlight=False,
+    )
+    result = compute_funnel(target, pipeline.run_id)
+    if as_json:
+        dump_json(result.to_json())
+    else:
+        console.print(render_table(result))
+
+
+def _count_lines(path: Path, limit: int | None) -> int:
+    with open(path, "rb") as handle:
+        n = sum(1 for line in handle if line.strip())
+    return min(n, limit) if limit is not None else n
+
+
+def _report_bad_lines(bad: list[InputError]) -> None:
+    if not bad:
+        return
+    err_console.print(f"[yellow]skipped {len(bad)} bad line(s):[/]")
+    for err in bad[:10]:
+        err_console.print(f"  {err}", highlight=False)
+    if len(bad) > 10:
+        err_console.print(f"  ... and {len(bad) - 10} more")

@@ -1,0 +1,293 @@
+"""What the SQL backends share: buffering, batching, run checks and the read queries.
+
+A backend subclasses :class:`SqlLog` and supplies the connection-level pieces (``execute``,
+``query``, ``table_exists``, ``transaction``, ``_insert_batch``, ``_close_connection``). SQL
+here is written with ``?`` placeholders in the subset SQLite and PostgreSQL share; the
+PostgreSQL backend rewrites the placeholders.
+
+Writes: :meth:`SqlLog.write` encodes a turn (computing its row hash) and appends its rows to an
+in-memory buffer; once ``batch_pairs`` pair rows (or as many turns) are waiting, the whole
+buffer is inserted in one transaction. A failed batch is rolled back and discarded, and the
+error says how many turns were lost. Snapshots are inserted if absent (content-addressed), and
+each session remembers a bounded set of hashes it already wrote so repeats cost nothing.
+Writing and flushing hold a lock, so one log may be shared by threads.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
+from types import TracebackType
+from typing import Any
+
+from maitred.decision import RunInfo, TurnRecord
+from maitred.errors import LogError
+from maitred.log.migrations import Dialect, applied, migrate
+from maitred.log.rows import (
+    PAIR_COLUMNS,
+    RUN_COLUMNS,
+    SNAPSHOT_COLUMNS,
+    TURN_COLUMNS,
+    decode_run,
+    decode_snapshot,
+    encode_run,
+    encode_snapshot,
+    encode_turn,
+)
+from maitred.state.snapshot import Snapshot
+
+DEFAULT_BATCH_PAIRS = 20_000
+_PAGE = 500
+_SEEN_SNAPSHOTS_MAX = 100_000
+
+Row = tuple[Any, ...]
+
+
+def columns(names: Sequence[str], alias: str = "") -> str:
+    """A column list, optionally qualified by a table alias."""
+    prefix = f"{alias}." if alias else ""
+    return ", ".join(prefix + n for n in names)
+
+
+def insert_sql(table: str, names: Sequence[str], *, on_conflict_ignore: bool = False) -> str:
+    """An ``INSERT`` with ``?`` placeholders (``ON CONFLICT DO NOTHING`` if asked)."""
+    marks = ", ".join("?" for _ in names)
+    tail = " ON CONFLICT DO NOTHING" if on_conflict_ignore else ""
+    return f"INSERT INTO {table} ({columns(names)}) VALUES ({marks}){tail}"
+
+
+class SqlLog:
+    """The backend-independent half of a SQL decision log (see the module docstring)."""
+
+    dialect: Dialect
+    location: str
+    read_only: bool
+
+    def __init__(self, location: str, *, read_only: bool, batch_pairs: int) -> None:
+        if batch_pairs < 1:
+            raise LogError(f"batch_pairs must be at least 1, got {batch_pairs}")
+        self.location = location
+        self.read_only = read_only
+        self.batch_pairs = batch_pairs
+        self._lock = threading.RLock()
+        self._turns: list[Row] = []
+        self._pairs: list[Row] = []
+        self._snapshots: list[Row] = []
+        self._seen_snapshots: set[str] = set()
+        self._known_runs: set[str] = set()
+        self._closed = False
+
+    # -- backend hooks ------------------------------------------------------------------------
+
+    def execute(self, sql: str, params: Sequence[Any] | None = None) -> None:
+        """Run one statement (``?`` placeholders); driver errors become LogError."""
+        raise NotImplementedError
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+        """Run a query (``?`` placeholders) and return every row; errors become LogError."""
+        raise NotImplementedError
+
+    def table_exists(self, name: str) -> bool:
+        """Whether the log's schema has a table of that name."""
+        raise NotImplementedError
+
+    def transaction(self) -> AbstractContextManager[None]:
+        """A write transaction: commit on success, roll back on any exception."""
+        raise NotImplementedError
+
+    def _insert_batch(self, snapshots: list[Row], turns: list[Row], pairs: list[Row]) -> None:
+        raise NotImplementedError
+
+    def _close_connection(self) -> None:
+        raise NotImplementedError
+
+    # -- opening ------------------------------------------------------------------------------
+
+    def _migrate(self) -> None:
+        """Apply pending migrations (or, read-only, check there are none)."""
+        try:
+            migrate(self, read_only=self.read_only)
+        except BaseException:
+            self._close_connection()
+            raise
+
+    def migrations(self) -> list[str]:
+        """The names of the schema migrations recorded in the log."""
+        return applied(self)
+
+    # -- writing ------------------------------------------------------------------------------
+
+    def _writable(self, what: str) -> None:
+        if self._closed:
+            raise LogError(f"{what}: the decision log at {self.location} is closed")
+        if self.read_only:
+            raise LogError(
+                f"{what}: the decision log at {self.location} was opened read-only; open it "
+                "with read_only=False to write"
+            )
+
+    def begin_run(self, info: RunInfo) -> None:
+        """Record a run header (written at once, not buffered).
+
+        Raises:
+            LogError: the run id is already in the log, or the log is read-only.
+        """
+        self._writable(f"begin_run({info.run_id!r})")
+        row = encode_run(info)
+        with self._lock:
+            if self.query("SELECT 1 FROM runs WHERE run_id = ?", (info.run_id,)):
+                raise LogError(
+                    f"run {info.run_id!r} is already in the decision log at {self.location}; "
+                    "run ids are unique -- start a new run with a fresh id"
+                )
+            with self.transaction():
+                self.execute(insert_sql("runs", RUN_COLUMNS), row)
+            self._known_runs.add(info.run_id)
+
+    def write(self, record: TurnRecord) -> None:
+        """Buffer one turn; a full buffer is written in one transaction.
+
+        Raises:
+            LogError: the turn's run was never begun, a value is not finite JSON, the log is
+                read-only or closed, or the batch could not be written.
+        """
+        self._writable(f"write({record.turn_id!r})")
+        encoded = encode_turn(record)
+        with self._lock:
+            self._check_run(record.run_id, record.turn_id)
+            snap = record.snapshot
+            if snap is not None and snap.hash not in self._seen_snapshots:
+                self._snapshots.append(encode_snapshot(snap, record.turn_id))
+                if len(self._seen_snapshots) >= _SEEN_SNAPSHOTS_MAX:
+                    self._seen_snapshots.clear()
+                self._seen_snapshots.add(snap.hash)
+            self._turns.append(encoded.turn)
+            self._pairs.extend(encoded.pairs)
+            if len(self._pairs) >= self.batch_pairs or len(self._turns) >= self.batch_pairs:
+                self._flush_locked()
+
+    def _check_run(self, run_id: str, turn_id: str) -> None:
+        if run_id in self._known_runs:
+            return
+        if not self.query("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)):
+            raise LogError(
+                f"turn {turn_id!r} belongs to run {run_id!r}, which was never begun in the "
+                f"decision log at {self.location}; call log.begin_run(RunInfo(...)) (or "
+                "Pipeline.begin_run()) before writing its turns"
+            )
+        self._known_runs.add(run_id)
+
+    def flush(self) -> None:
+        """Write every buffered turn in one transaction (no-op when nothing is buffered)."""
+        with self._lock:
+            self._flush_locked()
+
+    def _flush_locked(self) -> None:
+        if not self._turns:
+            return
+        snapshots, turns, pairs = self._snapshots, self._turns, self._pairs
+        self._snapshots, self._turns, self._pairs = [], [], []
+        try:
+            with self.transaction():
+                self._insert_batch(snapshots, turns, pairs)
+        except LogError as exc:
+            self._seen_snapshots.difference_update(s[0] for s in snapshots)
+            raise LogError(
+                f"a batch of {len(turns)} turns ({len(pairs)} pairs) could not be written to "
+                f"the decision log at {self.location} and was discarded: {exc}; turn ids must "
+                "be unique (one per run and message)"
+            ) from exc
+
+    def close(self) -> None:
+        """Flush buffered turns and close the connection (idempotent)."""
+        with self._lock:
+            if self._closed:
+                return
+            try:
+                if not self.read_only:
+                    self._flush_locked()
+            finally:
+                self._closed = True
+                self._close_connection()
+
+    def __enter__(self) -> SqlLog:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # -- reading ------------------------------------------------------------------------------
+
+    def _before_read(self) -> None:
+        if self._closed:
+            raise LogError(f"read: the decision log at {self.location} is closed")
+        if not self.read_only:
+            self.flush()
+
+    def runs(self) -> list[RunInfo]:
+        """Every run in the log, oldest first."""
+        self._before_read()
+        rows = self.query(f"SELECT {columns(RUN_COLUMNS)} FROM runs ORDER BY started_at, run_id")
+        return [decode_run(dict(zip(RUN_COLUMNS, r, strict=True))) for r in rows]
+
+    def iter_turns(self, run_id: str | None = None) -> Iterator[dict[str, Any]]:
+        """Stored turns with their pairs, run by run, each run in ``(ts, turn_id)`` order."""
+        self._before_read()
+        run_ids = [run_id] if run_id is not None else [r.run_id for r in self.runs()]
+        for rid in run_ids:
+            yield from self._iter_run(rid)
+
+    def _iter_run(self, run_id: str) -> Iterator[dict[str, Any]]:
+        select = f"SELECT {columns(TURN_COLUMNS)} FROM turns WHERE run_id = ?"
+        order = f"ORDER BY ts, turn_id LIMIT {_PAGE}"
+        rows = self.query(f"{select} {order}", (run_id,))
+        while rows:
+            turns = [dict(zip(TURN_COLUMNS, r, strict=True)) for r in rows]
+            by_id = {t["turn_id"]: t for t in turns}
+            for t in turns:
+                t["pairs"] = []
+            marks = ", ".join("?" for _ in by_id)
+            pair_rows = self.query(
+                f"SELECT {columns(PAIR_COLUMNS)} FROM pairs WHERE turn_id IN ({marks}) "
+                "ORDER BY turn_id, rank, skill",
+                list(by_id),
+            )
+            for p in pair_rows:
+                pair = dict(zip(PAIR_COLUMNS, p, strict=True))
+                pair["visible"] = bool(pair["visible"])
+                pair["exposed"] = bool(pair["exposed"])
+                by_id[pair["turn_id"]]["pairs"].append(pair)
+            yield from turns
+            last = turns[-1]
+            rows = self.query(
+                f"{select} AND (ts, turn_id) > (?, ?) {order}",
+                (run_id, last["ts"], last["turn_id"]),
+            )
+
+    def snapshot(self, hash: str) -> Snapshot | None:
+        """The snapshot stored under ``hash``, or None."""
+        self._before_read()
+        rows = self.query(
+            f"SELECT {columns(SNAPSHOT_COLUMNS)} FROM snapshots WHERE hash = ?", (hash,)
+        )
+        if not rows:
+            return None
+        return decode_snapshot(dict(zip(SNAPSHOT_COLUMNS, rows[0], strict=True)))
+
+    def iter_snapshots(self) -> Iterator[dict[str, Any]]:
+        """Every stored snapshot row, in hash order."""
+        self._before_read()
+        select = f"SELECT {columns(SNAPSHOT_COLUMNS)} FROM snapshots"
+        rows = self.query(f"{select} ORDER BY hash LIMIT {_PAGE}")
+        while rows:
+            for r in rows:
+                yield dict(zip(SNAPSHOT_COLUMNS, r, strict=True))
+            rows = self.query(
+                f"{select} WHERE hash > ? ORDER BY hash LIMIT {_PAGE}", (rows[-1][0],)
+            )

@@ -1,0 +1,174 @@
+"""The decision-log interface and :func:`open_log`, which picks a backend by URL scheme.
+
+Every turn the pipeline decides is written to a :class:`DecisionLog`: a run header
+(:meth:`~DecisionLog.begin_run`), then one :class:`~maitred.decision.TurnRecord` per message
+(:meth:`~DecisionLog.write`). Writes are buffered and land in batches, one transaction each;
+:meth:`~DecisionLog.flush` and :meth:`~DecisionLog.close` (or leaving the ``with`` block) make
+them durable. The log is append-only: there is no update or delete API.
+
+Analytics, replay and ``verify`` read a log through the same interface, usually opened with
+``read_only=True``, which the database itself enforces (SQLite ``mode=ro``, a PostgreSQL
+session with ``default_transaction_read_only``).
+
+Backends are registered by name in :data:`BACKENDS`:
+
+* a filesystem path or ``sqlite:///path`` -> :class:`~maitred.log.sqlite.SqliteLog` (default);
+* ``postgresql://...`` or ``postgres://...`` -> :class:`~maitred.log.postgres.PostgresLog`
+  (needs the ``postgres`` extra).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator, Sequence
+from types import TracebackType
+from typing import Any, Protocol, runtime_checkable
+
+from maitred.decision import RunInfo, TurnRecord
+from maitred.errors import ConfigError
+from maitred.log.migrations import Dialect
+from maitred.state.snapshot import Snapshot
+
+
+@runtime_checkable
+class DecisionLog(Protocol):
+    """An append-only store of runs, turns, candidate pairs and state snapshots.
+
+    Attributes:
+        location: where the log lives (a path, or a URL without its password), for messages.
+        dialect: the SQL dialect of :meth:`query`.
+        read_only: True when opened for reading; writes raise
+            :class:`~maitred.errors.LogError`.
+    """
+
+    location: str
+    dialect: Dialect
+    read_only: bool
+
+    def begin_run(self, info: RunInfo) -> None:
+        """Record a run header; every turn written must belong to a begun run."""
+        ...
+
+    def write(self, record: TurnRecord) -> None:
+        """Buffer one turn (its pairs and snapshot); it lands at the next batch or flush."""
+        ...
+
+    def flush(self) -> None:
+        """Write every buffered turn in one transaction."""
+        ...
+
+    def close(self) -> None:
+        """Flush and release the connection."""
+        ...
+
+    def __enter__(self) -> DecisionLog: ...
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None: ...
+
+    def runs(self) -> list[RunInfo]:
+        """Every run in the log, oldest first."""
+        ...
+
+    def iter_turns(self, run_id: str | None = None) -> Iterator[dict[str, Any]]:
+        """Stored turns (all runs, or one), each a dict of its columns plus ``"pairs"``.
+
+        Turns come run by run, each run in ``(ts, turn_id)`` order. Column values are as
+        stored (JSON columns as text; see :mod:`maitred.log.rows`), ``visible``/``exposed``
+        as booleans. :func:`maitred.log.rows.decode_turn` rebuilds the ``TurnRecord``.
+        """
+        ...
+
+    def snapshot(self, hash: str) -> Snapshot | None:
+        """The snapshot stored under ``hash``, or None."""
+        ...
+
+    def iter_snapshots(self) -> Iterator[dict[str, Any]]:
+        """Every stored snapshot row (``hash``, ``account_id``, ``as_of``, ``json``)."""
+        ...
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """Run read SQL (``?`` placeholders, in :attr:`dialect`) and return every row."""
+        ...
+
+    def migrations(self) -> list[str]:
+        """The names of the schema migrations recorded in the log."""
+        ...
+
+
+Opener = Callable[..., DecisionLog]
+
+
+def _open_sqlite(location: str, **options: Any) -> DecisionLog:
+    from maitred.log.sqlite import SqliteLog
+
+    return SqliteLog(location, **options)
+
+
+def _open_postgres(location: str, **options: Any) -> DecisionLog:
+    from maitred.log.postgres import PostgresLog
+
+    return PostgresLog(location, **options)
+
+
+#: URL scheme -> backend opener. A bare path means ``sqlite``.
+BACKENDS: dict[str, Opener] = {
+    "sqlite": _open_sqlite,
+    "postgresql": _open_postgres,
+    "postgres": _open_postgres,
+}
+
+
+def open_log(
+    url_or_path: str | os.PathLike[str],
+    *,
+    read_only: bool = False,
+    batch_pairs: int | None = None,
+    schema: str | None = None,
+) -> DecisionLog:
+    """Open (creating and migrating when writable) the decision log at a path or URL.
+
+    Args:
+        url_or_path: a file path or ``sqlite:///path`` for SQLite; ``postgresql://...`` for
+            PostgreSQL (a ``schema=NAME`` query parameter is accepted there too).
+        read_only: open for reading only (analytics, replay, verify); the database refuses
+            writes, and a log that needs a migration is refused rather than upgraded.
+        batch_pairs: buffered pair rows that trigger a batch write (backend default if None).
+        schema: PostgreSQL only: the schema holding the tables (created if absent).
+
+    Returns:
+        The open log; use it as a context manager so it is flushed and closed.
+
+    Raises:
+        ConfigError: an unknown URL scheme, or an option the backend does not take.
+        MissingExtraError: PostgreSQL without the ``postgres`` extra installed.
+        SchemaError: a log written by a newer maitred, or one needing migration read-only.
+        LogError: the log cannot be opened.
+    """
+    location = os.fspath(url_or_path)
+    scheme, sep, rest = location.partition("://")
+    if not sep:
+        scheme, rest = "sqlite", location
+    elif scheme == "sqlite":
+        location = rest
+    opener = BACKENDS.get(scheme)
+    if opener is None:
+        raise ConfigError(
+            f"decision log {location!r}: unknown scheme {scheme!r}; choose one of "
+            f"{sorted(BACKENDS)} (or give a plain file path for SQLite)"
+        )
+    options: dict[str, Any] = {"read_only": read_only}
+    if batch_pairs is not None:
+        options["batch_pairs"] = batch_pairs
+    if schema is not None:
+        if opener is not _open_postgres:
+            raise ConfigError(
+                f"decision log {location!r}: `schema` is a PostgreSQL option; a SQLite log is "
+                "isolated by its file path instead"
+            )
+        options["schema"] = schema
+    return opener(location, **options)

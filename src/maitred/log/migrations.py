@@ -1,0 +1,271 @@
+"""The decision log's schema, as an ordered list of named migrations.
+
+The schema is never edited in place: every change is a new :class:`Migration` appended to
+:data:`MIGRATIONS` with the next number (``0004_...``). Each one runs in its own transaction
+together with the row that records it in ``maitred_migrations(name, applied_at)``, so a log is
+always at a well-defined point of the list. Opening a log read-write applies whatever is
+pending; opening it read-only refuses a log that needs migrating (it would have to write).
+A log that records a migration this code does not know was written by a newer maitred and is
+refused with :class:`~maitred.errors.SchemaError` rather than guessed at.
+
+Every migration gives its statements for both dialects (``sqlite`` and ``postgres``); the two
+schemas have the same tables, columns and meaning. JSON columns are ``TEXT`` in both so the
+stored bytes -- which the row hash covers -- are exactly the canonical JSON that was written.
+
+The tables are append-only: the code has no update or delete path, and ``0003`` adds triggers
+that refuse ``UPDATE`` and ``DELETE`` (and ``TRUNCATE`` on PostgreSQL) at the database. A
+determined editor can drop the triggers; :func:`~maitred.log.verify.verify` still catches the
+edit through the row hashes.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+
+from maitred.errors import LogError, SchemaError
+
+Dialect = Literal["sqlite", "postgres"]
+
+MIGRATIONS_TABLE = "maitred_migrations"
+
+#: Tables that refuse UPDATE/DELETE from ``0003_append_only_guards`` on.
+APPEND_ONLY_TABLES: tuple[str, ...] = ("runs", "turns", "pairs", "snapshots")
+
+
+@dataclass(frozen=True)
+class Migration:
+    """One named, ordered schema change.
+
+    Attributes:
+        name: ``NNNN_what`` -- the number orders the list, the name is recorded in the log.
+        sqlite: the statements for SQLite.
+        postgres: the statements for PostgreSQL.
+    """
+
+    name: str
+    sqlite: tuple[str, ...]
+    postgres: tuple[str, ...]
+
+    def statements(self, dialect: Dialect) -> tuple[str, ...]:
+        """The statements for ``dialect``."""
+        return self.sqlite if dialect == "sqlite" else self.postgres
+
+
+def _initial(real: str, integer: str, boolean: str) -> tuple[str, ...]:
+    return (
+        f"""CREATE TABLE runs (
+            run_id TEXT PRIMARY KEY,
+            started_at {real} NOT NULL,
+            catalog_version TEXT NOT NULL,
+            n_skills {integer} NOT NULL,
+            tokens_all_skills {integer} NOT NULL,
+            config_json TEXT NOT NULL)""",
+        f"""CREATE TABLE turns (
+            turn_id TEXT PRIMARY KEY,
+            run_id TEXT NOT NULL,
+            message_id TEXT NOT NULL,
+            conversation_id TEXT NOT NULL,
+            account_id TEXT NOT NULL,
+            message_text TEXT NOT NULL,
+            message_ts {real},
+            ts {real} NOT NULL,
+            catalog_version TEXT NOT NULL,
+            recall_method TEXT NOT NULL,
+            depth_rule TEXT NOT NULL,
+            snapshot_hash TEXT,
+            provider_error TEXT NOT NULL,
+            n_candidates {integer} NOT NULL,
+            n_visible {integer} NOT NULL,
+            n_exposed {integer} NOT NULL,
+            menu_tokens {integer} NOT NULL,
+            t_recall_us {integer},
+            t_gate_us {integer},
+            t_depth_us {integer},
+            t_menu_us {integer},
+            row_hash TEXT NOT NULL)""",
+        f"""CREATE TABLE pairs (
+            turn_id TEXT NOT NULL,
+            skill TEXT NOT NULL,
+            rank {integer} NOT NULL,
+            score {real} NOT NULL,
+            components_json TEXT NOT NULL,
+            visible {boolean} NOT NULL,
+            exposed {boolean} NOT NULL,
+            desc_tokens {integer} NOT NULL,
+            fired_json TEXT NOT NULL,
+            soft_json TEXT NOT NULL)""",
+        "CREATE INDEX pairs_turn ON pairs (turn_id)",
+        f"""CREATE TABLE snapshots (
+            hash TEXT PRIMARY KEY,
+            account_id TEXT NOT NULL,
+            as_of {real} NOT NULL,
+            json TEXT NOT NULL)""",
+    )
+
+
+# The funnel filters turns by run and pages through a run in (ts, turn_id) order; pairs are
+# reached through pairs_turn (0001).
+_FUNNEL_INDEXES = ("CREATE INDEX turns_run ON turns (run_id, ts, turn_id)",)
+
+
+def _sqlite_guards() -> tuple[str, ...]:
+    out: list[str] = []
+    for table in APPEND_ONLY_TABLES:
+        for op in ("UPDATE", "DELETE"):
+            out.append(
+                f"CREATE TRIGGER {table}_no_{op.lower()} BEFORE {op} ON {table} BEGIN "
+                f"SELECT RAISE(ABORT, 'maitred decision log table {table} is append-only'); END"
+            )
+    return tuple(out)
+
+
+def _postgres_guards() -> tuple[str, ...]:
+    out = [
+        """CREATE FUNCTION maitred_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            RAISE EXCEPTION 'maitred decision log table % is append-only', TG_TABLE_NAME;
+        END $$"""
+    ]
+    for table in APPEND_ONLY_TABLES:
+        out.append(
+            f"CREATE TRIGGER {table}_append_only BEFORE UPDATE OR DELETE ON {table} "
+            "FOR EACH ROW EXECUTE FUNCTION maitred_append_only()"
+        )
+        out.append(
+            f"CREATE TRIGGER {table}_no_truncate BEFORE TRUNCATE ON {table} "
+            "FOR EACH STATEMENT EXECUTE FUNCTION maitred_append_only()"
+        )
+    return tuple(out)
+
+
+#: Every migration, in the order it is applied. Append only; never edit a released one.
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(
+        "0001_initial",
+        sqlite=_initial("REAL", "INTEGER", "INTEGER"),
+        postgres=_initial("DOUBLE PRECISION", "BIGINT", "BOOLEAN"),
+    ),
+    Migration("0002_funnel_indexes", sqlite=_FUNNEL_INDEXES, postgres=_FUNNEL_INDEXES),
+    Migration("0003_append_only_guards", sqlite=_sqlite_guards(), postgres=_postgres_guards()),
+)
+
+
+class MigrationTarget(Protocol):
+    """What a backend offers the migrator: statements, queries and a transaction."""
+
+    dialect: Dialect
+    location: str
+
+    def execute(self, sql: str, params: Sequence[Any] | None = None) -> None:
+        """Run one statement (``?`` placeholders)."""
+        ...
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """Run a query and return all rows (``?`` placeholders)."""
+        ...
+
+    def table_exists(self, name: str) -> bool:
+        """Whether the log's schema has a table of that name."""
+        ...
+
+    def transaction(self) -> AbstractContextManager[None]:
+        """A write transaction that also serialises concurrent migrators."""
+        ...
+
+
+def applied(target: MigrationTarget) -> list[str]:
+    """The names of the migrations recorded in the log, in the order they were applied."""
+    if not target.table_exists(MIGRATIONS_TABLE):
+        return []
+    rows = target.query(f"SELECT name FROM {MIGRATIONS_TABLE} ORDER BY applied_at, name")
+    return [str(r[0]) for r in rows]
+
+
+def pending(names: Sequence[str], migrations: Sequence[Migration] = MIGRATIONS) -> list[Migration]:
+    """The migrations of ``migrations`` not in ``names``, in order.
+
+    Raises:
+        SchemaError: ``names`` holds a migration this code does not know.
+    """
+    known = {m.name for m in migrations}
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise SchemaError(
+            f"the decision log records migration(s) {unknown} that this maitred does not know "
+            f"(it knows {[m.name for m in migrations]}): it was written by a newer maitred; "
+            "upgrade maitred to read or write it"
+        )
+    done = set(names)
+    return [m for m in migrations if m.name not in done]
+
+
+def migrate(
+    target: MigrationTarget,
+    *,
+    read_only: bool = False,
+    migrations: Sequence[Migration] = MIGRATIONS,
+) -> list[str]:
+    """Bring the log to the newest schema; return the names of the migrations applied.
+
+    Args:
+        target: the open backend.
+        read_only: check only; a log that needs migrating raises instead of being changed.
+        migrations: the list to apply (tests pass a prefix to build a log at an older schema).
+
+    Raises:
+        SchemaError: the log is newer than this code, needs migrating while read-only, or a
+            migration failed (its transaction is rolled back).
+        LogError: read-only and the location holds no decision log at all.
+    """
+    todo = pending(applied(target), migrations)
+    if not todo:
+        return []
+    if read_only:
+        if not target.table_exists(MIGRATIONS_TABLE):
+            raise LogError(
+                f"{target.location} is not a maitred decision log (no {MIGRATIONS_TABLE} "
+                "table); check the path or URL, or write a run to it first"
+            )
+        raise SchemaError(
+            f"the decision log at {target.location} needs migrations "
+            f"{[m.name for m in todo]} and was opened read-only; open it once read-write "
+            "(e.g. `open_log(path)`) with this maitred to upgrade it"
+        )
+    for migration in todo:
+        _apply(target, migration)
+    return [m.name for m in todo]
+
+
+def _apply(target: MigrationTarget, migration: Migration) -> None:
+    try:
+        with target.transaction():
+            if target.dialect == "postgres":  # serialise concurrent migrators of one schema
+                target.execute(
+                    "SELECT pg_advisory_xact_lock(hashtext(current_schema() || ?))",
+                    (".maitred_migrations",),
+                )
+            target.execute(
+                f"CREATE TABLE IF NOT EXISTS {MIGRATIONS_TABLE} "
+                "(name TEXT PRIMARY KEY, applied_at DOUBLE PRECISION NOT NULL)"
+            )
+            done = target.query(
+                f"SELECT 1 FROM {MIGRATIONS_TABLE} WHERE name = ?", (migration.name,)
+            )
+            if done:  # another process applied it while we waited for the lock
+                return
+            for statement in migration.statements(target.dialect):
+                target.execute(statement)
+            target.execute(
+                f"INSERT INTO {MIGRATIONS_TABLE} (name, applied_at) VALUES (?, ?)",
+                (migration.name, time.time()),
+            )
+    except LogError as exc:
+        raise SchemaError(
+            f"migration {migration.name} failed on the decision log at {target.location} and "
+            f"was rolled back: {exc}; is this a maitred log? (a database with its own tables "
+            "named runs/turns/pairs/snapshots cannot hold one)"
+        ) from exc

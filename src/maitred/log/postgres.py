@@ -1,0 +1,179 @@
+"""The decision log on PostgreSQL (``postgresql://...``), for many writers and large histories.
+
+Same tables, columns and row hashes as the SQLite log (the migrations give both dialects).
+Batches are written in one transaction: snapshots with ``INSERT ... ON CONFLICT DO NOTHING``
+(content-addressed), turns and pairs with ``COPY ... FROM STDIN``, the fastest bulk path the
+server has. JSON columns are ``TEXT``, not ``jsonb``: ``jsonb`` would re-serialise the JSON and
+the stored bytes would no longer be the canonical text the row hash covers; queries cast with
+``::jsonb`` where they need to look inside.
+
+A ``schema`` (keyword, or ``?schema=NAME`` in the URL) puts the tables in their own PostgreSQL
+schema -- created if absent -- so several logs, or parallel tests, can share one database.
+Read-only opening sets ``default_transaction_read_only`` on the session, so the server refuses
+writes. psycopg is an optional dependency: install ``maitred[postgres]``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from maitred.errors import ConfigError, LogError, MissingExtraError
+from maitred.log._sql import DEFAULT_BATCH_PAIRS, Row, SqlLog, columns, insert_sql
+from maitred.log.migrations import Dialect
+from maitred.log.rows import PAIR_COLUMNS, SNAPSHOT_COLUMNS, TURN_COLUMNS
+
+try:
+    import psycopg
+except ImportError:  # pragma: no cover - exercised only without the extra
+    psycopg = None  # type: ignore[assignment]
+
+_SCHEMA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
+_INSERT_SNAPSHOT = insert_sql("snapshots", SNAPSHOT_COLUMNS, on_conflict_ignore=True)
+_COPY_TURNS = f"COPY turns ({columns(TURN_COLUMNS)}) FROM STDIN"
+_COPY_PAIRS = f"COPY pairs ({columns(PAIR_COLUMNS)}) FROM STDIN"
+
+
+def to_pyformat(sql: str) -> str:
+    """Rewrite ``?`` placeholders as psycopg's ``%s`` (escaping literal ``%``)."""
+    return sql.replace("%", "%%").replace("?", "%s")
+
+
+def split_url(url: str) -> tuple[str, str | None, str]:
+    """Split ``url`` into (URL for the driver, ``schema`` query parameter, redacted URL)."""
+    parts = urlsplit(url)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    schema = next((v for k, v in query if k == "schema"), None)
+    rest = urlencode([(k, v) for k, v in query if k != "schema"])
+    clean = urlunsplit(parts._replace(query=rest))
+    netloc = parts.netloc
+    if parts.password is not None:
+        netloc = netloc.replace(f":{parts.password}@", ":***@", 1)
+    redacted = urlunsplit(parts._replace(netloc=netloc, query=rest))
+    return clean, schema, redacted
+
+
+class PostgresLog(SqlLog):
+    """A decision log in a PostgreSQL database (optionally in its own schema).
+
+    Args:
+        url: a libpq URL, ``postgresql://user@host:port/db`` (``?schema=NAME`` accepted).
+        read_only: a read-only session; the schema must exist and be fully migrated.
+        batch_pairs: buffered pair rows that trigger a batch write.
+        schema: the PostgreSQL schema for the tables (overrides ``?schema=``).
+
+    Raises:
+        MissingExtraError: psycopg is not installed.
+        ConfigError: a schema name that is not a plain identifier.
+        LogError: the server cannot be reached, or (read-only) the schema does not exist.
+        SchemaError: the schema is newer than this maitred, or needs migrating read-only.
+    """
+
+    dialect: Dialect = "postgres"
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        read_only: bool = False,
+        batch_pairs: int = DEFAULT_BATCH_PAIRS,
+        schema: str | None = None,
+    ) -> None:
+        if psycopg is None:
+            raise MissingExtraError("the PostgreSQL decision log", "postgres", "psycopg[binary]")
+        dsn, url_schema, redacted = split_url(url)
+        self.schema = schema or url_schema
+        where = redacted + (f" (schema {self.schema})" if self.schema else "")
+        super().__init__(where, read_only=read_only, batch_pairs=batch_pairs)
+        try:
+            self._conn = psycopg.connect(dsn, autocommit=True)
+        except psycopg.Error as exc:
+            raise LogError(
+                f"cannot connect to the decision log at {redacted}: {exc}; is the server "
+                "running, and are the host, port, database and user right?"
+            ) from exc
+        try:
+            if read_only:
+                self.execute("SET default_transaction_read_only = on")
+            if self.schema is not None:
+                self._use_schema(self.schema)
+        except BaseException:
+            self._conn.close()
+            raise
+        self._migrate()
+
+    def _use_schema(self, schema: str) -> None:
+        if not _SCHEMA_NAME.match(schema):
+            raise ConfigError(
+                f"PostgreSQL schema name {schema!r} for the decision log is not a plain "
+                "identifier; use letters, digits and underscores (at most 63, not starting "
+                "with a digit)"
+            )
+        if self.read_only:
+            if not self.query("SELECT 1 FROM pg_namespace WHERE nspname = ?", (schema,)):
+                raise LogError(
+                    f"no decision log at {self.location}: schema {schema!r} does not exist; "
+                    "check the schema name"
+                )
+        else:
+            self.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
+        self.execute(f'SET search_path TO "{schema}"')
+
+    # -- backend hooks ------------------------------------------------------------------------
+
+    def execute(self, sql: str, params: Sequence[Any] | None = None) -> None:
+        """Run one statement (``?`` placeholders); server errors become LogError."""
+        try:
+            if params is None:
+                self._conn.execute(sql)
+            else:
+                self._conn.execute(to_pyformat(sql), params)
+        except psycopg.Error as exc:
+            raise LogError(f"decision log {self.location}: {exc}") from exc
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+        """Run a query (``?`` placeholders) and return every row; errors become LogError."""
+        try:
+            cur = self._conn.execute(to_pyformat(sql), params)
+            return cur.fetchall()
+        except psycopg.Error as exc:
+            raise LogError(f"decision log {self.location}: {exc} (in: {sql[:200]})") from exc
+
+    def table_exists(self, name: str) -> bool:
+        """Whether the current schema has a table of that name."""
+        return bool(
+            self.query(
+                "SELECT 1 FROM information_schema.tables "
+                "WHERE table_schema = current_schema() AND table_name = ?",
+                (name,),
+            )
+        )
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """A server transaction: commit on success, roll back on any exception."""
+        try:
+            with self._conn.transaction():
+                yield
+        except psycopg.Error as exc:
+            raise LogError(f"decision log {self.location}: {exc}") from exc
+
+    def _insert_batch(self, snapshots: list[Row], turns: list[Row], pairs: list[Row]) -> None:
+        try:
+            with self._conn.cursor() as cur:
+                if snapshots:
+                    cur.executemany(to_pyformat(_INSERT_SNAPSHOT), snapshots)
+                with cur.copy(_COPY_TURNS) as copy:
+                    for row in turns:
+                        copy.write_row(row)
+                with cur.copy(_COPY_PAIRS) as copy:
+                    for row in pairs:
+                        copy.write_row(row)
+        except psycopg.Error as exc:
+            raise LogError(str(exc)) from exc
+
+    def _close_connection(self) -> None:
+        self._conn.close()

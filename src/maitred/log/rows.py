@@ -1,0 +1,367 @@
+"""How a :class:`~maitred.decision.TurnRecord` becomes rows, and how its row hash is defined.
+
+A turn is stored as one ``turns`` row, one ``pairs`` row per candidate and, when the gate read
+state, one ``snapshots`` row shared by every turn that saw the same content (the snapshot's own
+hash is its primary key). This module is the single place that maps between the dataclasses and
+those rows; both backends and :func:`~maitred.log.verify.verify` go through it.
+
+The row hash (the contract ``verify`` checks)
+---------------------------------------------
+
+``turns.row_hash`` is :func:`~maitred._canonical.content_hash` of the JSON value returned by
+:func:`row_hash_payload`::
+
+    {"v": 1,
+     "turn":  {<every column of TURN_COLUMNS except row_hash>: <stored value>},
+     "pairs": [[<the stored values of HASHED_PAIR_COLUMNS, in that order>], ...]}
+
+with pairs sorted by ``(rank, skill)`` (``HASHED_PAIR_COLUMNS`` is ``PAIR_COLUMNS`` without
+``turn_id``; pairs are positional lists because hashing is on the write path of every turn).
+Values are exactly what the columns hold: text as text, ``REAL`` columns as floats (``ts``,
+``message_ts``, ``score`` are coerced to ``float`` *before* hashing so that SQLite's REAL
+affinity cannot change them), ``visible``/``exposed`` as booleans, and the ``*_json`` columns as
+their stored **text** (canonical JSON), not as parsed values -- so any edit of a stored byte
+changes the hash. Because the pairs are inside the payload, deleting, adding or editing a pair
+row breaks its turn's hash too. ``snapshot_hash`` is in the payload and the snapshot row is
+checked against its own content hash, which chains the two.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import operator
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from maitred._canonical import HASH_SCHEME, _default, canonical_json
+from maitred.contract.evaluate import PredicateOutcome
+from maitred.decision import Message, PairRecord, RunInfo, TurnRecord
+from maitred.errors import LogError
+from maitred.state.snapshot import Snapshot
+
+#: Version of the row-hash payload layout (the ``"v"`` field); bump with a migration.
+ROW_HASH_LAYOUT = 1
+
+#: The timing keys of ``TurnRecord.timings_us`` that have a column (other keys are not stored).
+TIMING_KEYS: tuple[str, ...] = ("recall", "gate", "depth", "menu")
+
+RUN_COLUMNS: tuple[str, ...] = (
+    "run_id",
+    "started_at",
+    "catalog_version",
+    "n_skills",
+    "tokens_all_skills",
+    "config_json",
+)
+
+TURN_COLUMNS: tuple[str, ...] = (
+    "turn_id",
+    "run_id",
+    "message_id",
+    "conversation_id",
+    "account_id",
+    "message_text",
+    "message_ts",
+    "ts",
+    "catalog_version",
+    "recall_method",
+    "depth_rule",
+    "snapshot_hash",
+    "provider_error",
+    "n_candidates",
+    "n_visible",
+    "n_exposed",
+    "menu_tokens",
+    *(f"t_{k}_us" for k in TIMING_KEYS),
+    "row_hash",
+)
+
+PAIR_COLUMNS: tuple[str, ...] = (
+    "turn_id",
+    "skill",
+    "rank",
+    "score",
+    "components_json",
+    "visible",
+    "exposed",
+    "desc_tokens",
+    "fired_json",
+    "soft_json",
+)
+
+SNAPSHOT_COLUMNS: tuple[str, ...] = ("hash", "account_id", "as_of", "json")
+
+HASHED_TURN_COLUMNS: tuple[str, ...] = TURN_COLUMNS[:-1]
+HASHED_PAIR_COLUMNS: tuple[str, ...] = PAIR_COLUMNS[1:]
+
+_EMPTY_LIST = "[]"
+_SKILL, _RANK, _VISIBLE, _EXPOSED = (
+    PAIR_COLUMNS.index(c) for c in ("skill", "rank", "visible", "exposed")
+)
+_PAIR_ORDER = operator.itemgetter(_RANK, _SKILL)
+_TURN_ROW = operator.itemgetter(*TURN_COLUMNS)
+
+
+def _fast_encoder() -> Callable[[Any], str]:
+    """``canonical_json`` without its per-call set-up (the write path encodes ~15 values a turn).
+
+    ``json.dumps`` builds a ``JSONEncoder`` and then, per call, CPython's C encoder; here the C
+    encoder is built once with exactly the settings ``canonical_json`` passes (sorted keys,
+    compact separators, non-ASCII kept, NaN refused, the same ``default``). Circular-reference
+    checking is off (values come from ``to_json`` methods; a cycle raises RecursionError, which
+    ``encode_turn`` reports). Where there is no C encoder, the ``JSONEncoder`` is used. A
+    property test keeps the output equal to ``canonical_json``.
+    """
+    encoder = json.JSONEncoder(
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=False,
+        allow_nan=False,
+        default=_default,
+    )
+    make = getattr(json.encoder, "c_make_encoder", None)
+    try:
+        c_encode = make(  # type: ignore[misc]
+            None, _default, json.encoder.encode_basestring, None, ":", ",", True, False, False
+        )
+    except TypeError:  # pragma: no cover - no C encoder, or another signature
+        return encoder.encode
+
+    def encode(value: Any) -> str:
+        return "".join(c_encode(value, 0))
+
+    return encode
+
+
+_canonical_fast = _fast_encoder()
+
+
+def _content_hash_fast(value: Any) -> str:
+    """``content_hash(value)`` through the fast encoder (a test keeps them equal)."""
+    digest = hashlib.sha256(_canonical_fast(value).encode("utf-8")).hexdigest()
+    return f"{HASH_SCHEME}:{digest}"
+
+
+@dataclass(frozen=True)
+class EncodedTurn:
+    """One turn as the rows a backend inserts (column order as in ``*_COLUMNS``).
+
+    The snapshot is not encoded here: the writer encodes it (:func:`encode_snapshot`) only the
+    first time it sees its hash.
+    """
+
+    turn: tuple[Any, ...]
+    pairs: list[tuple[Any, ...]]
+
+
+def row_hash_payload(
+    turn: Mapping[str, Any], pairs: Sequence[Sequence[Any] | Mapping[str, Any]]
+) -> dict[str, Any]:
+    """The JSON value whose content hash is ``turns.row_hash`` (see the module docstring).
+
+    Args:
+        turn: the turn's columns (``row_hash`` may be present; it is left out).
+        pairs: the turn's pair rows, any order: mappings by column name, or tuples in
+            ``PAIR_COLUMNS`` order (as :func:`encode_pair` makes them).
+    """
+    rows = [_normalised(p) for p in pairs]
+    return _payload(turn, rows)
+
+
+def _normalised(pair: Sequence[Any] | Mapping[str, Any]) -> tuple[Any, ...]:
+    row = tuple(pair[c] for c in PAIR_COLUMNS) if isinstance(pair, Mapping) else tuple(pair)
+    return (*row[:_VISIBLE], bool(row[_VISIBLE]), bool(row[_EXPOSED]), *row[_EXPOSED + 1 :])
+
+
+def _payload(turn: Mapping[str, Any], rows: list[tuple[Any, ...]]) -> dict[str, Any]:
+    """:func:`row_hash_payload` for rows already in ``PAIR_COLUMNS`` order with real booleans."""
+    return {
+        "v": ROW_HASH_LAYOUT,
+        "turn": {c: turn[c] for c in HASHED_TURN_COLUMNS},
+        "pairs": [list(p[1:]) for p in sorted(rows, key=_PAIR_ORDER)],
+    }
+
+
+def _components_json(components: Mapping[str, float]) -> str:
+    if not components:
+        return "{}"
+    return _canonical_fast(components if type(components) is dict else dict(components))
+
+
+def _outcomes_json(outcomes: tuple[PredicateOutcome, ...]) -> str:
+    if not outcomes:
+        return _EMPTY_LIST
+    return _canonical_fast([o.to_json() for o in outcomes])
+
+
+def encode_pair(turn_id: str, pair: PairRecord) -> tuple[Any, ...]:
+    """One ``pairs`` row (``PAIR_COLUMNS`` order)."""
+    return (
+        turn_id,
+        str(pair.skill),
+        int(pair.rank),
+        float(pair.score),
+        _components_json(pair.components),
+        bool(pair.visible),
+        bool(pair.exposed),
+        int(pair.desc_tokens),
+        _outcomes_json(pair.fired),
+        _outcomes_json(pair.soft),
+    )
+
+
+def encode_snapshot(snapshot: Snapshot, turn_id: str = "") -> tuple[Any, ...]:
+    """One ``snapshots`` row: keyed by the snapshot's hash, content as canonical JSON.
+
+    Raises:
+        LogError: a snapshot value that is not finite JSON (``turn_id`` names the turn).
+    """
+    try:
+        text = _canonical_fast(snapshot.to_json(with_hash=False))
+    except (TypeError, ValueError) as exc:
+        raise LogError(
+            f"turn {turn_id!r}: snapshot {snapshot.hash} of account {snapshot.account!r} cannot "
+            f"be logged: {exc}; snapshot values must be finite JSON"
+        ) from exc
+    return (snapshot.hash, snapshot.account, float(snapshot.as_of), text)
+
+
+def encode_turn(record: TurnRecord) -> EncodedTurn:
+    """Encode one turn, computing its row hash.
+
+    Raises:
+        LogError: the record holds a value canonical JSON refuses (NaN, an infinity, an object
+            that is not JSON).
+    """
+    try:
+        return _encode_turn(record)
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise LogError(
+            f"turn {record.turn_id!r} cannot be logged: {exc}; every value in a TurnRecord "
+            "(scores, components, predicate values, snapshot values) must be finite JSON"
+        ) from exc
+
+
+def _encode_turn(record: TurnRecord) -> EncodedTurn:
+    # str() / int() / float() pin each value to its column's type before hashing, so that what
+    # the database stores (and verify reads back) is exactly what was hashed.
+    tid = str(record.turn_id)
+    pairs = [encode_pair(tid, p) for p in record.pairs]  # in PAIR_COLUMNS order, real bools
+    msg = record.message
+    timings = record.timings_us
+    snap = record.snapshot
+    turn: dict[str, Any] = {
+        "turn_id": tid,
+        "run_id": str(record.run_id),
+        "message_id": str(msg.id),
+        "conversation_id": str(msg.conversation),
+        "account_id": str(msg.account),
+        "message_text": str(msg.text),
+        "message_ts": None if msg.ts is None else float(msg.ts),
+        "ts": float(record.ts),
+        "catalog_version": str(record.catalog_version),
+        "recall_method": str(record.recall_method),
+        "depth_rule": str(record.depth_rule),
+        "snapshot_hash": str(snap.hash) if snap is not None else None,
+        "provider_error": str(record.provider_error),
+        "n_candidates": len(pairs),
+        "n_visible": sum(p[_VISIBLE] for p in pairs),
+        "n_exposed": sum(p[_EXPOSED] for p in pairs),
+        "menu_tokens": int(record.menu_tokens),
+    }
+    for key in TIMING_KEYS:
+        value = timings.get(key)
+        turn[f"t_{key}_us"] = None if value is None else int(value)
+    turn["row_hash"] = _content_hash_fast(_payload(turn, pairs))
+    return EncodedTurn(turn=_TURN_ROW(turn), pairs=pairs)
+
+
+def encode_run(info: RunInfo) -> tuple[Any, ...]:
+    """One ``runs`` row (``RUN_COLUMNS`` order)."""
+    try:
+        config = canonical_json(dict(info.config))
+    except (TypeError, ValueError) as exc:
+        raise LogError(
+            f"run {info.run_id!r}: its config cannot be logged ({exc}); RunInfo.config must be "
+            "finite JSON"
+        ) from exc
+    return (
+        info.run_id,
+        float(info.started_at),
+        info.catalog_version,
+        int(info.n_skills),
+        int(info.tokens_all_skills),
+        config,
+    )
+
+
+def decode_run(row: Mapping[str, Any]) -> RunInfo:
+    """Rebuild a :class:`RunInfo` from its ``runs`` row."""
+    return RunInfo(
+        run_id=row["run_id"],
+        started_at=float(row["started_at"]),
+        catalog_version=row["catalog_version"],
+        n_skills=int(row["n_skills"]),
+        tokens_all_skills=int(row["tokens_all_skills"]),
+        config=json.loads(row["config_json"]),
+    )
+
+
+def decode_snapshot(row: Mapping[str, Any]) -> Snapshot:
+    """Rebuild a :class:`Snapshot` from its ``snapshots`` row (the stored hash is kept)."""
+    data = json.loads(row["json"])
+    data["hash"] = row["hash"]
+    return Snapshot.from_json(data)
+
+
+def _outcomes(text: str) -> tuple[PredicateOutcome, ...]:
+    return tuple(PredicateOutcome(**o) for o in json.loads(text))
+
+
+def decode_pair(row: Mapping[str, Any]) -> PairRecord:
+    """Rebuild a :class:`PairRecord` from its ``pairs`` row."""
+    return PairRecord(
+        skill=row["skill"],
+        rank=int(row["rank"]),
+        score=float(row["score"]),
+        visible=bool(row["visible"]),
+        exposed=bool(row["exposed"]),
+        desc_tokens=int(row["desc_tokens"]),
+        components=json.loads(row["components_json"]),
+        fired=_outcomes(row["fired_json"]),
+        soft=_outcomes(row["soft_json"]),
+    )
+
+
+def decode_turn(row: Mapping[str, Any], snapshot: Snapshot | None) -> TurnRecord:
+    """Rebuild a :class:`TurnRecord` from a row of ``DecisionLog.iter_turns``.
+
+    Args:
+        row: the turn's columns plus ``"pairs"`` (its pair rows).
+        snapshot: the snapshot named by ``row["snapshot_hash"]`` (``DecisionLog.snapshot``),
+            or None.
+    """
+    timings = {k: int(row[f"t_{k}_us"]) for k in TIMING_KEYS if row[f"t_{k}_us"] is not None}
+    pairs = sorted(row["pairs"], key=lambda p: (p["rank"], p["skill"]))
+    return TurnRecord(
+        turn_id=row["turn_id"],
+        run_id=row["run_id"],
+        message=Message(
+            id=row["message_id"],
+            text=row["message_text"],
+            account=row["account_id"],
+            conversation=row["conversation_id"],
+            ts=row["message_ts"],
+        ),
+        catalog_version=row["catalog_version"],
+        recall_method=row["recall_method"],
+        depth_rule=row["depth_rule"],
+        pairs=tuple(decode_pair(p) for p in pairs),
+        snapshot=snapshot,
+        timings_us=timings,
+        ts=float(row["ts"]),
+        provider_error=row["provider_error"],
+        menu_tokens=int(row["menu_tokens"]),
+    )

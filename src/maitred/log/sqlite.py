@@ -1,0 +1,141 @@
+"""The default decision-log backend: one SQLite file in WAL mode.
+
+Why these settings:
+
+* ``journal_mode=WAL`` lets readers (analytics, ``verify``) run while a writer appends, and
+  makes each commit one sequential append to the ``-wal`` file;
+* ``synchronous=NORMAL`` syncs at checkpoints rather than at every commit: a power cut can lose
+  the last batches, never corrupt the file -- the right trade for a log written in batches;
+* writes are batched (:mod:`maitred.log._sql`): one ``BEGIN IMMEDIATE`` ... ``COMMIT`` with an
+  ``executemany`` per table for every ``batch_pairs`` pair rows, which is what makes
+  >= 100k pair rows/s possible from Python.
+
+Read-only opening uses a ``file:...?mode=ro`` URI plus ``PRAGMA query_only``, so SQLite itself
+refuses any write, and never creates a missing file.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+from urllib.request import pathname2url
+
+from maitred.errors import LogError
+from maitred.log._sql import DEFAULT_BATCH_PAIRS, Row, SqlLog, insert_sql
+from maitred.log.migrations import Dialect
+from maitred.log.rows import PAIR_COLUMNS, SNAPSHOT_COLUMNS, TURN_COLUMNS
+
+_BUSY_TIMEOUT_S = 30.0
+_INSERT_SNAPSHOT = insert_sql("snapshots", SNAPSHOT_COLUMNS, on_conflict_ignore=True)
+_INSERT_TURN = insert_sql("turns", TURN_COLUMNS)
+_INSERT_PAIR = insert_sql("pairs", PAIR_COLUMNS)
+
+
+class SqliteLog(SqlLog):
+    """A decision log in one SQLite file.
+
+    Args:
+        path: the database file (created, with its schema, unless ``read_only``).
+        read_only: open with ``mode=ro``; the file must exist and be fully migrated.
+        batch_pairs: buffered pair rows that trigger a batch write.
+
+    Raises:
+        LogError: the file cannot be opened (missing while read-only, a directory that does
+            not exist, not a database).
+        SchemaError: the schema is newer than this maitred, or needs migrating read-only.
+    """
+
+    dialect: Dialect = "sqlite"
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        read_only: bool = False,
+        batch_pairs: int = DEFAULT_BATCH_PAIRS,
+    ) -> None:
+        super().__init__(os.fspath(path), read_only=read_only, batch_pairs=batch_pairs)
+        self._conn = self._connect(Path(self.location))
+        self._migrate()
+
+    def _connect(self, path: Path) -> sqlite3.Connection:
+        if self.read_only and not path.is_file():
+            raise LogError(
+                f"no decision log at {path}: the file does not exist; check the path (a "
+                "read-only open never creates one)"
+            )
+        if not self.read_only and not path.parent.is_dir():
+            raise LogError(
+                f"cannot create the decision log {path}: directory {path.parent} does not "
+                "exist; create it first"
+            )
+        target = f"file:{pathname2url(str(path.resolve()))}?mode=ro" if self.read_only else path
+        try:
+            conn = sqlite3.connect(
+                target,
+                uri=self.read_only,
+                isolation_level=None,
+                check_same_thread=False,
+                timeout=_BUSY_TIMEOUT_S,
+            )
+            if self.read_only:
+                conn.execute("PRAGMA query_only = ON")
+            else:
+                conn.execute("PRAGMA journal_mode = WAL")
+                conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        except sqlite3.Error as exc:
+            raise LogError(
+                f"cannot open the decision log {path}: {exc}; is it a SQLite database?"
+            ) from exc
+        return conn
+
+    # -- backend hooks ------------------------------------------------------------------------
+
+    def execute(self, sql: str, params: Sequence[Any] | None = None) -> None:
+        """Run one statement; SQLite errors become LogError naming the file."""
+        try:
+            self._conn.execute(sql, () if params is None else params)
+        except sqlite3.Error as exc:
+            raise LogError(f"decision log {self.location}: {exc}") from exc
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+        """Run a query and return every row; SQLite errors become LogError naming the file."""
+        try:
+            return self._conn.execute(sql, params).fetchall()
+        except sqlite3.Error as exc:
+            raise LogError(f"decision log {self.location}: {exc} (in: {sql[:200]})") from exc
+
+    def table_exists(self, name: str) -> bool:
+        """Whether the file has a table of that name."""
+        return bool(
+            self.query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,))
+        )
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """``BEGIN IMMEDIATE`` (takes the write lock up front) ... ``COMMIT`` / ``ROLLBACK``."""
+        self.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            if self._conn.in_transaction:
+                self._conn.execute("ROLLBACK")
+            raise
+        self.execute("COMMIT")
+
+    def _insert_batch(self, snapshots: list[Row], turns: list[Row], pairs: list[Row]) -> None:
+        try:
+            if snapshots:
+                self._conn.executemany(_INSERT_SNAPSHOT, snapshots)
+            self._conn.executemany(_INSERT_TURN, turns)
+            self._conn.executemany(_INSERT_PAIR, pairs)
+        except sqlite3.Error as exc:
+            raise LogError(str(exc)) from exc
+
+    def _close_connection(self) -> None:
+        self._conn.close()

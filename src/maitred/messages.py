@@ -1,0 +1,57 @@
+"""Reading message files: JSONL, one message a line.
+
+Each line is an object with ``text`` and ``account`` (required), and ``id``, ``conversation``,
+``ts`` (optional; a missing id becomes ``<file stem>:<line>``). A bad line is reported with its
+file and line number and skipped; it never drops the rest of the file.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from maitred.decision import Message
+from maitred.errors import InputError
+
+
+def parse_message(raw: str, path: str, line: int) -> Message:
+    """One JSONL line -> a :class:`Message`; raises :class:`InputError` naming file and line."""
+    try:
+        obj = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise InputError(path, line, f"not valid JSON ({exc.msg} at column {exc.colno})") from None
+    if not isinstance(obj, dict):
+        raise InputError(path, line, f"expected a JSON object, got {type(obj).__name__}")
+    text, account = obj.get("text"), obj.get("account")
+    if not isinstance(text, str) or not text.strip():
+        raise InputError(path, line, "field 'text' must be a non-empty string")
+    if not isinstance(account, (str, int)) or isinstance(account, bool) or account == "":
+        raise InputError(path, line, "field 'account' must be a non-empty string or integer")
+    ts = obj.get("ts")
+    if ts is not None and (isinstance(ts, bool) or not isinstance(ts, (int, float))):
+        raise InputError(path, line, "field 'ts' must be unix seconds (a number) when given")
+    return Message(
+        id=str(obj.get("id") or f"{Path(path).stem}:{line}"),
+        text=text,
+        account=str(account),
+        conversation=str(obj.get("conversation") or ""),
+        ts=float(ts) if ts is not None else None,
+    )
+
+
+def read_messages(
+    path: str | Path, on_error: Callable[[InputError], None] | None = None
+) -> Iterator[Message]:
+    """Yield the messages of a JSONL file; bad lines go to ``on_error`` (or are raised)."""
+    name = str(path)
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        for number, raw in enumerate(handle, start=1):
+            if not raw.strip():
+                continue
+            try:
+                yield parse_message(raw, name, number)
+            except InputError as err:
+                if on_error is None:
+                    raise
+                on_error(err)

@@ -1,0 +1,230 @@
+"""The one entry object: message -> recall -> executability gate -> depth -> menu -> log.
+
+:class:`Pipeline` is what the library, the CLI and the service all call. It holds the catalog,
+a recaller, a state provider, a cut-off, a depth rule, a menu renderer and (optionally) a
+decision log, and for each message returns a :class:`Turn`: the menu to hand the model, the
+gate's verdicts and the :class:`~maitred.decision.TurnRecord` it logged.
+
+Invariants the code keeps:
+
+* recall sees only the message text (it is handed nothing else);
+* the gate sees only candidate names, the account and the provider, and fetches state once;
+* a candidate's description tokens are counted whether or not it is shown, so the funnel can
+  say what each stage saved;
+* everything but the model's own choice is a function of (catalog, predicates, snapshot).
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from maitred.decision import Message, PairRecord, RunInfo, TurnRecord
+from maitred.depth.rules import DepthRule, ExposeAll, Ranked
+from maitred.gate.executability import ExecutabilityGate, GateResult
+from maitred.log.base import DecisionLog
+from maitred.menu.render import Menu, MenuRenderer
+from maitred.recall.base import Candidate, Cutoff, Recaller
+from maitred.skills.model import Catalog
+from maitred.state.snapshot import StateProvider, now
+
+
+@dataclass(frozen=True)
+class Turn:
+    """The result of routing one message."""
+
+    record: TurnRecord
+    menu: Menu
+    gate: GateResult | None
+
+    @property
+    def exposed(self) -> tuple[str, ...]:
+        return self.menu.skills
+
+
+@dataclass
+class RunStats:
+    """Counts kept while a batch runs (the funnel proper is computed from the log)."""
+
+    messages: int = 0
+    matched: int = 0
+    pairs: int = 0
+    blocked: int = 0
+    bad_lines: int = 0
+    seconds: float = 0.0
+    errors: list[str] = field(default_factory=list)
+
+
+class Pipeline:
+    """Routes messages through recall, the executability gate, depth and the menu."""
+
+    def __init__(
+        self,
+        catalog: Catalog,
+        recaller: Recaller,
+        provider: StateProvider,
+        *,
+        cutoff: Cutoff | None = None,
+        family_mode: bool = False,
+        depth: DepthRule | None = None,
+        renderer: MenuRenderer | None = None,
+        log: DecisionLog | None = None,
+        clock: Callable[[], float] = now,
+        config: dict[str, Any] | None = None,
+    ) -> None:
+        self.catalog = catalog
+        self.recaller = recaller
+        self.cutoff = cutoff or Cutoff()
+        self.family_mode = family_mode
+        self.depth = depth or ExposeAll()
+        self.renderer = renderer or MenuRenderer(catalog)
+        self.gate = ExecutabilityGate(catalog, provider, clock)
+        self.log = log
+        self.clock = clock
+        self.config = dict(config or {})
+        self.run_id = ""
+
+    # -- one message -------------------------------------------------------------------------
+
+    def route(self, message: Message) -> Turn:
+        """Route one message (recall included); logged when the pipeline has a log."""
+        if self.log is not None and not self.run_id:
+            self.begin_run()
+        t0 = time.perf_counter_ns()
+        ranked = self.recaller.rank(message.text, self._depth_of_ranking())
+        return self._finish(message, ranked, time.perf_counter_ns() - t0)
+
+    def _depth_of_ranking(self) -> int:
+        return self.cutoff.top_k
+
+    def candidates(self, ranked: list[Candidate]) -> list[Candidate]:
+        """C(m): the cut-off applied to a ranking, expanded to whole families in family mode."""
+        kept = self.cutoff.apply(ranked)
+        if self.family_mode and kept:
+            from maitred.recall.family import expand_families
+
+            return expand_families(kept, self.catalog)
+        return kept
+
+    def _finish(self, message: Message, ranked: list[Candidate], recall_ns: int) -> Turn:
+        candidates = self.candidates(ranked)
+        names = [c.name for c in candidates]
+        t1 = time.perf_counter_ns()
+        gate = self.gate.check(message.account, names) if names else None
+        t2 = time.perf_counter_ns()
+        outcomes = {o.skill: o for o in gate.outcomes} if gate else {}
+        visible = [
+            Ranked(c.name, c.score, self.catalog[c.name].contract.cost)
+            for c in candidates
+            if outcomes[c.name].visible
+        ]
+        exposed = {r.name for r in visible[: self.depth.choose(visible)]}
+        t3 = time.perf_counter_ns()
+        menu = self.renderer.render([r.name for r in visible if r.name in exposed])
+        pairs = tuple(
+            PairRecord(
+                skill=c.name,
+                rank=c.rank,
+                score=c.score,
+                visible=outcomes[c.name].visible,
+                exposed=c.name in exposed,
+                desc_tokens=self.renderer.tokens(c.name),
+                components=dict(c.components),
+                fired=outcomes[c.name].fired,
+                soft=outcomes[c.name].soft,
+            )
+            for c in candidates
+        )
+        t4 = time.perf_counter_ns()
+        record = TurnRecord(
+            turn_id=f"{self.run_id or 'adhoc'}/{message.id}",
+            run_id=self.run_id,
+            message=message,
+            catalog_version=self.catalog.version,
+            recall_method=self.recaller.name + ("+family" if self.family_mode else ""),
+            depth_rule=self.depth.name,
+            pairs=pairs,
+            snapshot=gate.snapshot if gate else None,
+            timings_us={
+                "recall": recall_ns // 1000,
+                "gate": (t2 - t1) // 1000,
+                "depth": (t3 - t2) // 1000,
+                "menu": (t4 - t3) // 1000,
+            },
+            ts=self.clock(),
+            provider_error=gate.provider_error if gate else "",
+            menu_tokens=menu.tokens,
+        )
+        if self.log is not None:
+            self.log.write(record)
+        return Turn(record, menu, gate)
+
+    # -- many messages -----------------------------------------------------------------------
+
+    def begin_run(self, run_id: str | None = None) -> RunInfo:
+        """Start a run: a fresh run id, recorded in the log with the configuration."""
+        self.run_id = run_id or uuid.uuid4().hex[:12]
+        info = RunInfo(
+            run_id=self.run_id,
+            started_at=self.clock(),
+            catalog_version=self.catalog.version,
+            n_skills=len(self.catalog),
+            tokens_all_skills=self.renderer.total_tokens(),
+            config=self.config,
+        )
+        if self.log is not None:
+            self.log.begin_run(info)
+        return info
+
+    def route_many(self, messages: Iterable[Message], batch: int = 256) -> Iterator[Turn]:
+        """Route messages in batches (a recaller with ``rank_batch`` encodes a batch at once)."""
+        rank_batch = getattr(self.recaller, "rank_batch", None)
+        for chunk in _chunks(messages, batch):
+            k = self._depth_of_ranking()
+            t0 = time.perf_counter_ns()
+            if rank_batch is not None:
+                rankings = rank_batch([m.text for m in chunk], k)
+            else:
+                rankings = [self.recaller.rank(m.text, k) for m in chunk]
+            each = (time.perf_counter_ns() - t0) // max(1, len(chunk))
+            for message, ranked in zip(chunk, rankings, strict=True):
+                yield self._finish(message, ranked, each)
+
+    def run(
+        self,
+        messages: Iterable[Message],
+        *,
+        progress: Callable[[int], None] | None = None,
+        run_id: str | None = None,
+    ) -> RunStats:
+        """Route every message, log every turn, and return counts."""
+        if not self.run_id or run_id:
+            self.begin_run(run_id)
+        stats = RunStats()
+        start = time.perf_counter()
+        for turn in self.route_many(messages):
+            rec = turn.record
+            stats.messages += 1
+            stats.matched += rec.matched
+            stats.pairs += len(rec.pairs)
+            stats.blocked += len(rec.blocked)
+            if progress is not None:
+                progress(1)
+        if self.log is not None:
+            self.log.flush()
+        stats.seconds = time.perf_counter() - start
+        return stats
+
+
+def _chunks(items: Iterable[Message], size: int) -> Iterator[Sequence[Message]]:
+    chunk: list[Message] = []
+    for item in items:
+        chunk.append(item)
+        if len(chunk) >= size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk

@@ -1,0 +1,199 @@
+"""Recall methods by name, and the one function that builds them.
+
+``make_recaller("hybrid", catalog, cache_dir=".maitred-cache")`` is how the pipeline, the CLI and
+the service get a recaller: the method is a name from configuration, resolved here. Each name
+maps to a factory; :func:`register_recaller` adds one, and every "choose one of" message is
+generated from this registry, so it cannot fall behind the methods that exist.
+
+Built-in methods:
+
+- ``"bm25"``: :class:`~maitred.recall.bm25.BM25Recaller` (``weights`` = BM25 field weights);
+- ``"dense"``: :class:`~maitred.recall.dense.DenseRecaller` (``embedder`` defaults to MiniLM);
+- ``"hybrid"``: :class:`~maitred.recall.hybrid.HybridRecaller`, RRF of the two.
+
+With ``cache_dir``, indexes are stored and reused through :class:`~maitred.recall.store.IndexStore`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Protocol
+
+from maitred.errors import ConfigError, EmptyCatalogError
+from maitred.recall.base import Recaller
+from maitred.recall.bm25 import DEFAULT_B, DEFAULT_K1, DEFAULT_STEMMER, BM25Recaller
+from maitred.recall.dense import (
+    DEFAULT_FIELD_MIX,
+    DenseRecaller,
+    Embedder,
+    MiniLMEmbedder,
+    Progress,
+    check_mix,
+)
+from maitred.recall.fields import BODY_CHARS, FIELDS_VERSION
+from maitred.recall.hybrid import HybridRecaller
+from maitred.recall.store import IndexStore
+from maitred.recall.vectors import ANN_THRESHOLD
+from maitred.skills.model import Catalog
+
+
+class RecallerFactory(Protocol):
+    """Builds a recaller for a catalog (registered under a method name)."""
+
+    def __call__(
+        self,
+        catalog: Catalog,
+        *,
+        store: IndexStore | None,
+        weights: Mapping[str, float] | None,
+        embedder: Embedder | None,
+        progress: Progress | None,
+    ) -> Recaller: ...
+
+
+_REGISTRY: dict[str, RecallerFactory] = {}
+
+
+def register_recaller(name: str) -> Callable[[RecallerFactory], RecallerFactory]:
+    """Register a recaller factory under ``name`` (a decorator).
+
+    Raises:
+        ConfigError: ``name`` is already registered.
+    """
+
+    def add(factory: RecallerFactory) -> RecallerFactory:
+        if name in _REGISTRY:
+            raise ConfigError(f"a recall method named {name!r} is already registered")
+        _REGISTRY[name] = factory
+        return factory
+
+    return add
+
+
+def recaller_names() -> tuple[str, ...]:
+    """The registered recall method names, sorted."""
+    return tuple(sorted(_REGISTRY))
+
+
+def make_recaller(
+    method: str,
+    catalog: Catalog,
+    *,
+    cache_dir: Path | str | None = None,
+    weights: Mapping[str, float] | None = None,
+    embedder: Embedder | None = None,
+    progress: Progress | None = None,
+) -> Recaller:
+    """Build (or load from ``cache_dir``) the recaller registered as ``method``.
+
+    Args:
+        method: a registered name (see :func:`recaller_names`).
+        catalog: the :class:`~maitred.skills.model.Catalog` to rank.
+        cache_dir: where indexes are stored and reused; ``None`` builds in memory.
+        weights: BM25 field weights (``bm25`` and ``hybrid``; default tuned weights).
+        embedder: the sentence-embedding model (``dense`` and ``hybrid``; default MiniLM).
+        progress: ``progress(done, total)`` while embedding skills.
+
+    Returns:
+        The recaller.
+
+    Raises:
+        ConfigError: unknown method (the message lists the registered ones).
+        EmptyCatalogError: the catalog holds no skills.
+    """
+    factory = _REGISTRY.get(method)
+    if factory is None:
+        raise ConfigError(
+            f"unknown recall method {method!r}; choose one of {', '.join(recaller_names())}"
+        )
+    if len(catalog) == 0:
+        raise EmptyCatalogError(
+            "the catalog holds no skills or tools, so there is nothing to recall; "
+            "check the catalog path"
+        )
+    store = IndexStore(cache_dir) if cache_dir is not None else None
+    return factory(catalog, store=store, weights=weights, embedder=embedder, progress=progress)
+
+
+def _bm25(
+    catalog: Catalog, store: IndexStore | None, weights: Mapping[str, float] | None
+) -> BM25Recaller:
+    if store is None:
+        return BM25Recaller.build(catalog, weights=weights)
+    params = {
+        "k1": DEFAULT_K1,
+        "b": DEFAULT_B,
+        "stemmer": DEFAULT_STEMMER,
+        "body_chars": BODY_CHARS,
+        "fields": FIELDS_VERSION,
+    }
+    return store.load_or_build(
+        catalog,
+        "bm25",
+        params,
+        reader=lambda folder: BM25Recaller.load(folder, catalog, weights=weights),
+        build=lambda: BM25Recaller.build(catalog, weights=weights),
+        writer=lambda recaller, folder: recaller.save(folder),
+    )
+
+
+def _dense(
+    catalog: Catalog, store: IndexStore | None, embedder: Embedder | None, progress: Progress | None
+) -> DenseRecaller:
+    model = embedder or MiniLMEmbedder()
+    if store is None:
+        return DenseRecaller.build(catalog, model, progress=progress)
+    params = {
+        "model_id": model.model_id,
+        "field_mix": check_mix(DEFAULT_FIELD_MIX),
+        "body_chars": BODY_CHARS,
+        "fields": FIELDS_VERSION,
+        "ann_threshold": ANN_THRESHOLD,
+    }
+    return store.load_or_build(
+        catalog,
+        "dense",
+        params,
+        reader=lambda folder: DenseRecaller.load(folder, catalog, model),
+        build=lambda: DenseRecaller.build(catalog, model, progress=progress),
+        writer=lambda recaller, folder: recaller.save(folder),
+    )
+
+
+@register_recaller("bm25")
+def _make_bm25(
+    catalog: Catalog,
+    *,
+    store: IndexStore | None,
+    weights: Mapping[str, float] | None,
+    embedder: Embedder | None,
+    progress: Progress | None,
+) -> Recaller:
+    return _bm25(catalog, store, weights)
+
+
+@register_recaller("dense")
+def _make_dense(
+    catalog: Catalog,
+    *,
+    store: IndexStore | None,
+    weights: Mapping[str, float] | None,
+    embedder: Embedder | None,
+    progress: Progress | None,
+) -> Recaller:
+    return _dense(catalog, store, embedder, progress)
+
+
+@register_recaller("hybrid")
+def _make_hybrid(
+    catalog: Catalog,
+    *,
+    store: IndexStore | None,
+    weights: Mapping[str, float] | None,
+    embedder: Embedder | None,
+    progress: Progress | None,
+) -> Recaller:
+    return HybridRecaller(
+        _bm25(catalog, store, weights), _dense(catalog, store, embedder, progress)
+    )

@@ -1,0 +1,309 @@
+"""Build a :class:`~maitred.skills.model.Catalog` from folders of skills and tools files.
+
+Each path given to :func:`load_catalog` is one of:
+
+* a folder of skills, walked recursively: every folder holding a ``SKILL.md`` is a skill (and is
+  not descended into; skills do not nest). Hidden folders, ``__pycache__`` and ``node_modules``
+  are skipped; symlinks are followed, and a folder reached twice (a symlink loop) is skipped;
+* a single skill folder, or its ``SKILL.md``;
+* a tools file, by extension: ``.json`` or ``.jsonl`` (see :mod:`maitred.skills.tools`).
+
+What goes wrong is collected, never lost:
+
+* a deviation from the Agent Skills spec is a *warning* in lenient mode and an *error* in strict
+  mode (the skill is then not loaded);
+* a skill, tool or file that cannot be loaded, a broken ``maitred.yaml`` sidecar (named in the
+  error), an unreadable folder, a duplicate name, or nothing found at all is an *error*.
+
+:func:`load_catalog_report` returns everything it found; :func:`load_catalog` raises the first
+error (strict mode, duplicates, an empty catalog) or, in lenient mode, logs the errors of skipped
+skills on the ``maitred.skills.catalog`` logger and returns what loaded; :func:`validate` is the
+never-raising JSON summary behind ``maitred validate``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from maitred.contract.sidecar import SIDECAR
+from maitred.errors import (
+    CatalogError,
+    ContractError,
+    DuplicateSkillError,
+    EmptyCatalogError,
+    MaitredError,
+    SkillParseError,
+)
+from maitred.skills.agentskills import SKILL_FILE, load_skill
+from maitred.skills.model import Catalog, Skill
+from maitred.skills.report import Diagnostics, LoadReport, Problem
+from maitred.skills.tools import TOOL_SUFFIXES, read_tools
+
+PathLike = str | os.PathLike[str]
+SKIPPED_DIRS = frozenset({"__pycache__", "node_modules"})
+_log = logging.getLogger(__name__)
+_WHAT_TO_GIVE = (
+    "point at a folder that contains `<name>/SKILL.md` skill folders, a single skill folder, "
+    "or a tools .json/.jsonl file"
+)
+
+
+def load_catalog(
+    paths: PathLike | Iterable[PathLike],
+    *,
+    strict: bool = False,
+    family_from_parent: bool = False,
+) -> Catalog:
+    """Load every skill and tool under ``paths`` into one catalog.
+
+    Args:
+        paths: one path or several: skill folders, folders of skill folders, tools files.
+        strict: refuse any deviation from the Agent Skills spec (and raise on any error).
+        family_from_parent: give a skill without a declared family its parent folder's name.
+
+    Returns:
+        The catalog. In lenient mode, skills and tools that could not be loaded are left out and
+        logged (use :func:`load_catalog_report` to get them as data).
+
+    Raises:
+        SkillParseError: (strict) a skill or tool breaks a rule or cannot be loaded.
+        ContractError: (strict) a ``maitred.yaml`` sidecar is invalid.
+        DuplicateSkillError: two skills or tools share a name.
+        EmptyCatalogError: nothing could be loaded.
+    """
+    run = _load(paths, strict=strict, family_from_parent=family_from_parent)
+    if strict and run.first_error is not None:
+        raise run.first_error
+    if run.catalog is None:
+        assert run.fatal is not None  # lenient: only a catalog-level error leaves no catalog
+        raise run.fatal
+    for problem in run.diag.warnings:
+        _log.warning("%s: %s", problem.where, problem.message)
+    for problem in run.diag.errors:
+        _log.error("%s: %s (skipped)", problem.where, problem.message)
+    return run.catalog
+
+
+def load_catalog_report(
+    paths: PathLike | Iterable[PathLike],
+    *,
+    strict: bool = False,
+    family_from_parent: bool = False,
+) -> tuple[Catalog | None, LoadReport]:
+    """Like :func:`load_catalog`, but return every warning and error instead of raising.
+
+    Returns:
+        ``(catalog, report)``. The catalog is ``None`` when there are duplicate names, nothing
+        loaded, or (strict mode) any error at all; lenient mode returns what loaded.
+    """
+    run = _load(paths, strict=strict, family_from_parent=family_from_parent)
+    return run.catalog, run.report()
+
+
+def validate(paths: PathLike | Iterable[PathLike], strict: bool = False) -> dict[str, Any]:
+    """Check skills and tools without loading a catalog; never raises on malformed input.
+
+    Args:
+        paths: as for :func:`load_catalog`.
+        strict: report deviations from the Agent Skills spec as errors, not warnings.
+
+    Returns:
+        ``{"skills": examined, "valid": loaded, "warnings": [...], "errors": [...]}``, each
+        warning and error a ``{"path", "field", "message"}`` record (``path`` may end in
+        ``:line``; ``field`` may be ``None``).
+    """
+    try:
+        return load_catalog_report(paths, strict=strict)[1].as_dict()
+    except Exception as exc:  # a last guard: validate must answer, whatever it was given
+        problem = Problem(str(paths), f"validation failed: {type(exc).__name__}: {exc}")
+        return LoadReport(errors=(problem,)).as_dict()
+
+
+@dataclass
+class _Run:
+    """One load: what was found, the first error (strict mode raises it) and the error that
+    left no catalog (duplicates, nothing found)."""
+
+    strict: bool
+    family_from_parent: bool
+    diag: Diagnostics
+    skills: list[Skill] = field(default_factory=list)
+    examined: int = 0
+    first_error: MaitredError | None = None
+    fatal: MaitredError | None = None
+    catalog: Catalog | None = None
+
+    def fail(self, error: MaitredError, problem: Problem, *, fatal: bool = False) -> None:
+        self.diag.error(problem)
+        if self.first_error is None:
+            self.first_error = error
+        if fatal and self.fatal is None:
+            self.fatal = error
+
+    def fail_parse(self, error: SkillParseError) -> None:
+        self.fail(error, Problem.from_error(error))
+
+    def report(self) -> LoadReport:
+        return LoadReport(
+            self.examined,
+            len(self.skills),
+            tuple(self.diag.warnings),
+            tuple(self.diag.errors),
+        )
+
+
+def _load(paths: PathLike | Iterable[PathLike], *, strict: bool, family_from_parent: bool) -> _Run:
+    given = [Path(paths)] if isinstance(paths, (str, os.PathLike)) else [Path(p) for p in paths]
+    run = _Run(strict, family_from_parent, Diagnostics(strict=strict))
+    for path in given:
+        _load_path(path, run)
+    names = _check_duplicates(run)
+    if not run.skills:
+        shown = ", ".join(str(p) for p in given) or "(no paths given)"
+        errors = run.diag.errors
+        failed = f" ({len(errors)} could not be loaded, first {errors[0].where})" if errors else ""
+        error = EmptyCatalogError(f"no skills or tools found in {shown}{failed}: {_WHAT_TO_GIVE}")
+        run.fail(error, Problem(shown, str(error)), fatal=True)
+    elif names and not (strict and run.diag.errors):
+        try:
+            run.catalog = Catalog(tuple(run.skills))
+        except (MaitredError, ValueError, TypeError) as exc:  # values without a canonical form
+            shown = ", ".join(str(p) for p in given)
+            broken = CatalogError(f"cannot build the catalog from {shown}: {exc}")
+            run.fail(broken, Problem(shown, str(broken)), fatal=True)
+    return run
+
+
+def _check_duplicates(run: _Run) -> bool:
+    """Record an error for every name used twice; True when all names are unique."""
+    first: dict[str, Skill] = {}
+    unique = True
+    for skill in run.skills:
+        if skill.name not in first:
+            first[skill.name] = skill
+            continue
+        unique = False
+        error = DuplicateSkillError(skill.name, [first[skill.name].path, skill.path])
+        run.fail(error, Problem(skill.path, str(error), "name"), fatal=True)
+    return unique
+
+
+def _load_path(path: Path, run: _Run) -> None:
+    """Load whatever ``path`` is (skill folder, folder of skills, SKILL.md, tools file)."""
+    where = str(path)
+    try:
+        if path.is_file():
+            if path.suffix.lower() in TOOL_SUFFIXES:
+                _load_tools(path, run)
+            elif path.name == SKILL_FILE:
+                _load_skill(path.parent, run)
+            else:
+                message = f"is not a skill folder, a {SKILL_FILE} or a tools file: {_WHAT_TO_GIVE}"
+                run.fail_parse(SkillParseError(where, message))
+        elif path.is_dir():
+            if (path / SKILL_FILE).is_file():
+                _load_skill(path, run)
+            else:
+                _load_tree(path, run)
+        else:
+            run.fail_parse(SkillParseError(where, f"does not exist: {_WHAT_TO_GIVE}"))
+    except OSError as exc:
+        run.fail_parse(SkillParseError(where, f"cannot be read ({exc.strerror or exc})"))
+
+
+def _load_tree(root: Path, run: _Run) -> None:
+    before = run.examined
+    for folder in _skill_folders(root, run):
+        _load_skill(folder, run)
+    if run.examined == before:
+        run.diag.warnings.append(
+            Problem(str(root), f"holds no {SKILL_FILE} in any folder below it: {_WHAT_TO_GIVE}")
+        )
+
+
+def _skill_folders(root: Path, run: _Run) -> list[Path]:
+    """Folders under ``root`` that hold a ``SKILL.md``, in sorted walk order."""
+
+    def unreadable(exc: OSError) -> None:
+        where = exc.filename or str(root)
+        message = (
+            f"cannot be read ({exc.strerror or exc}): fix its permissions; "
+            "skills in it were not loaded"
+        )
+        run.fail_parse(SkillParseError(str(where), message))
+
+    found: list[Path] = []
+    seen: set[tuple[int, int]] = set()
+    for dirpath, dirnames, filenames in os.walk(root, onerror=unreadable, followlinks=True):
+        try:
+            info = os.stat(dirpath)
+        except OSError:
+            dirnames[:] = []
+            continue
+        if (info.st_dev, info.st_ino) in seen:  # a symlink loop, or a folder linked twice
+            dirnames[:] = []
+            continue
+        seen.add((info.st_dev, info.st_ino))
+        if SKILL_FILE in filenames:
+            found.append(Path(dirpath))
+            dirnames[:] = []
+            continue
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d not in SKIPPED_DIRS)
+    return found
+
+
+def _load_skill(folder: Path, run: _Run) -> None:
+    run.examined += 1
+    try:
+        skill, warnings = load_skill(
+            folder, strict=run.strict, family_from_parent=run.family_from_parent
+        )
+    except SkillParseError as exc:
+        run.fail_parse(exc)
+    except (ContractError, UnicodeDecodeError) as exc:
+        # UnicodeDecodeError can only come from the sidecar: SKILL.md decoding is checked.
+        sidecar = str(folder / SIDECAR)
+        named = isinstance(exc, ContractError) and sidecar in str(exc)
+        wrapped = exc if isinstance(exc, ContractError) and named else _wrap(sidecar, exc)
+        run.fail(wrapped, Problem(sidecar, str(exc).removeprefix(f"{sidecar}: ")))
+    except Exception as exc:  # one broken skill must not stop the others from loading
+        error = SkillParseError(
+            str(folder / SKILL_FILE), f"could not be loaded: {type(exc).__name__}: {exc}"
+        )
+        error.__cause__ = exc
+        run.fail_parse(error)
+    else:
+        run.diag.warnings.extend(warnings)
+        run.skills.append(skill)
+
+
+def _wrap(sidecar: str, exc: Exception) -> ContractError:
+    error = ContractError(f"{sidecar}: {exc}")
+    error.__cause__ = exc
+    return error
+
+
+def _load_tools(path: Path, run: _Run) -> None:
+    diag = Diagnostics(strict=run.strict)
+    try:
+        tools, examined = read_tools(path, diag)
+    except SkillParseError as exc:
+        run.examined += 1
+        run.fail_parse(exc)
+        return
+    except Exception as exc:  # as for skills: report it and carry on
+        run.examined += 1
+        error = SkillParseError(str(path), f"could not be loaded: {type(exc).__name__}: {exc}")
+        error.__cause__ = exc
+        run.fail_parse(error)
+        return
+    run.examined += examined
+    run.diag.warnings.extend(diag.warnings)
+    for problem in diag.errors:
+        run.fail(problem.to_error(), problem)
+    run.skills.extend(tools)

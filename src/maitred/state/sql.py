@@ -1,0 +1,535 @@
+"""State from SQL tables: SQLite (stdlib) and PostgreSQL (psycopg 3), through one code path.
+
+Each key root maps to one table, one row per account::
+
+    SqlStateProvider.from_url(
+        "postgresql://db:5432/app",
+        {
+            "account": TableSpec("accounts", updated_column="updated_at"),
+            "billing": TableSpec("billing", id_column="customer_id"),
+        },
+        timeout_s=0.5,
+    )
+
+A key ``root.field`` is column ``field`` of the root's table, in the row whose ``id_column``
+equals the account id. For one fetch the provider groups the requested keys by root and issues
+**one** ``SELECT col1, col2, ... FROM table WHERE id_column = ?`` per table, all inside one
+read-only transaction (``REPEATABLE READ`` on PostgreSQL), so every value of a turn comes from
+one consistent database state.
+
+Invariants:
+
+* **Nothing unvalidated reaches SQL.** Table and column names must match
+  ``^[A-Za-z_][A-Za-z0-9_]*$`` (tables may be ``schema.table``); a requested column must also
+  exist in the table, checked against the table's real columns (read once per table and cached).
+  The account id is always a bound parameter. Names are double-quoted, so they are matched
+  exactly as stored (PostgreSQL stores unquoted names in lower case).
+* **Absence is data, misconfiguration is an error.** A root with no table, a column the table
+  lacks, a key that is not ``root.column`` and an account with no row give *missing* keys; a
+  table that does not exist, an ``id_column`` / ``updated_column`` it lacks, two rows for one
+  account, a driver failure or a timeout raise :class:`~maitred.errors.ProviderError` /
+  :class:`~maitred.errors.ProviderTimeout` naming the provider, the account and the keys.
+* **Values are JSON-safe**: ``Decimal`` becomes ``int`` or ``float`` (by the column's scale),
+  dates and times ISO-8601 strings, JSON columns dicts and lists; binary columns are refused.
+* **Freshness comes from the table.** With ``updated_column`` set, every key of that root gets
+  ``key_as_of`` from it (unix seconds, ISO-8601 text or a date/time; naive times are UTC). A
+  NULL there means "unknown", recorded as ``0.0`` -- infinitely old -- so predicates with a
+  freshness bound apply their ``on_stale`` policy instead of trusting it. The snapshot
+  ``version`` is ``"max-updated:<seconds>"``, the newest such value read (empty without one).
+
+Thread-safety: **one connection per thread**, opened on that thread's first fetch and kept;
+the column cache is shared under a lock. A connection that raised a driver error is closed and
+replaced on the next fetch. :meth:`SqlStateProvider.close` closes every connection.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+import threading
+from collections.abc import Callable, Collection, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+from urllib.parse import quote, urlsplit, urlunsplit
+
+from maitred.errors import ConfigError, ProviderError, ProviderTimeout
+from maitred.state._sql_dialects import (
+    Dialect,
+    DialectName,
+    PostgresDialect,
+    SqliteDialect,
+    detect,
+    dialect_named,
+)
+from maitred.state._values import IDENTIFIER, UnsupportedValue, json_safe, split_key, unix_seconds
+from maitred.state.snapshot import Snapshot, now
+
+ConnectionFactory = Callable[[], Any]
+"""Returns a new DB-API connection (``sqlite3.Connection`` or ``psycopg.Connection``)."""
+
+UNKNOWN_UPDATE: float = 0.0
+"""``key_as_of`` recorded when a row's ``updated_column`` is NULL (see the module docstring)."""
+
+
+def _check_identifier(value: str, what: str, *, qualified: bool = False) -> None:
+    parts = (value.split(".") if qualified else [value]) if isinstance(value, str) else []
+    if not parts or len(parts) > 2 or not all(IDENTIFIER.match(p) for p in parts):
+        shape = "name or schema.name" if qualified else "name"
+        raise ConfigError(
+            f"{what} {value!r} is not a plain SQL {shape}: it must match "
+            f"{IDENTIFIER.pattern} so it can be put in a query safely; rename it or create "
+            "a view with such a name"
+        )
+
+
+def _quote(name: str) -> str:
+    """Double-quote a name already checked by :func:`_check_identifier`."""
+    return ".".join(f'"{part}"' for part in name.split("."))
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    """Where one key root lives.
+
+    Attributes:
+        table: the table (or view), ``name`` or ``schema.name``.
+        id_column: the column holding the account id (one row per account).
+        updated_column: optional column with when the row last changed; gives ``key_as_of``.
+
+    Raises:
+        ConfigError: a name that is not a plain SQL identifier.
+    """
+
+    table: str
+    id_column: str = "account_id"
+    updated_column: str | None = None
+
+    def __post_init__(self) -> None:
+        _check_identifier(self.table, "TableSpec table", qualified=True)
+        _check_identifier(self.id_column, f"TableSpec({self.table!r}) id_column")
+        if self.updated_column is not None:
+            _check_identifier(self.updated_column, f"TableSpec({self.table!r}) updated_column")
+
+
+@dataclass
+class _RootPlan:
+    """The keys of one root to read from its table: column -> requested key."""
+
+    root: str
+    spec: TableSpec
+    columns: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class _Read:
+    """What one fetch collected."""
+
+    values: dict[str, Any] = field(default_factory=dict)
+    key_as_of: dict[str, float] = field(default_factory=dict)
+    missing: set[str] = field(default_factory=set)
+    newest: float | None = None
+
+
+class SqlStateProvider:
+    """Account state from SQL tables, one row per account per key root.
+
+    Args:
+        connect: a connection factory (called once per thread; the provider switches each
+            connection it returns to autocommit and runs its own read transactions) or a URL
+            (see :meth:`from_url`).
+        tables: key root -> :class:`TableSpec`, or a table name (then ``account_id`` is the id
+            column and there is no updated column).
+        timeout_s: time limit: SQLite busy timeout plus a per-read deadline, PostgreSQL
+            ``statement_timeout`` for the session; exceeding it raises ``ProviderTimeout``.
+        dialect: ``"sqlite"`` or ``"postgresql"``; detected from the first connection when a
+            factory returns a plain ``sqlite3`` or ``psycopg`` connection.
+        name: how errors and logs name this provider (defaults to the URL, password removed).
+        clock: the snapshot time source.
+
+    Raises:
+        ConfigError: a bad URL, root or table name.
+        MissingExtraError: PostgreSQL without the ``postgres`` extra installed.
+    """
+
+    def __init__(
+        self,
+        connect: ConnectionFactory | str,
+        tables: Mapping[str, TableSpec | str | Mapping[str, Any]],
+        *,
+        timeout_s: float | None = None,
+        dialect: DialectName | None = None,
+        name: str | None = None,
+        clock: Callable[[], float] = now,
+    ) -> None:
+        if timeout_s is not None and not timeout_s > 0:
+            raise ConfigError(f"SQL state provider: timeout_s must be positive, not {timeout_s!r}")
+        self.timeout_s = timeout_s
+        self.tables = _table_specs(tables)
+        self._dialect: Dialect | None = dialect_named(dialect) if dialect else None
+        if isinstance(connect, str):  # the URL decides the dialect
+            self._factory, self._dialect, default_name = _open_url(connect, timeout_s)
+        else:
+            self._factory, default_name = connect, "sql"
+        self.name = name or default_name
+        self._clock = clock
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._generation = 0
+        self._connections: list[Any] = []
+        self._columns: dict[str, frozenset[str]] = {}
+
+    @classmethod
+    def from_url(
+        cls,
+        url: str,
+        tables: Mapping[str, TableSpec | str | Mapping[str, Any]],
+        *,
+        timeout_s: float | None = None,
+        clock: Callable[[], float] = now,
+    ) -> SqlStateProvider:
+        """A provider for a database URL.
+
+        Args:
+            url: ``sqlite:///relative/path.db``, ``sqlite:////absolute/path.db`` (SQLite is
+                opened read-only and must exist) or ``postgresql://user@host:port/db``
+                (``postgres://`` too).
+            tables: key root -> :class:`TableSpec` or table name.
+            timeout_s: see the class.
+            clock: the snapshot time source.
+        """
+        return cls(url, tables, timeout_s=timeout_s, clock=clock)
+
+    def fetch(self, account: str, keys: Collection[str]) -> Snapshot:
+        """Read every requested key of ``account`` in one transaction, one query per table.
+
+        Raises:
+            ProviderTimeout: the database did not answer within ``timeout_s``.
+            ProviderError: the connection or a query failed, or the tables do not match their
+                specs; the message names the provider, account, keys and what to check.
+        """
+        requested = frozenset(keys)
+        plans, read = self._plan(requested)
+        as_of = self._clock()
+        if plans:
+            conn, dialect = self._connection(account, requested)
+            try:
+                self._read(conn, dialect, account, plans, read)
+            except dialect.errors() as exc:
+                self._discard(conn)
+                self._forget_columns(plan.spec.table for plan in plans)
+                raise self._driver_error(exc, dialect, account, requested, plans) from exc
+        version = "" if read.newest is None else f"max-updated:{read.newest!r}"
+        return Snapshot(
+            account, read.values, as_of, read.key_as_of, frozenset(read.missing), version
+        )
+
+    def refresh_columns(self) -> None:
+        """Forget the cached table columns (call after adding a column to a live table)."""
+        with self._lock:
+            self._columns.clear()
+
+    def close(self) -> None:
+        """Close every connection this provider opened; a later fetch opens new ones."""
+        with self._lock:
+            connections, self._connections = self._connections, []
+            self._generation += 1
+        for conn in connections:
+            _close_quietly(conn)
+
+    def __enter__(self) -> SqlStateProvider:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"SqlStateProvider({self.name!r}, roots={sorted(self.tables)})"
+
+    # -- planning and reading -------------------------------------------------------------
+
+    def _plan(self, requested: frozenset[str]) -> tuple[list[_RootPlan], _Read]:
+        """Group keys by root; keys that can never be columns of a known table are missing."""
+        read = _Read()
+        plans: dict[str, _RootPlan] = {}
+        for key in requested:
+            root, column = split_key(key)
+            spec = self.tables.get(root)
+            if spec is None or not IDENTIFIER.match(column):
+                read.missing.add(key)
+                continue
+            plans.setdefault(root, _RootPlan(root, spec)).columns[column] = key
+        return [plans[root] for root in sorted(plans)], read
+
+    def _read(
+        self, conn: Any, dialect: Dialect, account: str, plans: list[_RootPlan], read: _Read
+    ) -> None:
+        dialect.arm(conn, self.timeout_s)
+        try:
+            conn.execute(dialect.begin)
+            for plan in plans:
+                self._read_root(conn, dialect, account, plan, read)
+        finally:
+            dialect.disarm(conn)
+            self._end_transaction(conn, dialect)
+
+    def _read_root(
+        self, conn: Any, dialect: Dialect, account: str, plan: _RootPlan, read: _Read
+    ) -> None:
+        spec = plan.spec
+        columns = self._table_columns(conn, spec)
+        for needed, what in (
+            (spec.id_column, "id_column"),
+            (spec.updated_column, "updated_column"),
+        ):
+            if needed is not None and needed not in columns:
+                raise ProviderError(
+                    f"SQL state provider {self.name!r}: table {spec.table!r} (key root "
+                    f"{plan.root!r}) has no column {needed!r} for its {what}; it has "
+                    f"{sorted(columns)}: fix the TableSpec or the table"
+                )
+        wanted = sorted(c for c in plan.columns if c in columns)
+        read.missing.update(key for c, key in plan.columns.items() if c not in columns)
+        if not wanted:
+            return
+        selected = [*wanted, *([spec.updated_column] if spec.updated_column else [])]
+        query = (
+            f"SELECT {', '.join(_quote(c) for c in selected)} FROM {_quote(spec.table)} "
+            f"WHERE {_quote(spec.id_column)} = {dialect.placeholder} LIMIT 2"
+        )
+        rows = conn.execute(query, (account,)).fetchall()
+        if not rows:
+            read.missing.update(plan.columns.values())
+            return
+        if len(rows) > 1:
+            raise ProviderError(
+                f"SQL state provider {self.name!r}: table {spec.table!r} has more than one row "
+                f"with {spec.id_column} = {account!r}; the id column must be unique "
+                "(add a unique constraint, or point the TableSpec at a view with one row each)"
+            )
+        self._convert_row(account, plan, wanted, tuple(rows[0]), read)
+
+    def _convert_row(
+        self, account: str, plan: _RootPlan, wanted: list[str], row: tuple[Any, ...], read: _Read
+    ) -> None:
+        spec = plan.spec
+        stamp: float | None = None
+        try:
+            if spec.updated_column is not None:
+                stamp = unix_seconds(row[-1], f"{spec.table}.{spec.updated_column}")
+            for column, value in zip(wanted, row, strict=False):
+                read.values[plan.columns[column]] = json_safe(value, plan.columns[column])
+        except UnsupportedValue as exc:
+            raise ProviderError(
+                f"SQL state provider {self.name!r}, account {account!r}, table {spec.table!r}: "
+                f"{exc}"
+            ) from exc
+        if spec.updated_column is None:
+            return
+        for column in wanted:
+            read.key_as_of[plan.columns[column]] = UNKNOWN_UPDATE if stamp is None else stamp
+        if stamp is not None and (read.newest is None or stamp > read.newest):
+            read.newest = stamp
+
+    def _table_columns(self, conn: Any, spec: TableSpec) -> frozenset[str]:
+        """The table's real column names, read once (``LIMIT 0`` works on both databases)."""
+        with self._lock:
+            cached = self._columns.get(spec.table)
+        if cached is not None:
+            return cached
+        cursor = conn.execute(f"SELECT * FROM {_quote(spec.table)} LIMIT 0")
+        columns = frozenset(str(column[0]) for column in cursor.description or ())
+        cursor.fetchall()
+        with self._lock:
+            self._columns[spec.table] = columns
+        return columns
+
+    def _forget_columns(self, tables: Iterable[str]) -> None:
+        with self._lock:
+            for table in tables:
+                self._columns.pop(table, None)
+
+    # -- connections ----------------------------------------------------------------------
+
+    def _connection(self, account: str, keys: frozenset[str]) -> tuple[Any, Dialect]:
+        """This thread's connection, opened and prepared on first use."""
+        held = getattr(self._local, "held", None)
+        if held is not None and held[0] == self._generation:
+            return held[1], held[2]
+        try:
+            conn = self._factory()
+        except Exception as exc:  # the factory is caller code; any failure is a broken source
+            raise self._connect_error(exc, account, keys) from exc
+        dialect = self._dialect_for(conn)
+        try:
+            dialect.prepare(conn, self.timeout_s)
+        except dialect.errors() as exc:
+            _close_quietly(conn)
+            raise self._connect_error(exc, account, keys) from exc
+        with self._lock:
+            self._connections.append(conn)
+            self._local.held = (self._generation, conn, dialect)
+        return conn, dialect
+
+    def _dialect_for(self, conn: Any) -> Dialect:
+        if self._dialect is None:
+            detected = detect(conn)
+            if detected is None:
+                _close_quietly(conn)
+                raise ConfigError(
+                    f"SQL state provider {self.name!r}: cannot tell the database of a "
+                    f"{type(conn).__module__}.{type(conn).__name__} connection; pass "
+                    "dialect='sqlite' or dialect='postgresql'"
+                )
+            self._dialect = dialect_named(detected)
+        return self._dialect
+
+    def _discard(self, conn: Any) -> None:
+        """Drop a connection that raised, so the next fetch on this thread reconnects."""
+        with self._lock:
+            if conn in self._connections:
+                self._connections.remove(conn)
+        self._local.held = None
+        _close_quietly(conn)
+
+    def _end_transaction(self, conn: Any, dialect: Dialect) -> None:
+        try:
+            conn.execute("ROLLBACK")  # read-only: rolling back is how a read ends
+        except dialect.errors():
+            # The values already read stay valid; only the connection is suspect.
+            self._discard(conn)
+
+    # -- errors ---------------------------------------------------------------------------
+
+    def _connect_error(
+        self, exc: BaseException, account: str, keys: frozenset[str]
+    ) -> ProviderError:
+        cls = ProviderTimeout if self._dialect and self._dialect.is_timeout(exc) else ProviderError
+        return cls(
+            f"SQL state provider {self.name!r} could not connect to read account {account!r} "
+            f"keys [{', '.join(sorted(keys))}]: {type(exc).__name__}: {exc}; check that the "
+            "database is running and reachable and that its URL or connection factory is right"
+        )
+
+    def _driver_error(
+        self,
+        exc: BaseException,
+        dialect: Dialect,
+        account: str,
+        keys: frozenset[str],
+        plans: list[_RootPlan],
+    ) -> ProviderError:
+        where = (
+            f"SQL state provider {self.name!r} reading account {account!r} keys "
+            f"[{', '.join(sorted(keys))}] from "
+            + ", ".join(f"{p.spec.table!r} (root {p.root!r})" for p in plans)
+        )
+        if dialect.is_timeout(exc):
+            limit = f"{self.timeout_s:g}s" if self.timeout_s is not None else "the driver default"
+            return ProviderTimeout(
+                f"{where} ran out of time ({limit}, {dialect.timeout_mechanism}): {exc}; look "
+                "for a slow query (a view?) or a long transaction holding locks on these "
+                "tables, or raise timeout_s"
+            )
+        return ProviderError(
+            f"{where} failed: {type(exc).__name__}: {exc}; check that the database is reachable "
+            "and that these tables exist and are readable by this connection's user"
+        )
+
+
+def _table_spec(root: str, spec: TableSpec | str | Mapping[str, Any]) -> TableSpec:
+    if isinstance(spec, TableSpec):
+        return spec
+    if isinstance(spec, str):
+        return TableSpec(spec)
+    if isinstance(spec, Mapping):
+        known = {"table", "id_column", "updated_column"}
+        unknown = sorted(set(spec) - known)
+        if unknown or "table" not in spec:
+            raise ConfigError(
+                f"SQL state provider: root {root!r}: a table mapping needs `table` and may have "
+                f"`id_column`, `updated_column`; got keys {sorted(spec)}"
+            )
+        return TableSpec(**{k: spec[k] for k in known if k in spec})
+    raise ConfigError(
+        f"SQL state provider: root {root!r}: expected a table name, a mapping or a TableSpec, "
+        f"got {type(spec).__name__}"
+    )
+
+
+def _table_specs(
+    tables: Mapping[str, TableSpec | str | Mapping[str, Any]],
+) -> dict[str, TableSpec]:
+    specs: dict[str, TableSpec] = {}
+    for root, spec in tables.items():
+        if not isinstance(root, str) or not root or "." in root:
+            raise ConfigError(
+                f"SQL state provider: key root {root!r} must be a non-empty name without dots "
+                "(the part of 'root.column' before the dot)"
+            )
+        specs[root] = _table_spec(root, spec)
+    if not specs:
+        raise ConfigError(
+            "SQL state provider: no tables given; map each key root to a TableSpec, e.g. "
+            "{'account': TableSpec('accounts')}"
+        )
+    return specs
+
+
+def _open_url(url: str, timeout_s: float | None) -> tuple[ConnectionFactory, Dialect, str]:
+    """(factory, dialect, display name) for a database URL."""
+    scheme = url.partition(":")[0].lower()
+    if scheme == "sqlite":
+        return _open_sqlite(url, timeout_s)
+    if scheme in ("postgresql", "postgres"):
+        dialect = PostgresDialect()
+        return (lambda: dialect.connect(url, timeout_s)), dialect, _redact(url)
+    raise ConfigError(
+        f"SQL state provider: unsupported database URL {_redact(url)!r}; use "
+        "sqlite:///path/to.db or postgresql://user@host:port/db"
+    )
+
+
+def _open_sqlite(url: str, timeout_s: float | None) -> tuple[ConnectionFactory, Dialect, str]:
+    prefix = "sqlite:///"
+    raw = url[len(prefix) :] if url.startswith(prefix) else ""
+    if not raw or raw.startswith(":memory:") or "?" in raw:
+        raise ConfigError(
+            f"SQL state provider: {url!r} does not name a SQLite database file; write "
+            "sqlite:///relative/path.db or sqlite:////absolute/path.db (an in-memory database "
+            "is private to one connection: pass a connection factory instead)"
+        )
+    path = Path(raw).resolve()
+    if not path.is_file():
+        raise ConfigError(
+            f"SQL state provider: no SQLite database at {str(path)!r} (from {url!r}); "
+            "check the path (state databases are opened read-only and never created)"
+        )
+    uri = f"file:{quote(str(path))}?mode=ro"
+    busy = 5.0 if timeout_s is None else timeout_s
+
+    def connect() -> sqlite3.Connection:
+        return sqlite3.connect(uri, uri=True, timeout=busy, check_same_thread=False)
+
+    return connect, SqliteDialect(), url
+
+
+def _redact(url: str) -> str:
+    """``url`` without its password."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.rpartition("@")[2]
+    user = f"{parts.username}:***@" if parts.username else ""
+    return urlunsplit(parts._replace(netloc=user + netloc))
+
+
+def _close_quietly(conn: Any) -> None:
+    with contextlib.suppress(Exception):  # best effort: the connection may already be broken
+        conn.close()

@@ -1,0 +1,177 @@
+"""Named migrations: every one applied to a log at every earlier schema, on both backends."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from maitred.errors import LogError, SchemaError
+from maitred.log import MIGRATIONS, DecisionLog, open_log, verify
+from maitred.log._sql import SqlLog
+from maitred.log.migrations import APPEND_ONLY_TABLES, migrate
+from maitred.log.postgres import PostgresLog
+from maitred.log.sqlite import SqliteLog
+
+from .builders import make_run, make_turn
+
+ALL = [m.name for m in MIGRATIONS]
+_A_COLUMN = {"runs": "run_id", "turns": "turn_id", "pairs": "skill", "snapshots": "json"}
+Maker = Callable[..., Any]
+
+
+class _PartialSqlite(SqliteLog):
+    """A SQLite log brought only to the first ``upto`` migrations."""
+
+    def __init__(self, path: Path, upto: int) -> None:
+        self._upto = upto
+        super().__init__(path)
+
+    def _migrate(self) -> None:
+        migrate(self, migrations=MIGRATIONS[: self._upto])
+
+
+class _PartialPostgres(PostgresLog):
+    """A PostgreSQL log brought only to the first ``upto`` migrations."""
+
+    def __init__(self, url: str, schema: str, upto: int) -> None:
+        self._upto = upto
+        super().__init__(url, schema=schema)
+
+    def _migrate(self) -> None:
+        migrate(self, migrations=MIGRATIONS[: self._upto])
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def backend(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> Iterator[tuple[Maker, Callable[..., DecisionLog], Callable[..., DecisionLog]]]:
+    """(make a log at the first k migrations, open it fully, open a fresh full log elsewhere)."""
+    if request.param == "sqlite":
+        path, fresh = tmp_path / "old.db", tmp_path / "fresh.db"
+        yield (
+            lambda upto: _PartialSqlite(path, upto),
+            lambda **kw: open_log(path, **kw),
+            lambda: open_log(fresh),
+        )
+        return
+    url, schema = request.getfixturevalue("pg_schema")
+    with _extra_schema(url, schema + "_fresh") as fresh_schema:
+        yield (
+            lambda upto: _PartialPostgres(url, schema, upto),
+            lambda **kw: open_log(url, schema=schema, **kw),
+            lambda: open_log(url, schema=fresh_schema),
+        )
+
+
+@contextmanager
+def _extra_schema(url: str, schema: str) -> Iterator[str]:
+    import psycopg
+
+    try:
+        yield schema
+    finally:
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+def describe_schema(log: DecisionLog) -> list[tuple[Any, ...]]:
+    """Tables, columns, indexes and triggers, comparable between two logs of one dialect."""
+    if log.dialect == "sqlite":
+        return log.query(
+            "SELECT type, name, tbl_name, sql FROM sqlite_master "
+            "WHERE name NOT LIKE 'sqlite_%' ORDER BY type, name"
+        )
+    columns = log.query(
+        "SELECT table_name, column_name, data_type, is_nullable FROM information_schema.columns "
+        "WHERE table_schema = current_schema() ORDER BY table_name, ordinal_position"
+    )
+    indexes = [
+        (name, re.sub(r"ON \S+\.", "ON ", definition))
+        for name, definition in log.query(
+            "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = current_schema() "
+            "ORDER BY indexname"
+        )
+    ]
+    triggers = log.query(
+        "SELECT trigger_name, event_manipulation, event_object_table, action_timing "
+        "FROM information_schema.triggers WHERE trigger_schema = current_schema() ORDER BY 1, 2"
+    )
+    return [*columns, *indexes, *triggers]
+
+
+def test_migration_names_are_numbered_in_order() -> None:
+    assert len(set(ALL)) == len(ALL)
+    assert [int(n.split("_", 1)[0]) for n in ALL] == list(range(1, len(ALL) + 1))
+    assert ALL[0] == "0001_initial"
+    for m in MIGRATIONS:
+        assert m.sqlite and m.postgres, f"{m.name} must give statements for both dialects"
+
+
+@pytest.mark.parametrize("upto", range(len(MIGRATIONS)))
+def test_each_earlier_schema_is_upgraded_to_the_newest(
+    backend: tuple[Maker, Callable[..., DecisionLog], Callable[..., DecisionLog]], upto: int
+) -> None:
+    make_old, open_full, open_fresh = backend
+    with make_old(upto) as old:
+        assert old.migrations() == ALL[:upto]
+        if upto >= 1:  # a log with data in it, written at the old schema
+            old.execute(
+                "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?)",
+                ("old-run", 1.0, "c1:old", 2, 300, "{}"),
+            )
+    with open_full() as log:
+        assert log.migrations() == ALL
+        assert [r.run_id for r in log.runs()] == (["old-run"] if upto >= 1 else [])
+        log.begin_run(make_run())
+        log.write(make_turn(0))
+        log.flush()
+        assert verify(log).ok
+        upgraded = describe_schema(log)
+    with open_fresh() as fresh:
+        assert describe_schema(fresh) == upgraded
+
+
+def test_a_log_from_a_newer_maitred_is_refused(
+    backend: tuple[Maker, Callable[..., DecisionLog], Callable[..., DecisionLog]],
+) -> None:
+    _, open_full, _ = backend
+    with open_full() as log:
+        assert isinstance(log, SqlLog)
+        log.execute(
+            "INSERT INTO maitred_migrations (name, applied_at) VALUES (?, ?)",
+            ("9999_from_the_future", 2e9),
+        )
+    for read_only in (False, True):
+        with pytest.raises(SchemaError, match="newer maitred; upgrade"):
+            open_full(read_only=read_only)
+
+
+def test_read_only_refuses_a_log_that_needs_migrating(
+    backend: tuple[Maker, Callable[..., DecisionLog], Callable[..., DecisionLog]],
+) -> None:
+    make_old, open_full, _ = backend
+    make_old(1).close()
+    with pytest.raises(SchemaError, match=r"needs migrations.*open it once read-write"):
+        open_full(read_only=True)
+    with open_full() as log:  # read-write upgrades it
+        assert log.migrations() == ALL
+
+
+@pytest.mark.parametrize("table", APPEND_ONLY_TABLES)
+def test_tables_are_append_only_in_the_database(
+    backend: tuple[Maker, Callable[..., DecisionLog], Callable[..., DecisionLog]], table: str
+) -> None:
+    _, open_full, _ = backend
+    with open_full() as log:
+        log.begin_run(make_run())
+        log.write(make_turn(0))
+        log.flush()
+        with pytest.raises(LogError, match="append-only"):
+            log.query(f"DELETE FROM {table}")
+        with pytest.raises(LogError, match="append-only"):
+            log.query(f"UPDATE {table} SET {_A_COLUMN[table]} = 'x'")

@@ -1,0 +1,109 @@
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from maitred.errors import InputError
+from maitred.recall.base import Candidate
+from maitred.recall.evaluate import (
+    METRIC_KEYS,
+    Query,
+    evaluate_routing,
+    load_queries,
+    query_metrics,
+)
+
+
+class FixedRecaller:
+    """Returns a fixed ranking per query text."""
+
+    name = "fixed"
+
+    def __init__(self, rankings: dict[str, list[str]]) -> None:
+        self.rankings = rankings
+
+    def rank(self, text: str, k: int) -> list[Candidate]:
+        names = self.rankings[text][:k]
+        return [Candidate(n, i, 1.0 / i) for i, n in enumerate(names, start=1)]
+
+
+def test_metrics_on_hand_computed_example() -> None:
+    m = query_metrics(["x", "a", "y", "z", "q", "b"], {"a", "b"})
+    assert m["hit_at_1"] == 0.0
+    assert m["recall_at_5"] == 0.5
+    assert m["recall_at_10"] == 1.0
+    assert m["mrr"] == 0.5
+    ideal = 1 + 1 / math.log2(3)
+    assert m["ndcg_at_10"] == pytest.approx((1 / math.log2(3) + 1 / math.log2(7)) / ideal)
+    assert m["complete_at_10"] == 1.0
+
+
+def test_metrics_when_gold_is_missing_or_first() -> None:
+    assert query_metrics(["a"], {"a"}) == {
+        "hit_at_1": 1.0,
+        "recall_at_5": 1.0,
+        "recall_at_10": 1.0,
+        "mrr": 1.0,
+        "ndcg_at_10": 1.0,
+        "complete_at_10": 1.0,
+    }
+    assert set(query_metrics([], {"a"}).values()) == {0.0}
+
+
+def test_evaluate_routing_averages_and_has_exactly_the_keys() -> None:
+    recaller = FixedRecaller({"q1": ["a", "b"], "q2": ["c", "d", "b"]})
+    queries = [Query("1", "q1", ("a",)), Query("2", "q2", ("b",))]
+    result = evaluate_routing(recaller, queries, "fixed", known={"a", "b", "c", "d"})
+    assert tuple(result) == METRIC_KEYS
+    assert result["method"] == "fixed" and result["n_queries"] == 2
+    assert result["hit_at_1"] == 0.5
+    assert result["mrr"] == pytest.approx((1 + 1 / 3) / 2)
+
+
+def test_unknown_gold_is_counted_and_left_out() -> None:
+    recaller = FixedRecaller({"q1": ["a"], "q2": ["a"]})
+    queries = [Query("1", "q1", ("a",)), Query("2", "q2", ("ghost",))]
+    reported: list[list[Query]] = []
+    result = evaluate_routing(recaller, queries, "f", known={"a"}, on_unknown=reported.append)
+    assert result["n_queries"] == 1 and result["hit_at_1"] == 1.0
+    assert [q.id for q in reported[0]] == ["2"]
+
+
+def test_no_scorable_queries_gives_zeros() -> None:
+    result = evaluate_routing(FixedRecaller({}), [], "f", known=set())
+    assert result["n_queries"] == 0 and result["mrr"] == 0.0
+
+
+def test_bad_query_lines_are_reported_and_skipped(tmp_path: Path) -> None:
+    path = tmp_path / "queries.jsonl"
+    lines = [
+        json.dumps({"id": "a", "text": "first", "gold": ["x"]}),
+        "{not json",
+        json.dumps({"id": "b", "text": "no gold"}),
+        "",
+        json.dumps({"id": "c", "text": "   ", "gold": ["x"]}),
+        json.dumps({"id": "a", "text": "repeat", "gold": ["x"]}),
+        json.dumps([1, 2]),
+        json.dumps({"id": 7, "text": "last", "gold": "y"}),
+    ]
+    path.write_text("\n".join(lines) + "\n")
+    errors: list[InputError] = []
+    queries = load_queries(path, on_error=errors.append)
+    assert [(q.id, q.gold) for q in queries] == [("a", ("x",)), ("7", ("y",))]
+    assert [e.line for e in errors] == [2, 3, 5, 6, 7]
+    assert str(errors[0]).startswith(f"{path}:2: not valid JSON")
+    assert "missing field(s) gold" in str(errors[1])
+    assert "repeats an earlier line" in str(errors[3])
+
+
+def test_bad_lines_are_logged_by_default(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    path = tmp_path / "q.jsonl"
+    path.write_text('{"id": "a", "text": "t", "gold": ["x"]}\nnope\n')
+    assert len(load_queries(path)) == 1
+    assert f"{path}:2" in caplog.text
+
+
+def test_unreadable_file_is_an_input_error(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="cannot read the query file"):
+        load_queries(tmp_path / "missing.jsonl")
