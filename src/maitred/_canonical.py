@@ -18,7 +18,11 @@ HASH_SCHEME = "c1"
 def canonical_json(value: Any) -> str:
     """Serialise ``value`` to canonical JSON text."""
     return json.dumps(
-        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False,
+        value,
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=False,
+        allow_nan=False,
         default=_default,
     )
 

@@ -190,3 +190,8 @@ def test_values_are_pinned_to_their_column_types_before_hashing(opener: Opener) 
         assert verify(log).ok
         (row,) = log.iter_turns()
         assert (row["message_id"], row["message_ts"], row["ts"]) == ("7", 5.0, 1_700_000_000.0)
+
+
+def test_batch_size_must_be_positive(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="batch_pairs must be at least 1"):
+        open_log(tmp_path / "log.db", batch_pairs=0)

@@ -26,22 +26,27 @@ NOW = 1_700_000_000.0
 
 def _skill(name: str, description: str, *preds: CelPredicate) -> Skill:
     return Skill(
-        name=name, description=description, family="care",
+        name=name,
+        description=description,
+        family="care",
         contract=Contract(exit_predicates=preds),
     )
 
 
 @pytest.fixture()
 def catalog() -> Catalog:
-    paid = CelPredicate('account.plan == "free"', "on_free_plan", ("account.plan",),
-                        message="needs a paid plan")
+    paid = CelPredicate(
+        'account.plan == "free"', "on_free_plan", ("account.plan",), message="needs a paid plan"
+    )
     locked = CelPredicate("domain.locked", "domain_locked", ("domain.locked",))
-    return Catalog((
-        _skill("connect-domain", "Connect a custom domain name to the website.", paid),
-        _skill("transfer-domain", "Transfer a domain name from another registrar.", locked),
-        _skill("upgrade-plan", "Upgrade the subscription plan to premium."),
-        _skill("bake-bread", "Recipes for baking sourdough bread at home."),
-    ))
+    return Catalog(
+        (
+            _skill("connect-domain", "Connect a custom domain name to the website.", paid),
+            _skill("transfer-domain", "Transfer a domain name from another registrar.", locked),
+            _skill("upgrade-plan", "Upgrade the subscription plan to premium."),
+            _skill("bake-bread", "Recipes for baking sourdough bread at home."),
+        )
+    )
 
 
 @pytest.fixture()

@@ -48,14 +48,20 @@ def demo(
     state = f"sqlite:///{db.resolve()}"
     with open_log(log_path) as decision_log:
         pipeline = build_pipeline(
-            [str(sitecare.skills_dir())], state, DEMO_OPTIONS, tables=sitecare.TABLES,
-            cache_dir=out / "index", log=decision_log, progress=index_progress(),
+            [str(sitecare.skills_dir())],
+            state,
+            DEMO_OPTIONS,
+            tables=sitecare.TABLES,
+            cache_dir=out / "index",
+            log=decision_log,
+            progress=index_progress(),
         )
         with progress_bar("routing", messages) as advance:
             stats = pipeline.run(read_messages(msgs), progress=advance)
     err_console.print(
         f"routed {stats.messages} messages in {stats.seconds:.1f}s "
-        f"({stats.messages / max(stats.seconds, 1e-9):.0f} msg/s)", highlight=False,
+        f"({stats.messages / max(stats.seconds, 1e-9):.0f} msg/s)",
+        highlight=False,
     )
     result = compute_funnel(str(log_path), pipeline.run_id)
     (out / "funnel.json").write_text(json.dumps(result.to_json(), indent=2) + "\n")

@@ -22,7 +22,9 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     add_completion=False,
 )
-skills_app = typer.Typer(help="Skill catalogs: validate folders and tool files.", no_args_is_help=True)
+skills_app = typer.Typer(
+    help="Skill catalogs: validate folders and tool files.", no_args_is_help=True
+)
 log_app = typer.Typer(help="The decision log: verify hashes.", no_args_is_help=True)
 eval_app = typer.Typer(help="Evaluations: routing accuracy.", no_args_is_help=True)
 

@@ -32,15 +32,28 @@ from maitred.settings import Settings
 
 TOP_K_OPT = typer.Option(10, "--top-k", help="Candidates kept from the ranking.")
 MIN_SCORE_OPT = typer.Option(None, "--min-score", help="Minimum score to keep a candidate.")
-SCORE_ON_OPT = typer.Option("score", "--score-on", help="Score --min-score applies to: score, dense, bm25.")
-FAMILY_OPT = typer.Option(False, "--family", help="Family-level recall: a matched family brings all its skills.")
-FORMAT_OPT = typer.Option("openai", "--format", help="Menu format: openai, anthropic, mcp, agentskills.")
+SCORE_ON_OPT = typer.Option(
+    "score", "--score-on", help="Score --min-score applies to: score, dense, bm25."
+)
+FAMILY_OPT = typer.Option(
+    False, "--family", help="Family-level recall: a matched family brings all its skills."
+)
+FORMAT_OPT = typer.Option(
+    "openai", "--format", help="Menu format: openai, anthropic, mcp, agentskills."
+)
 
 
-def _options(method: str, top_k: int, min_score: float | None, score_on: str, family: bool,
-             fmt: str) -> PipelineOptions:
-    return PipelineOptions(method=method, top_k=top_k, min_score=min_score, score_on=score_on,
-                           family=family, menu_format=fmt)
+def _options(
+    method: str, top_k: int, min_score: float | None, score_on: str, family: bool, fmt: str
+) -> PipelineOptions:
+    return PipelineOptions(
+        method=method,
+        top_k=top_k,
+        min_score=min_score,
+        score_on=score_on,
+        family=family,
+        menu_format=fmt,
+    )
 
 
 def turn_json(pipeline: Pipeline, turn: Turn) -> dict[str, Any]:
@@ -49,20 +62,24 @@ def turn_json(pipeline: Pipeline, turn: Turn) -> dict[str, Any]:
     blocked = []
     for pair in rec.blocked:
         predicates = pipeline.catalog[pair.skill].contract.predicates_by_name
-        blocked.append({
-            "skill": pair.skill,
-            "rank": pair.rank,
-            "predicates": [
-                {**o.to_json(), "message": getattr(predicates.get(o.predicate), "message", "")}
-                for o in pair.fired
-            ],
-        })
+        blocked.append(
+            {
+                "skill": pair.skill,
+                "rank": pair.rank,
+                "predicates": [
+                    {**o.to_json(), "message": getattr(predicates.get(o.predicate), "message", "")}
+                    for o in pair.fired
+                ],
+            }
+        )
     return {
         "message": rec.message.text,
         "account": rec.message.account,
         "matched": rec.matched,
-        "candidates": [{"skill": p.skill, "rank": p.rank, "score": p.score,
-                        "components": dict(p.components)} for p in rec.pairs],
+        "candidates": [
+            {"skill": p.skill, "rank": p.rank, "score": p.score, "components": dict(p.components)}
+            for p in rec.pairs
+        ],
         "visible": list(rec.visible),
         "exposed": list(rec.exposed),
         "blocked": blocked,
@@ -93,8 +110,13 @@ def _print_turn(data: dict[str, Any]) -> None:
             table.add_column(col)
         for item in data["blocked"]:
             for p in item["predicates"]:
-                table.add_row(item["skill"], p["predicate"], p["status"],
-                              p["message"] or p["detail"], str(p["values"]))
+                table.add_row(
+                    item["skill"],
+                    p["predicate"],
+                    p["status"],
+                    p["message"] or p["detail"],
+                    str(p["values"]),
+                )
         console.print(table)
     if data["provider_error"]:
         err_console.print(f"[yellow]state provider failed:[/] {data['provider_error']}")
@@ -117,8 +139,11 @@ def route(
 ) -> None:
     """Route one message for one account: the menu offered and every skill blocked, with why."""
     pipeline = build_pipeline(
-        skills, state, _options(method, top_k, min_score, score_on, family, fmt),
-        tables=load_tables(tables), cache_dir=cache_dir or Settings.from_env().cache_dir,
+        skills,
+        state,
+        _options(method, top_k, min_score, score_on, family, fmt),
+        tables=load_tables(tables),
+        cache_dir=cache_dir or Settings.from_env().cache_dir,
         progress=index_progress(not as_json),
     )
     turn = pipeline.route(Message(id="cli", text=text, account=account))
@@ -152,8 +177,12 @@ def run(
     bad: list[InputError] = []
     with open_log(target) as decision_log:
         pipeline = build_pipeline(
-            skills, state, options, tables=load_tables(tables),
-            cache_dir=cache_dir or settings.cache_dir, log=decision_log,
+            skills,
+            state,
+            options,
+            tables=load_tables(tables),
+            cache_dir=cache_dir or settings.cache_dir,
+            log=decision_log,
             progress=index_progress(),
         )
         total = _count_lines(messages, limit)

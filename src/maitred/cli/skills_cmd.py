@@ -10,7 +10,8 @@ import typer
 from maitred.cli._common import CACHE_OPT, METHOD_OPT, console, dump_json, index_progress
 from maitred.recall.registry import make_recaller
 from maitred.settings import Settings
-from maitred.skills.catalog import load_catalog, validate as validate_paths
+from maitred.skills.catalog import load_catalog
+from maitred.skills.catalog import validate as validate_paths
 
 
 def validate(
@@ -30,7 +31,9 @@ def validate(
         for kind, items in (("warning", report["warnings"]), ("error", report["errors"])):
             for item in items:
                 field = f" [{item['field']}]" if item.get("field") else ""
-                console.print(f"  {kind}: {item['path']}{field}: {item['message']}", highlight=False)
+                console.print(
+                    f"  {kind}: {item['path']}{field}: {item['message']}", highlight=False
+                )
     if report["errors"]:
         raise typer.Exit(1)
 

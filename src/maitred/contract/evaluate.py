@@ -58,15 +58,22 @@ def evaluate(predicate: Predicate, snapshot: Snapshot, now: float) -> PredicateO
     missing = [k for k in predicate.reads if k not in snapshot.values]
     if missing:
         return PredicateOutcome(
-            predicate.name, predicate.version, predicate.on_missing == "block", "missing",
-            values, f"missing state: {', '.join(missing)} (policy: {predicate.on_missing})",
+            predicate.name,
+            predicate.version,
+            predicate.on_missing == "block",
+            "missing",
+            values,
+            f"missing state: {', '.join(missing)} (policy: {predicate.on_missing})",
         )
     bound = predicate.max_age_s
     if bound is not None:
         stale = [k for k in predicate.reads if snapshot.age(k, now) > bound]
         if stale:
             return PredicateOutcome(
-                predicate.name, predicate.version, predicate.on_stale == "block", "stale",
+                predicate.name,
+                predicate.version,
+                predicate.on_stale == "block",
+                "stale",
                 values,
                 f"stale state (older than {bound:g}s): {', '.join(stale)} "
                 f"(policy: {predicate.on_stale})",
@@ -77,7 +84,11 @@ def evaluate(predicate: Predicate, snapshot: Snapshot, now: float) -> PredicateO
         )
     except Exception as exc:
         return PredicateOutcome(
-            predicate.name, predicate.version, True, "error", values,
+            predicate.name,
+            predicate.version,
+            True,
+            "error",
+            values,
             f"{type(exc).__name__}: {exc} (an error counts as holding)",
         )
     return PredicateOutcome(predicate.name, predicate.version, held, "ok", values)

@@ -3,8 +3,9 @@
 An *exit predicate* states a hard condition under which a skill's procedure stops before
 completing ("the account has no paid plan"). It **holds** when that condition is true in the
 state. The executability gate hides a skill when any of its exit predicates holds; the skill's
-procedure checks the very same objects (through :class:`~maitred.contract.procedure.ProcedureContext`)
-and stops with :class:`~maitred.contract.procedure.SkillExit`. Nothing is written twice.
+procedure checks the very same objects (through
+:class:`~maitred.contract.procedure.ProcedureContext`) and stops with
+:class:`~maitred.contract.procedure.SkillExit`. Nothing is written twice.
 
 Every predicate declares the state keys it reads (dotted paths such as ``account.plan``), what to
 do when one of them is missing or older than ``max_age_s`` (``"block"`` = fail-closed, ``"offer"``
@@ -111,7 +112,9 @@ class StateView(Mapping[str, Any]):
         return out
 
 
-def _check_common(name: str, reads: Iterable[str], on_missing: str, on_stale: str) -> tuple[str, ...]:
+def _check_common(
+    name: str, reads: Iterable[str], on_missing: str, on_stale: str
+) -> tuple[str, ...]:
     if not name or not name.replace("_", "").replace("-", "").isalnum():
         raise ContractError(
             f"predicate name {name!r} must be letters, digits, '_' or '-' (it is used in logs)"
@@ -266,5 +269,6 @@ def _comprehension_vars(expression: str) -> set[str]:
     """Names bound by CEL macros (``xs.all(x, ...)``), which the binding lists as variables."""
     import re
 
-    pattern = r"\.(?:%s)\(\s*([A-Za-z_][A-Za-z0-9_]*)\s*," % "|".join(_MACROS)
+    macros = "|".join(_MACROS)
+    pattern = r"\.(?:" + macros + r")\(\s*([A-Za-z_][A-Za-z0-9_]*)\s*,"
     return set(re.findall(pattern, expression))

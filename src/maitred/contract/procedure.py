@@ -18,7 +18,7 @@ from maitred.errors import ProcedureError
 from maitred.state.snapshot import Snapshot
 
 
-class SkillExit(Exception):  # noqa: N818 - control flow of a procedure, not an error
+class SkillExit(Exception):
     """Raised by :meth:`ProcedureContext.exit_if` when an exit predicate holds."""
 
     def __init__(self, skill: str, outcome: PredicateOutcome) -> None:

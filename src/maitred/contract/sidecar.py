@@ -78,7 +78,9 @@ def load_sidecar(folder: Path, skill: str) -> tuple[Contract, str | None]:
         raise ContractError(f"{where}: `exit_predicates` must be a list")
     predicates: list[Predicate] = []
     for i, entry in enumerate(entries):
-        predicates.append(_predicate(folder, entry, skill, modules, f"{where}: exit_predicates[{i}]"))
+        predicates.append(
+            _predicate(folder, entry, skill, modules, f"{where}: exit_predicates[{i}]")
+        )
     names = [p.name for p in predicates]
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
@@ -98,7 +100,9 @@ def _predicate(
     if unknown:
         raise ContractError(f"{where}: unknown key(s) {unknown}; known keys: {sorted(_PRED_KEYS)}")
     if ("expr" in entry) == ("python" in entry):
-        raise ContractError(f"{where}: give exactly one of `expr` (CEL) or `python` (file:function)")
+        raise ContractError(
+            f"{where}: give exactly one of `expr` (CEL) or `python` (file:function)"
+        )
     if "python" in entry:
         obj = _resolve(folder, str(entry["python"]), skill, modules, where)
         if not isinstance(obj, PythonPredicate):
@@ -134,9 +138,7 @@ def _predicate(
         raise ContractError(f"{where}: {exc}") from None
 
 
-def _resolve(
-    folder: Path, ref: str, skill: str, modules: dict[str, ModuleType], where: str
-) -> Any:
+def _resolve(folder: Path, ref: str, skill: str, modules: dict[str, ModuleType], where: str) -> Any:
     file_part, sep, attr = ref.partition(":")
     if not sep or not attr:
         raise ProcedureError(f"{where}: {ref!r} must look like 'scripts/procedure.py:function'")
@@ -154,7 +156,9 @@ def _resolve(
         try:
             spec.loader.exec_module(module)
         except Exception as exc:
-            raise ProcedureError(f"{where}: importing {path} failed: {type(exc).__name__}: {exc}") from exc
+            raise ProcedureError(
+                f"{where}: importing {path} failed: {type(exc).__name__}: {exc}"
+            ) from exc
         modules[str(path)] = module
     if not hasattr(module, attr):
         raise ProcedureError(f"{where}: {path.name} has no attribute {attr!r}")

@@ -10,7 +10,8 @@ in-memory buffer; once ``batch_pairs`` pair rows (or as many turns) are waiting,
 buffer is inserted in one transaction. A failed batch is rolled back and discarded, and the
 error says how many turns were lost. Snapshots are inserted if absent (content-addressed), and
 each session remembers a bounded set of hashes it already wrote so repeats cost nothing.
-Writing and flushing hold a lock, so one log may be shared by threads.
+Writing and flushing hold a lock, so several threads may write through one log; read from one
+thread at a time.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from types import TracebackType
 from typing import Any
 
 from maitred.decision import RunInfo, TurnRecord
-from maitred.errors import LogError
+from maitred.errors import ConfigError, LogError
 from maitred.log.migrations import Dialect, applied, migrate
 from maitred.log.rows import (
     PAIR_COLUMNS,
@@ -66,7 +67,11 @@ class SqlLog:
 
     def __init__(self, location: str, *, read_only: bool, batch_pairs: int) -> None:
         if batch_pairs < 1:
-            raise LogError(f"batch_pairs must be at least 1, got {batch_pairs}")
+            raise ConfigError(
+                f"decision log {location}: batch_pairs must be at least 1 (got {batch_pairs}); "
+                f"pass the number of pair rows to buffer per transaction (default "
+                f"{DEFAULT_BATCH_PAIRS})"
+            )
         self.location = location
         self.read_only = read_only
         self.batch_pairs = batch_pairs

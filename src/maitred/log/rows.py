@@ -220,7 +220,7 @@ def encode_snapshot(snapshot: Snapshot, turn_id: str = "") -> tuple[Any, ...]:
     """
     try:
         text = _canonical_fast(snapshot.to_json(with_hash=False))
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, RecursionError) as exc:
         raise LogError(
             f"turn {turn_id!r}: snapshot {snapshot.hash} of account {snapshot.account!r} cannot "
             f"be logged: {exc}; snapshot values must be finite JSON"

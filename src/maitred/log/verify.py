@@ -69,6 +69,30 @@ class VerifyReport:
         """True when every hash and count checked out."""
         return self.mismatch_count == 0
 
+    def summary(self) -> str:
+        """One line for people: what was checked and whether it matched, then the mismatches."""
+        head = (
+            f"{'OK' if self.ok else 'FAILED'}: {self.turns:,} turns, {self.pairs:,} pairs, "
+            f"{self.snapshots:,} snapshots checked; {self.mismatch_count} mismatch(es)"
+        )
+        lines = [f"  {m.kind} {m.key}: {m.detail}" for m in self.mismatches]
+        if self.mismatch_count > len(self.mismatches):
+            lines.append(f"  ... and {self.mismatch_count - len(self.mismatches)} more")
+        return "\n".join([head, *lines])
+
+    def to_json(self) -> dict[str, Any]:
+        """The report as JSON (``ok`` included; mismatches as objects)."""
+        return {
+            "ok": self.ok,
+            "turns": self.turns,
+            "pairs": self.pairs,
+            "snapshots": self.snapshots,
+            "mismatch_count": self.mismatch_count,
+            "mismatches": [
+                {"kind": m.kind, "key": m.key, "detail": m.detail} for m in self.mismatches
+            ],
+        }
+
     def raise_for_mismatch(self) -> None:
         """Raise :class:`VerifyError` listing the first mismatches unless :attr:`ok`."""
         if self.ok:

@@ -114,9 +114,7 @@ class MenuRenderer:
 
     def __init__(self, catalog: Catalog, fmt: str = "openai") -> None:
         if fmt not in RENDERERS:
-            raise ConfigError(
-                f"unknown menu format {fmt!r}; choose one of {sorted(RENDERERS)}"
-            )
+            raise ConfigError(f"unknown menu format {fmt!r}; choose one of {sorted(RENDERERS)}")
         self.catalog = catalog
         self.format = fmt
         self._render = RENDERERS[fmt]

@@ -22,6 +22,7 @@ Any other model fits behind the :class:`Embedder` protocol (``model_id``, ``dim`
 from __future__ import annotations
 
 import json
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final, Protocol, runtime_checkable
@@ -219,6 +220,10 @@ def mix_fields(
     return normalize_rows(total)
 
 
+#: query vectors kept by default (384 floats each: 50,000 is about 77 MB)
+QUERY_CACHE = 50_000
+
+
 class DenseRecaller:
     """Cosine recall over skill embeddings.
 
@@ -238,6 +243,7 @@ class DenseRecaller:
         embedder: Embedder,
         *,
         field_mix: Mapping[str, float] | None = None,
+        query_cache: int = QUERY_CACHE,
     ) -> None:
         """Wrap skill vectors already computed with ``embedder`` (see :meth:`build`).
 
@@ -246,6 +252,9 @@ class DenseRecaller:
             index: the vector index.
             embedder: embeds queries.
             field_mix: the mix the vectors were made with (recorded when saving).
+            query_cache: query texts whose vectors are kept (least recently used dropped);
+                real traffic repeats itself ("thanks", "ok"), and a repeated text then costs
+                no forward pass and always gets the very same vector. 0 disables it.
         """
         if len(index) != len(catalog):
             raise IndexMismatchError(
@@ -256,6 +265,8 @@ class DenseRecaller:
         self.index = index
         self.embedder = embedder
         self.field_mix = check_mix(DEFAULT_FIELD_MIX if field_mix is None else field_mix)
+        self._cache: OrderedDict[str, NDArray[np.float32]] = OrderedDict()
+        self._cache_size = max(0, query_cache)
 
     @classmethod
     def build(
@@ -291,8 +302,7 @@ class DenseRecaller:
         """The unit vector of a query, or ``None`` for a blank one."""
         if not text.strip():
             return None
-        vector: NDArray[np.float32] = self.embedder.encode([text])[0]
-        return vector
+        return self.query_vectors([text])[0]
 
     def rank_vector(self, query: NDArray[np.float32], k: int) -> list[Candidate]:
         """Rank by cosine with an already embedded query (``components={"dense": cosine}``)."""
@@ -310,13 +320,31 @@ class DenseRecaller:
 
     def query_vectors(self, texts: Sequence[str]) -> list[NDArray[np.float32] | None]:
         """Unit vectors of many queries, embedded in batches (``None`` for blank ones)."""
-        wanted = [i for i, t in enumerate(texts) if t.strip()]
         out: list[NDArray[np.float32] | None] = [None] * len(texts)
-        if wanted:
-            vectors = self.embedder.encode([texts[i] for i in wanted])
-            for i, vector in zip(wanted, vectors, strict=True):
-                out[i] = vector
+        todo: dict[str, list[int]] = {}
+        for i, text in enumerate(texts):
+            if not text.strip():
+                continue
+            hit = self._cache.get(text)
+            if hit is not None:
+                self._cache.move_to_end(text)
+                out[i] = hit
+            else:
+                todo.setdefault(text, []).append(i)
+        if todo:
+            fresh = list(todo)
+            for text, vector in zip(fresh, self.embedder.encode(fresh), strict=True):
+                for i in todo[text]:
+                    out[i] = vector
+                self._remember(text, vector)
         return out
+
+    def _remember(self, text: str, vector: NDArray[np.float32]) -> None:
+        if not self._cache_size:
+            return
+        self._cache[text] = vector
+        if len(self._cache) > self._cache_size:
+            self._cache.popitem(last=False)
 
     def rank_batch(self, texts: Sequence[str], k: int) -> list[list[Candidate]]:
         """:meth:`rank` for many texts, embedding them in batches (same results)."""

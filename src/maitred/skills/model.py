@@ -117,7 +117,7 @@ class Catalog:
 
     @property
     def names(self) -> tuple[str, ...]:
-        return tuple(s.name for s in self.skills)
+        return tuple(self._by_name)
 
     def families(self) -> dict[str, tuple[str, ...]]:
         """family -> member skill names (skills without a family are left out)."""
