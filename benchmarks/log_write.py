@@ -15,6 +15,7 @@ It prints one markdown table row per backend, to paste into BENCHMARKS.md.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import random
@@ -141,7 +142,9 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=10, help="candidates per turn")
     parser.add_argument("--postgres", metavar="URL", help="also measure this PostgreSQL")
     parser.add_argument("--repeat", type=int, default=3, help="keep the best of N runs")
+    parser.add_argument("--json-out", type=Path, help="also write the results here as JSON")
     args = parser.parse_args()
+    results: list[dict[str, object]] = []
     n_pairs = args.turns * args.pairs
     records = make_records("bench", args.turns, args.pairs)
     with tempfile.TemporaryDirectory() as tmp:
@@ -149,6 +152,7 @@ def main() -> None:
             measure(str(Path(tmp) / f"log{i}.db"), records, "bench") for i in range(args.repeat)
         )  # best wall time of N: the least disturbed by other processes
     report("sqlite", best, args.turns, n_pairs)
+    results.append(_result("sqlite", best, args.turns, n_pairs))
     if args.postgres:
         times = []
         for _ in range(args.repeat):
@@ -158,6 +162,25 @@ def main() -> None:
             finally:
                 _drop_schema(args.postgres, schema)
         report("postgres", min(times), args.turns, n_pairs)
+        results.append(_result("postgres", min(times), args.turns, n_pairs))
+    if args.json_out:
+        args.json_out.write_text(json.dumps({"goal": GOAL, "results": results}, indent=1))
+
+
+def _result(
+    backend: str, timing: tuple[float, float], n_turns: int, n_pairs: int
+) -> dict[str, object]:
+    seconds, cpu = timing
+    return {
+        "backend": backend,
+        "turns": n_turns,
+        "pairs": n_pairs,
+        "seconds": round(seconds, 3),
+        "cpu_seconds": round(cpu, 3),
+        "pairs_per_s": round(n_pairs / seconds),
+        "ratio_to_goal": round(n_pairs / seconds / GOAL, 3),
+        "load_average": round(os.getloadavg()[0], 2),
+    }
 
 
 if __name__ == "__main__":

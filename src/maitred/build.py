@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from maitred.depth.rules import make_depth_rule
+from maitred.errors import ConfigError
 from maitred.menu.render import MenuRenderer
 from maitred.pipeline import Pipeline
 from maitred.recall.base import Cutoff
@@ -21,6 +22,13 @@ from maitred.skills.catalog import load_catalog
 from maitred.skills.model import Catalog
 from maitred.state.registry import open_provider
 from maitred.state.snapshot import StateProvider
+
+#: the score components each built-in recall method puts on its candidates
+COMPONENTS: dict[str, frozenset[str]] = {
+    "bm25": frozenset({"bm25"}),
+    "dense": frozenset({"dense"}),
+    "hybrid": frozenset({"bm25", "dense", "rrf"}),
+}
 
 
 @dataclass(frozen=True)
@@ -37,7 +45,7 @@ class PipelineOptions:
         menu_format: ``openai``, ``anthropic``, ``mcp`` or ``agentskills``.
     """
 
-    method: str = "hybrid"
+    method: str = "dense"
     top_k: int = 10
     min_score: float | None = None
     score_on: str = "score"
@@ -74,6 +82,12 @@ def build_pipeline(
         progress: ``progress(done, total)`` while the index is built.
     """
     opts = options or PipelineOptions()
+    components = COMPONENTS.get(opts.method)
+    if components is not None and opts.score_on != "score" and opts.score_on not in components:
+        raise ConfigError(
+            f"--score-on {opts.score_on!r} is not a score {opts.method} recall produces; choose "
+            f"one of {['score', *sorted(components)]}"
+        )
     cat = catalog if isinstance(catalog, Catalog) else load_catalog(list(catalog))
     prov = open_provider(provider, tables) if isinstance(provider, str) else provider
     recaller = make_recaller(opts.method, cat, cache_dir=cache_dir, progress=progress)

@@ -8,11 +8,22 @@ file and line number and skipped; it never drops the rest of the file.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from maitred.decision import Message
 from maitred.errors import InputError
+
+
+def _is_time(value: object) -> bool:
+    """A finite number of seconds (json.loads also gives NaN, Infinity and huge ints)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an int too large for a float
+        return False
 
 
 def parse_message(raw: str, path: str, line: int) -> Message:
@@ -21,6 +32,8 @@ def parse_message(raw: str, path: str, line: int) -> Message:
         obj = json.loads(raw)
     except json.JSONDecodeError as exc:
         raise InputError(path, line, f"not valid JSON ({exc.msg} at column {exc.colno})") from None
+    except (ValueError, RecursionError) as exc:  # a 5000-digit number, nesting 100000 deep
+        raise InputError(path, line, f"JSON that cannot be read ({exc})") from None
     if not isinstance(obj, dict):
         raise InputError(path, line, f"expected a JSON object, got {type(obj).__name__}")
     text, account = obj.get("text"), obj.get("account")
@@ -29,15 +42,22 @@ def parse_message(raw: str, path: str, line: int) -> Message:
     if not isinstance(account, (str, int)) or isinstance(account, bool) or account == "":
         raise InputError(path, line, "field 'account' must be a non-empty string or integer")
     ts = obj.get("ts")
-    if ts is not None and (isinstance(ts, bool) or not isinstance(ts, (int, float))):
+    if ts is not None and not _is_time(ts):
         raise InputError(path, line, "field 'ts' must be unix seconds (a number) when given")
-    return Message(
-        id=str(obj.get("id") or f"{Path(path).stem}:{line}"),
+    ident, conv = obj.get("id"), obj.get("conversation")
+    message = Message(
+        id=str(ident) if ident not in (None, "") else f"{Path(path).stem}:{line}",
         text=text,
         account=str(account),
-        conversation=str(obj.get("conversation") or ""),
+        conversation=str(conv) if conv is not None else "",
         ts=float(ts) if ts is not None else None,
     )
+    for field in ("id", "text", "account", "conversation"):
+        try:  # JSON may escape a lone surrogate ("\ud800"); the log cannot store one
+            getattr(message, field).encode("utf-8")
+        except UnicodeEncodeError:
+            raise InputError(path, line, f"field {field!r} holds a lone surrogate") from None
+    return message
 
 
 def read_messages(
@@ -45,7 +65,7 @@ def read_messages(
 ) -> Iterator[Message]:
     """Yield the messages of a JSONL file; bad lines go to ``on_error`` (or are raised)."""
     name = str(path)
-    with open(path, encoding="utf-8", errors="replace") as handle:
+    with open(path, encoding="utf-8-sig", errors="replace") as handle:
         for number, raw in enumerate(handle, start=1):
             if not raw.strip():
                 continue

@@ -195,3 +195,16 @@ def test_values_are_pinned_to_their_column_types_before_hashing(opener: Opener) 
 def test_batch_size_must_be_positive(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="batch_pairs must be at least 1"):
         open_log(tmp_path / "log.db", batch_pairs=0)
+
+
+@given(
+    st.dictionaries(
+        st.text(min_size=0, max_size=8),
+        st.one_of(st.floats(allow_nan=False, allow_infinity=False), st.integers()),
+        max_size=4,
+    )
+)
+def test_components_fast_path_is_canonical(components: dict[str, float]) -> None:
+    from maitred.log.rows import _components_json
+
+    assert _components_json(components) == canonical_json(components)

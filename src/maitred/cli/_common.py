@@ -24,7 +24,8 @@ from rich.progress import (
 from maitred.errors import ConfigError
 
 console = Console()
-err_console = Console(stderr=True)
+# soft_wrap: an error or a skipped-line report stays on one line whatever the terminal width
+err_console = Console(stderr=True, soft_wrap=True)
 
 SKILLS_OPT = typer.Option(
     ..., "--skills", "-s", help="Skill folders or tool files (.json/.jsonl); repeatable."
@@ -35,7 +36,7 @@ STATE_OPT = typer.Option(
 TABLES_OPT = typer.Option(
     None, "--tables", help="YAML/JSON file mapping key roots to tables (SQL providers)."
 )
-METHOD_OPT = typer.Option("hybrid", "--method", "-m", help="Recall method: bm25, dense, hybrid.")
+METHOD_OPT = typer.Option("dense", "--method", "-m", help="Recall method: bm25, dense, hybrid.")
 CACHE_OPT = typer.Option(None, "--cache-dir", help="Where indexes persist (MAITRED_CACHE_DIR).")
 
 
@@ -50,7 +51,13 @@ def load_tables(path: Path | None) -> dict[str, Any] | None:
         return None
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
+    except yaml.MarkedYAMLError as exc:  # str(exc) spans lines and names "<unicode string>"
+        mark = exc.problem_mark
+        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
+        what = "; ".join(filter(None, (exc.context, exc.problem))) or type(exc).__name__
+        column = f" at column {mark.column + 1}" if mark is not None else ""
+        raise ConfigError(f"{where}: cannot read the tables mapping: {what}{column}") from None
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
         raise ConfigError(f"{path}: cannot read the tables mapping: {exc}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: expected a mapping of key root -> table spec")

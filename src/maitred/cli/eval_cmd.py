@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from maitred.cli._common import CACHE_OPT, console, dump_json, err_console, index_progress
@@ -17,7 +18,7 @@ from maitred.skills.catalog import load_catalog
 def routing(
     catalog: list[str] = typer.Option(..., "--catalog", "-c", help="Skills dir or tools JSONL."),
     queries: Path = typer.Option(..., "--queries", "-q", help='JSONL {"id","text","gold":[...]}.'),
-    method: str = typer.Option("hybrid", "--method", "-m", help="bm25, dense or hybrid."),
+    method: str = typer.Option("dense", "--method", "-m", help="bm25, dense or hybrid."),
     cache_dir: Path | None = CACHE_OPT,
     as_json: bool = typer.Option(False, "--json", help="Print the figures as JSON."),
 ) -> None:
@@ -26,7 +27,7 @@ def routing(
     bad: list[InputError] = []
     labelled = load_queries(queries, on_error=bad.append)
     for err in bad[:10]:
-        err_console.print(f"[yellow]skipped:[/] {err}", highlight=False)
+        err_console.print(f"[yellow]skipped:[/] {escape(str(err))}", highlight=False)
     recaller = make_recaller(method, cat, cache_dir=cache_dir, progress=index_progress(not as_json))
     result = evaluate_routing(recaller, labelled, method)
     if as_json:

@@ -10,6 +10,7 @@ import logging
 import sys
 
 import typer
+from rich.markup import escape
 
 from maitred.cli import demo_cmd, eval_cmd, log_cmd, route_cmd, skills_cmd
 from maitred.cli._common import err_console
@@ -47,7 +48,7 @@ def main() -> None:
     try:
         app()
     except MaitredError as exc:
-        err_console.print(f"[bold red]error:[/] {exc}", highlight=False, markup=True)
+        err_console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, markup=True)
         sys.exit(2)
 
 

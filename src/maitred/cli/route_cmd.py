@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from maitred.analytics.funnel import funnel as compute_funnel
@@ -30,7 +31,7 @@ from maitred.messages import read_messages
 from maitred.pipeline import Pipeline, Turn
 from maitred.settings import Settings
 
-TOP_K_OPT = typer.Option(10, "--top-k", help="Candidates kept from the ranking.")
+TOP_K_OPT = typer.Option(10, "--top-k", min=1, help="Candidates kept from the ranking.")
 MIN_SCORE_OPT = typer.Option(None, "--min-score", help="Minimum score to keep a candidate.")
 SCORE_ON_OPT = typer.Option(
     "score", "--score-on", help="Score --min-score applies to: score, dense, bm25."
@@ -175,6 +176,10 @@ def run(
     options = _options(method, top_k, min_score, score_on, family, fmt)
     target = log or settings.log
     bad: list[InputError] = []
+    try:  # before the log is opened, so a wrong path creates no empty log
+        total = _count_lines(messages, limit)
+    except OSError as exc:
+        raise InputError(str(messages), 0, f"cannot read the message file: {exc}") from None
     with open_log(target) as decision_log:
         pipeline = build_pipeline(
             skills,
@@ -185,7 +190,6 @@ def run(
             log=decision_log,
             progress=index_progress(),
         )
-        total = _count_lines(messages, limit)
         stream = read_messages(messages, on_error=bad.append)
         if limit is not None:
             stream = (m for i, m in enumerate(stream) if i < limit)
@@ -215,6 +219,6 @@ def _report_bad_lines(bad: list[InputError]) -> None:
         return
     err_console.print(f"[yellow]skipped {len(bad)} bad line(s):[/]")
     for err in bad[:10]:
-        err_console.print(f"  {err}", highlight=False)
+        err_console.print(f"  {escape(str(err))}", highlight=False)
     if len(bad) > 10:
         err_console.print(f"  ... and {len(bad) - 10} more")

@@ -32,7 +32,10 @@ def validate(
             for item in items:
                 field = f" [{item['field']}]" if item.get("field") else ""
                 console.print(
-                    f"  {kind}: {item['path']}{field}: {item['message']}", highlight=False
+                    f"  {kind}: {item['path']}{field}: {item['message']}",
+                    highlight=False,
+                    markup=False,  # paths, fields ("[name]") and messages are not markup
+                    soft_wrap=True,  # one line per problem, whatever the terminal width
                 )
     if report["errors"]:
         raise typer.Exit(1)

@@ -31,6 +31,7 @@ from __future__ import annotations
 import hashlib
 import json
 import operator
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -97,6 +98,8 @@ HASHED_TURN_COLUMNS: tuple[str, ...] = TURN_COLUMNS[:-1]
 HASHED_PAIR_COLUMNS: tuple[str, ...] = PAIR_COLUMNS[1:]
 
 _EMPTY_LIST = "[]"
+_INFINITIES = (float("inf"), float("-inf"))
+_PLAIN_KEY = re.compile(r"[A-Za-z0-9_.+-]+").fullmatch
 _SKILL, _RANK, _VISIBLE, _EXPOSED = (
     PAIR_COLUMNS.index(c) for c in ("skill", "rank", "visible", "exposed")
 )
@@ -185,9 +188,26 @@ def _payload(turn: Mapping[str, Any], rows: list[tuple[Any, ...]]) -> dict[str, 
 
 
 def _components_json(components: Mapping[str, float]) -> str:
+    """Canonical JSON of a flat ``{name: score}`` map, formatted directly when that is safe.
+
+    Recall components are a few plain-named finite floats, written for every pair; for them
+    the text is built with ``repr`` (which is what ``json`` uses for floats) instead of going
+    through the encoder. Anything else takes the encoder. A test keeps both equal.
+    """
     if not components:
         return "{}"
-    return _canonical_fast(components if type(components) is dict else dict(components))
+    parts = []
+    for key in sorted(components):
+        value = components[key]
+        if (
+            type(value) is not float
+            or value != value
+            or value in _INFINITIES
+            or not _PLAIN_KEY(key)
+        ):
+            return _canonical_fast(dict(components))
+        parts.append(f'"{key}":{value!r}')
+    return "{" + ",".join(parts) + "}"
 
 
 def _outcomes_json(outcomes: tuple[PredicateOutcome, ...]) -> str:

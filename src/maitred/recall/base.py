@@ -7,9 +7,12 @@ many of the ranking become candidates C(m). ``matched`` means C(m) is not empty.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
+
+from maitred.errors import ConfigError
 
 
 @dataclass(frozen=True)
@@ -54,6 +57,16 @@ class Cutoff:
     top_k: int = 10
     min_score: float | None = None
     on: str = "score"
+
+    def __post_init__(self) -> None:
+        if isinstance(self.top_k, bool) or not isinstance(self.top_k, int) or self.top_k < 1:
+            raise ConfigError(f"cut-off top_k must be an integer >= 1, got {self.top_k!r}")
+        if self.min_score is not None and not math.isfinite(self.min_score):
+            raise ConfigError(f"cut-off min_score must be a finite number, got {self.min_score!r}")
+        if not self.on or not self.on.replace("_", "").isalnum():
+            raise ConfigError(
+                f"cut-off `on` must be 'score' or a component name such as 'dense', got {self.on!r}"
+            )
 
     def apply(self, ranked: list[Candidate]) -> list[Candidate]:
         kept = ranked[: self.top_k]

@@ -1,0 +1,121 @@
+"""`maitred run` and `maitred funnel`: a message file into the decision log, and its funnel."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+from .conftest import CallMain, Invoke, RoutedLog, Sitecare, ok
+
+FUNNEL_KEYS = {
+    "messages",
+    "matched_messages",
+    "candidate_pairs",
+    "blocked_pairs",
+    "blocked_pair_share",
+    "tokens_all_skills",
+    "tokens_after_recall",
+    "tokens_after_gate",
+    "token_reduction",
+}
+
+
+def _count(log: Path, sql: str) -> int:
+    with sqlite3.connect(f"file:{log}?mode=ro", uri=True) as conn:
+        value = conn.execute(sql).fetchone()[0]
+    conn.close()
+    return int(value)
+
+
+def test_run_reports_each_bad_line_with_file_and_line(routed_log: RoutedLog):
+    lines = routed_log.stderr.splitlines()
+    where = str(routed_log.messages)
+    bad_json = [
+        line for line in lines if f"{where}:{routed_log.bad_lines['invalid JSON']}:" in line
+    ]
+    no_text = [line for line in lines if f"{where}:{routed_log.bad_lines['missing text']}:" in line]
+    assert len(bad_json) == 1
+    assert "not valid JSON" in bad_json[0]
+    assert len(no_text) == 1
+    assert "field 'text'" in no_text[0]
+    assert "skipped 2 bad line(s)" in routed_log.stderr
+    assert "Traceback" not in routed_log.stderr
+
+
+def test_run_funnel_counts_exactly_the_good_messages(routed_log: RoutedLog):
+    funnel = routed_log.funnel
+    assert funnel["messages"] == routed_log.n_good
+    assert _count(routed_log.log, "SELECT COUNT(*) FROM turns") == routed_log.n_good
+    assert _count(routed_log.log, "SELECT COUNT(*) FROM runs") == 1
+    ids = {
+        row[0] for row in sqlite3.connect(routed_log.log).execute("SELECT message_id FROM turns")
+    }
+    assert "broken" not in ids
+    assert "no-text" not in ids
+
+
+def test_run_candidate_pairs_equal_the_pair_rows(routed_log: RoutedLog):
+    funnel = routed_log.funnel
+    assert funnel["candidate_pairs"] > 0
+    assert funnel["candidate_pairs"] == _count(routed_log.log, "SELECT COUNT(*) FROM pairs")
+    assert funnel["blocked_pairs"] == _count(
+        routed_log.log, "SELECT COUNT(*) FROM pairs WHERE visible = 0"
+    )
+
+
+def test_funnel_json_keys_and_orderings(invoke: Invoke, routed_log: RoutedLog):
+    funnel = json.loads(ok(invoke("funnel", "--log", str(routed_log.log), "--json")).stdout)
+    assert set(funnel) >= FUNNEL_KEYS
+    assert funnel["messages"] == routed_log.n_good
+    assert 0 <= funnel["matched_messages"] <= funnel["messages"]
+    assert 0 < funnel["blocked_pairs"] <= funnel["candidate_pairs"]
+    assert funnel["blocked_pair_share"] == funnel["blocked_pairs"] / funnel["candidate_pairs"]
+    assert (
+        0 < funnel["tokens_after_gate"] <= funnel["tokens_after_recall"]
+        and funnel["tokens_after_recall"] <= funnel["tokens_all_skills"]
+    )
+    assert 0.0 < funnel["token_reduction"] < 1.0
+    expected = 1 - funnel["tokens_after_gate"] / funnel["tokens_all_skills"]
+    assert abs(funnel["token_reduction"] - expected) < 1e-9
+
+
+def test_funnel_of_the_run_is_what_run_printed(invoke: Invoke, routed_log: RoutedLog):
+    run_id = routed_log.funnel["run_id"]
+    assert run_id
+    log = str(routed_log.log)
+    by_run = json.loads(ok(invoke("funnel", "--log", log, "--run", run_id, "--json")).stdout)
+    assert by_run == routed_log.funnel
+    # the log holds one run, so counting every run gives the same figures (run_id aside)
+    every = json.loads(ok(invoke("funnel", "--log", log, "--json")).stdout)
+    assert every["run_id"] is None
+    assert {**every, "run_id": run_id} == routed_log.funnel
+
+
+def test_funnel_text_output(invoke: Invoke, routed_log: RoutedLog):
+    result = ok(invoke("funnel", "--log", str(routed_log.log)))
+    assert str(routed_log.n_good) in result.stdout
+
+
+def test_run_limit_routes_only_the_first_messages(
+    invoke: Invoke, site: Sitecare, routed_log: RoutedLog, tmp_path: Path
+):
+    log = tmp_path / "limited.sqlite"
+    args = ["run", str(routed_log.messages), *site.pipeline_args(), "--log", str(log)]
+    funnel = json.loads(ok(invoke(*args, "--limit", "25", "--json")).stdout)
+    assert funnel["messages"] == 25
+    assert _count(log, "SELECT COUNT(*) FROM turns") == 25
+
+
+def test_run_missing_messages_file_is_one_line_and_creates_no_log(
+    call_main: CallMain, site: Sitecare, tmp_path: Path
+):
+    log = tmp_path / "never.sqlite"
+    missing = tmp_path / "nope.jsonl"
+    code, out, err = call_main("run", str(missing), *site.pipeline_args(), "--log", str(log))
+    assert code == 2
+    assert out == ""
+    assert "Traceback" not in err
+    assert err.strip().count("\n") == 0
+    assert err.startswith(f"error: {missing}:0: cannot read the message file")
+    assert not log.exists()
