@@ -12,7 +12,16 @@ import sys
 import typer
 from rich.markup import escape
 
-from maitred.cli import demo_cmd, eval_cmd, log_cmd, route_cmd, skills_cmd
+from maitred.cli import (
+    actions_cmd,
+    audit_cmd,
+    demo_cmd,
+    depth_cmd,
+    eval_cmd,
+    log_cmd,
+    route_cmd,
+    skills_cmd,
+)
 from maitred.cli._common import err_console
 from maitred.errors import MaitredError
 
@@ -38,8 +47,11 @@ app.command("funnel")(log_cmd.funnel)
 log_app.command("verify")(log_cmd.verify)
 app.add_typer(log_app, name="log")
 eval_app.command("routing")(eval_cmd.routing)
-app.add_typer(eval_app, name="eval")
 app.command("demo")(demo_cmd.demo)
+# later capabilities register their own commands (parity/audit/report, actions, depth)
+for _module in (audit_cmd, actions_cmd, depth_cmd):
+    _module.register(app, eval_app)
+app.add_typer(eval_app, name="eval")
 
 
 def main() -> None:
