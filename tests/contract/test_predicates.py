@@ -164,3 +164,25 @@ def test_skill_exit_names_predicate() -> None:
         from maitred.contract import ProcedureContext
 
         procedure(ProcedureContext("s", snap({"a.b": 1}), {"always": p}, NOW))
+
+
+def test_per_key_freshness_bounds() -> None:
+    p = CelPredicate("a.b && c.d", "p", ("a.b", "c.d"), max_age_s={"a.b": 60})
+    s = snap({"a.b": False, "c.d": False}, key_as_of={"a.b": NOW - 10, "c.d": NOW - 10_000})
+    assert evaluate(p, s, NOW).status == "ok"  # c.d has no bound
+    s2 = snap({"a.b": False, "c.d": False}, key_as_of={"a.b": NOW - 61})
+    out = evaluate(p, s2, NOW)
+    assert out.status == "stale" and out.holds and "a.b" in out.detail
+
+
+def test_per_key_bound_on_unread_key_is_refused() -> None:
+    with pytest.raises(ContractError, match="does not read"):
+        CelPredicate("a.b", "p", ("a.b",), max_age_s={"x.y": 5})
+
+
+def test_sidecar_per_key_freshness(tmp_path: Path) -> None:
+    (tmp_path / "maitred.yaml").write_text(
+        "exit_predicates:\n  - name: p\n    expr: a.b\n    reads: [a.b]\n    max_age_s: {a.b: 30}\n"
+    )
+    contract, _ = load_sidecar(tmp_path, "s")
+    assert contract.exit_predicates[0].max_age_s == {"a.b": 30}

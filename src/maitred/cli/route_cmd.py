@@ -115,12 +115,12 @@ def _print_turn(data: dict[str, Any]) -> None:
                     item["skill"],
                     p["predicate"],
                     p["status"],
-                    p["message"] or p["detail"],
-                    str(p["values"]),
+                    escape(p["message"] or p["detail"]),
+                    escape(str(p["values"])),
                 )
         console.print(table)
     if data["provider_error"]:
-        err_console.print(f"[yellow]state provider failed:[/] {data['provider_error']}")
+        err_console.print(f"[yellow]state provider failed:[/] {escape(data['provider_error'])}")
 
 
 def route(

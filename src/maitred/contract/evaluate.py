@@ -4,7 +4,8 @@ Rules, in order:
 
 1. a declared key the snapshot lacks -> status ``missing``; the predicate holds iff its
    ``on_missing`` policy is ``"block"``;
-2. a declared key older than ``max_age_s`` -> status ``stale``; holds iff ``on_stale == "block"``;
+2. a declared key older than its ``max_age_s`` bound -> status ``stale``; holds iff
+   ``on_stale == "block"``;
 3. otherwise the predicate runs; an exception of any kind (a CEL error, a Python bug, an
    undeclared read) -> status ``error`` and the predicate **holds**. An error never passes.
 """
@@ -15,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from maitred.contract.predicate import Predicate, StateView
+from maitred.contract.predicate import Predicate, StateView, max_age_for
 from maitred.state.snapshot import Snapshot
 
 Status = Literal["ok", "missing", "stale", "error"]
@@ -65,19 +66,22 @@ def evaluate(predicate: Predicate, snapshot: Snapshot, now: float) -> PredicateO
             values,
             f"missing state: {', '.join(missing)} (policy: {predicate.on_missing})",
         )
-    bound = predicate.max_age_s
-    if bound is not None:
-        stale = [k for k in predicate.reads if snapshot.age(k, now) > bound]
-        if stale:
-            return PredicateOutcome(
-                predicate.name,
-                predicate.version,
-                predicate.on_stale == "block",
-                "stale",
-                values,
-                f"stale state (older than {bound:g}s): {', '.join(stale)} "
-                f"(policy: {predicate.on_stale})",
-            )
+    stale = [
+        k
+        for k in predicate.reads
+        if (bound := max_age_for(predicate.max_age_s, k)) is not None
+        and snapshot.age(k, now) > bound
+    ]
+    if stale:
+        return PredicateOutcome(
+            predicate.name,
+            predicate.version,
+            predicate.on_stale == "block",
+            "stale",
+            values,
+            f"stale state (older than its freshness bound): {', '.join(stale)} "
+            f"(policy: {predicate.on_stale})",
+        )
     try:
         held = predicate.holds(
             StateView(snapshot.values, predicate.reads, predicate.name, snapshot.as_of)

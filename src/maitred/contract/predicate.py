@@ -30,6 +30,16 @@ from maitred.errors import ContractError, PredicateCompileError, UndeclaredState
 
 Policy = Literal["block", "offer"]
 POLICIES: tuple[Policy, ...] = ("block", "offer")
+#: a freshness bound: seconds for every key the predicate reads, or per key (keys left out of
+#: the mapping have no bound), or None for no bound at all
+MaxAge = float | Mapping[str, float] | None
+
+
+def max_age_for(bound: MaxAge, key: str) -> float | None:
+    """The freshness bound that applies to ``key`` under ``bound``."""
+    if bound is None or isinstance(bound, (int, float)):
+        return bound
+    return bound.get(key)
 
 
 @runtime_checkable
@@ -47,7 +57,7 @@ class Predicate(Protocol):
     @property
     def on_stale(self) -> Policy: ...
     @property
-    def max_age_s(self) -> float | None: ...
+    def max_age_s(self) -> MaxAge: ...
     @property
     def message(self) -> str: ...
 
@@ -112,6 +122,23 @@ class StateView(Mapping[str, Any]):
         return out
 
 
+def _check_max_age(name: str, bound: MaxAge, keys: tuple[str, ...]) -> None:
+    values = list(bound.values()) if isinstance(bound, Mapping) else [bound]
+    if isinstance(bound, Mapping):
+        unknown = sorted(set(bound) - set(keys))
+        if unknown:
+            raise ContractError(
+                f"predicate {name!r}: max_age_s names {unknown}, which it does not read; "
+                f"it reads {list(keys)}"
+            )
+    for value in values:
+        bad_type = isinstance(value, bool) or not isinstance(value, (int, float))
+        if value is not None and (bad_type or value < 0):
+            raise ContractError(
+                f"predicate {name!r}: max_age_s must be seconds >= 0 (or a map of key -> seconds)"
+            )
+
+
 def _check_common(
     name: str, reads: Iterable[str], on_missing: str, on_stale: str
 ) -> tuple[str, ...]:
@@ -147,12 +174,13 @@ class PythonPredicate:
     reads: tuple[str, ...]
     on_missing: Policy = "block"
     on_stale: Policy = "block"
-    max_age_s: float | None = None
+    max_age_s: MaxAge = None
     message: str = ""
     version: str = field(default="")
 
     def __post_init__(self) -> None:
         keys = _check_common(self.name, self.reads, self.on_missing, self.on_stale)
+        _check_max_age(self.name, self.max_age_s, keys)
         object.__setattr__(self, "reads", keys)
         if not self.version:
             try:
@@ -179,7 +207,7 @@ def exit_predicate(
     name: str | None = None,
     on_missing: Policy = "block",
     on_stale: Policy = "block",
-    max_age_s: float | None = None,
+    max_age_s: MaxAge = None,
     message: str = "",
 ) -> Callable[[Callable[[StateView], bool]], PythonPredicate]:
     """Declare a Python function as an exit predicate.
@@ -220,7 +248,7 @@ class CelPredicate:
     reads: tuple[str, ...]
     on_missing: Policy = "block"
     on_stale: Policy = "block"
-    max_age_s: float | None = None
+    max_age_s: MaxAge = None
     message: str = ""
     source: str = ""
     version: str = field(default="")
@@ -230,6 +258,7 @@ class CelPredicate:
         import cel
 
         keys = _check_common(self.name, self.reads, self.on_missing, self.on_stale)
+        _check_max_age(self.name, self.max_age_s, keys)
         object.__setattr__(self, "reads", keys)
         where = f" in {self.source}" if self.source else ""
         try:

@@ -12,7 +12,7 @@
         reads: [account.plan]
         on_missing: block                       # block (default) | offer
         on_stale: block
-        max_age_s: 300
+        max_age_s: 300                         # or per key: {account.plan: 300}
         message: Custom domains need a paid plan.
       - python: scripts/procedure.py:domain_in_use   # ... or a decorated Python predicate
 
@@ -117,8 +117,15 @@ def _predicate(
     if not isinstance(reads, list) or not all(isinstance(k, str) for k in reads):
         raise ContractError(f"{where} ({name}): `reads` must be a list of state keys")
     max_age = entry.get("max_age_s")
-    if max_age is not None and (isinstance(max_age, bool) or not isinstance(max_age, (int, float))):
-        raise ContractError(f"{where} ({name}): `max_age_s` must be a number of seconds")
+    if isinstance(max_age, dict):
+        max_age = {str(k): v for k, v in max_age.items()}
+    elif max_age is not None and (
+        isinstance(max_age, bool) or not isinstance(max_age, (int, float))
+    ):
+        raise ContractError(
+            f"{where} ({name}): `max_age_s` must be a number of seconds or a map of "
+            "state key -> seconds"
+        )
     try:
         return CelPredicate(
             expression=str(entry["expr"]),
@@ -126,7 +133,7 @@ def _predicate(
             reads=tuple(reads),
             on_missing=entry.get("on_missing", "block"),
             on_stale=entry.get("on_stale", "block"),
-            max_age_s=float(max_age) if max_age is not None else None,
+            max_age_s=float(max_age) if isinstance(max_age, (int, float)) else max_age,
             message=str(entry.get("message", "")),
             source=f"{where} ({name})",
         )
