@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEMO_MESSAGES ?= 100000
 
-.PHONY: install demo test lint typecheck bench clean
+.PHONY: install demo test test-browser lint typecheck bench clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -22,6 +22,11 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -n 2 -q
+
+# the `browser` tests need Debian's chromium; `make test` skips them where it is absent
+test-browser: $(STAMP)
+	command -v chromium >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium)
+	$(BIN)/python -m pytest -q -m browser
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks

@@ -1,0 +1,29 @@
+"""`maitred report`: the funnel report (HTML + PNG charts) from the decision log."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from maitred.analytics.report import write_report
+from maitred.cli._common import console
+from maitred.settings import Settings
+
+
+def report(
+    log: str | None = typer.Option(None, "--log", help="Decision log (path or postgresql:// URL)."),
+    out: Path = typer.Option(Path("report"), "--out", "-o", help="Folder for report.html + PNGs."),
+    run: str | None = typer.Option(None, "--run", help="Only this run id."),
+    anonymise: bool = typer.Option(
+        False, "--anonymise", help="Replace skill and predicate names by pseudonyms."
+    ),
+) -> None:
+    """Write a self-contained report.html and PNG charts of the funnel (DuckDB, read-only)."""
+    written = write_report(log or Settings.from_env().log, out, run_id=run, anonymised=anonymise)
+    console.print(f"wrote {written['html']} and {len(written) - 2} charts", highlight=False)
+
+
+def register(app: typer.Typer, eval_app: typer.Typer) -> None:
+    """Add `report` to the app."""
+    app.command("report")(report)

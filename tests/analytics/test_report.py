@@ -1,0 +1,120 @@
+"""The funnel report: DuckDB figures agree with the funnel, charts and HTML are written,
+anonymising hides names, and the page renders in headless Chromium."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from log.builders import make_run, make_turn  # tests/ is on sys.path (rootdir packages)
+from maitred.analytics import funnel
+from maitred.analytics.report import anonymise, collect, write_report
+from maitred.errors import LogError
+from maitred.log import open_log
+
+
+@pytest.fixture()
+def log_path(tmp_path: Path) -> Path:
+    path = tmp_path / "log.sqlite"
+    with open_log(path) as log:
+        log.begin_run(make_run("run-1"))
+        for n in range(7):
+            log.write(make_turn(n, run_id="run-1"))
+        log.begin_run(make_run("run-2", tokens_all_skills=500))
+        for n in range(3):
+            log.write(make_turn(n, run_id="run-2"))
+    return path
+
+
+def test_duckdb_figures_match_the_funnel(log_path: Path) -> None:
+    for run in (None, "run-1", "run-2"):
+        data, f = collect(log_path, run), funnel(str(log_path), run).to_json()
+        assert data.messages == f["messages"]
+        assert data.matched == f["matched_messages"]
+        assert data.tokens_all == f["tokens_all_skills"]
+        assert data.tokens_recall == f["tokens_after_recall"]
+        assert data.tokens_gate == f["tokens_after_gate"]
+        assert sum(s["blocked"] for s in data.skills) == f["blocked_pairs"]
+    # one blocked pair per turn, by one predicate
+    assert collect(log_path).predicates == [
+        {"skill": "upgrade-plan", "predicate": "on_free_plan", "pairs": 10}
+    ]
+
+
+def test_anonymise_hides_names_and_keeps_counts(log_path: Path) -> None:
+    data = collect(log_path)
+    anon = anonymise(data)
+    text = repr(anon)
+    for s in data.skills:
+        assert s["skill"] not in text
+    assert "on_free_plan" not in text
+    assert [s["blocked"] for s in anon.skills] == [s["blocked"] for s in data.skills]
+    assert {s["skill"] for s in anon.skills} == {"skill-01", "skill-02", "skill-03"}
+
+
+def test_write_report_files(log_path: Path, tmp_path: Path) -> None:
+    written = write_report(log_path, tmp_path / "out", anonymised=True)
+    page = written["html"].read_text(encoding="utf-8")
+    assert page.count("data:image/png;base64,") == 4
+    assert "upgrade-plan" not in page and "skill-0" in page
+    for name in ("funnel_messages", "funnel_tokens", "skills", "predicates"):
+        assert written[name].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_missing_log_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(LogError, match="no decision log"):
+        collect(tmp_path / "nope.sqlite")
+
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (make test-browser)")
+def test_report_renders_in_headless_chromium(log_path: Path, tmp_path: Path) -> None:
+    written = write_report(log_path, tmp_path / "out")
+    shot = tmp_path / "shot.png"
+    assert CHROMIUM is not None
+    subprocess.run(
+        [
+            CHROMIUM,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            f"--user-data-dir={tmp_path / 'profile'}",
+            "--window-size=1200,1600",
+            f"--screenshot={shot}",
+            written["html"].as_uri(),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+    data = shot.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 20_000  # a rendered page, not blank
+    dump = subprocess.run(
+        [
+            CHROMIUM,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--disable-background-networking",
+            f"--user-data-dir={tmp_path / 'profile2'}",
+            "--dump-dom",
+            written["html"].as_uri(),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    ).stdout
+    assert "maitred funnel report" in dump and dump.count("<img") == 4
