@@ -50,7 +50,7 @@ class PipelineOptions:
     min_score: float | None = None
     score_on: str = "score"
     family: bool = False
-    depth: str = "all"
+    depth: str = "full"
     depth_params: Mapping[str, Any] = field(default_factory=dict)
     menu_format: str = "openai"
 

@@ -1,9 +1,185 @@
-"""Commands added by this module register themselves on the app (see :func:`register`)."""
+"""`maitred eval depth` and the `maitred depth` group (make-tasks, sitecare-queries, train).
+
+Thin adapters over :mod:`maitred.depth`: read options, call the library, print.
+"""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import typer
+from rich.markup import escape
+from rich.table import Table
+
+from maitred.cli._common import CACHE_OPT, console, dump_json, err_console, index_progress
+from maitred.depth.camdf import save_model, train_camdf
+from maitred.depth.evaluate import RULES, evaluate_depth
+from maitred.depth.grid import grid_markdown, plot_grid, run_grid
+from maitred.depth.payoff import DepthTask
+from maitred.depth.sitecare_tasks import sitecare_queries
+from maitred.depth.tasks import COST_MODELS, CostModel, catalog_costs, load_tasks, make_tasks
+from maitred.depth.tasks import write_tasks as write_task_file
+from maitred.errors import ConfigError, InputError
+from maitred.recall.evaluate import load_queries
+from maitred.recall.registry import make_recaller
+from maitred.skills.catalog import load_catalog
+
+
+def _floats(text: str, what: str) -> list[float]:
+    try:
+        return [float(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise ConfigError(f"{what} must be comma-separated numbers, got {text!r}") from None
+
+
+def _read(path: Path) -> list[DepthTask]:
+    bad: list[InputError] = []
+    tasks = load_tasks(path, on_error=bad.append)
+    for err in bad[:10]:
+        err_console.print(f"[yellow]skipped:[/] {escape(str(err))}", highlight=False)
+    return tasks
+
+
+def _print_report(result: dict[str, object]) -> None:
+    rules = result["rules"]
+    assert isinstance(rules, dict)
+    table = Table(title=f"depth rules at λ={result['lambda']} on {result['n_test']} test tasks")
+    for col in (
+        "rule",
+        "payoff",
+        "camdf − rule (95% CI)",
+        "exposed",
+        "sufficiency",
+        "TOST vs full",
+    ):
+        table.add_column(col, justify="left" if col == "rule" else "right")
+    for name in RULES:
+        r = rules[name]
+        lo, hi = r["payoff_ci_vs_camdf"]
+        t = r["sufficiency_vs_full"]
+        table.add_row(
+            name,
+            f"{r['payoff']:.4f}",
+            f"[{lo:+.4f}, {hi:+.4f}]",
+            f"{r['mean_exposed']:.2f}",
+            f"{r['sufficiency']:.3f}",
+            f"{t['diff']:+.3f} p={t['p_noninferior']:.3f}",
+        )
+    console.print(table)
+    console.print(f"best tuned baseline on test: {result['best_baseline']}")
+    console.print("camdf_lite coefficients (standardised features):")
+    coefs = result["camdf_lite_coefficients"]
+    assert isinstance(coefs, dict)
+    for feature, value in coefs.items():
+        console.print(f"  {feature:>18} {value:+.3f}")
+
+
+def eval_depth(
+    train: Path = typer.Option(..., "--train", help="Training task JSONL (tuning, fitting)."),
+    test: Path = typer.Option(..., "--test", help="Test task JSONL (reporting only)."),
+    lam: float = typer.Option(0.05, "--lambda", help="Cost weight λ in U = 1{G⊆A} − λΣc."),
+    as_json: bool = typer.Option(False, "--json", help="Print the figures as JSON."),
+    noise: bool = typer.Option(True, "--noise/--no-noise", help="Label-noise robustness check."),
+    grid: bool = typer.Option(False, "--grid", help="Run the λ × dispersion grid instead."),
+    lambdas: str = typer.Option("0.01,0.03,0.1", "--lambdas", help="Grid λ values."),
+    dispersions: str = typer.Option("0,0.5,1", "--dispersions", help="Grid cost dispersions."),
+    out: Path = typer.Option(Path("depth-grid"), "--out", help="Grid output folder."),
+    boot: int = typer.Option(2000, "--boot", help="Bootstrap resamples."),
+    seed: int = typer.Option(0, "--seed", help="Seed (bootstrap, noise, grid costs)."),
+) -> None:
+    """Compare every depth rule: payoff, paired bootstrap CI vs CAM-DF, exposure, sufficiency."""
+    train_tasks, test_tasks = _read(train), _read(test)
+    if grid:
+        rows = run_grid(
+            train_tasks,
+            test_tasks,
+            _floats(lambdas, "--lambdas"),
+            _floats(dispersions, "--dispersions"),
+            seed=seed,
+            n_boot=boot,
+        )
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "grid.json").write_text(json.dumps(rows, indent=1) + "\n", encoding="utf-8")
+        (out / "grid.md").write_text(grid_markdown(rows), encoding="utf-8")
+        plot_grid(rows, out / "grid.png", title=f"{train.name} → {test.name}")
+        if as_json:
+            dump_json(rows)
+        else:
+            console.print(grid_markdown(rows), markup=False, highlight=False)
+            console.print(f"wrote {out / 'grid.json'}, {out / 'grid.md'}, {out / 'grid.png'}")
+        return
+    result = evaluate_depth(train_tasks, test_tasks, lam, n_boot=boot, seed=seed, noise=noise)
+    if as_json:
+        dump_json(result)
+    else:
+        _print_report(result)
+
+
+def make_tasks_cmd(
+    catalog: list[str] = typer.Option(..., "--catalog", "-c", help="Skills dir or tools JSONL."),
+    queries: Path = typer.Option(..., "--queries", "-q", help='JSONL {"id","text","gold":[...]}.'),
+    method: str = typer.Option("dense", "--method", "-m", help="bm25, dense or hybrid."),
+    top: int = typer.Option(20, "--top", help="Candidates kept per task."),
+    costs: str = typer.Option("tokens", "--costs", help=f"Cost model: {', '.join(COST_MODELS)}."),
+    dispersion: float = typer.Option(1.0, "--dispersion", help="Seeded cost dispersion d."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the seeded cost model."),
+    out: Path = typer.Option(..., "--out", "-o", help="Task JSONL to write."),
+    cache_dir: Path | None = CACHE_OPT,
+) -> None:
+    """Build a depth task file from labelled queries ranked by a recall method."""
+    if costs not in COST_MODELS:
+        raise ConfigError(f"unknown --costs {costs!r}; choose one of {', '.join(COST_MODELS)}")
+    cost_model: CostModel = costs  # type: ignore[assignment]
+    cat = load_catalog(catalog)
+    bad: list[InputError] = []
+    labelled = load_queries(queries, on_error=bad.append)
+    for err in bad[:10]:
+        err_console.print(f"[yellow]skipped:[/] {escape(str(err))}", highlight=False)
+    recaller = make_recaller(method, cat, cache_dir=cache_dir, progress=index_progress(True))
+    per_skill = catalog_costs(cat, cost_model, dispersion=dispersion, seed=seed)
+    tasks, skipped = make_tasks(cat, labelled, recaller, top=top, costs=per_skill)
+    write_task_file(tasks, out)
+    note = f" ({len(skipped)} skipped: a gold skill is not in the catalog)" if skipped else ""
+    console.print(f"wrote {len(tasks)} tasks to {out}{note}")
+
+
+def sitecare_queries_cmd(
+    n: int = typer.Option(600, "--n", help="How many two-request messages."),
+    seed: int = typer.Option(0, "--seed", help="Generator seed."),
+    prefix: str = typer.Option("sc", "--prefix", help="Id prefix."),
+    out: Path = typer.Option(..., "--out", "-o", help="Labelled query JSONL to write."),
+) -> None:
+    """Write sitecare two-request messages labelled with both skills."""
+    rows = sitecare_queries(n, seed, prefix)
+    text = "".join(
+        json.dumps({"id": q.id, "text": q.text, "gold": list(q.gold)}) + "\n" for q in rows
+    )
+    out.write_text(text, encoding="utf-8")
+    console.print(f"wrote {len(rows)} queries to {out}")
+
+
+def train_cmd(
+    tasks: Path = typer.Option(..., "--tasks", help="Training task JSONL."),
+    lam: float = typer.Option(..., "--lambda", help="Cost weight λ."),
+    lite: bool = typer.Option(False, "--lite", help="Train camdf_lite (ten features)."),
+    out: Path = typer.Option(..., "--out", "-o", help="Model JSON to write."),
+) -> None:
+    """Train a CAM-DF stopper and save it (use with depth rule `camdf`, model=PATH)."""
+    model = train_camdf(_read(tasks), lam, kind="camdf_lite" if lite else "camdf")
+    save_model(model, out)
+    console.print(f"wrote {model.kind} (λ={lam}, data {model.data_hash[:19]}…) to {out}")
+    for feature, value in model.coefficients():
+        console.print(f"  {feature:>20} {value:+.3f}")
 
 
 def register(app: typer.Typer, eval_app: typer.Typer) -> None:
     """Add this module's commands to the `maitred` app (and its `eval` group)."""
+    depth_app = typer.Typer(
+        help="Cost-aware depth: task files and CAM-DF models.", no_args_is_help=True
+    )
+    depth_app.command("make-tasks")(make_tasks_cmd)
+    depth_app.command("sitecare-queries")(sitecare_queries_cmd)
+    depth_app.command("train")(train_cmd)
+    app.add_typer(depth_app, name="depth")
+    eval_app.command("depth")(eval_depth)

@@ -1,20 +1,34 @@
 """Stage 3, depth: how many of the ranked, gated skills to expose.
 
 A :class:`DepthRule` looks at the visible candidates in rank order (with their scores and costs)
-and returns how many of the top of that list to expose. The foundation ships two rules:
+and returns how many of the top of that list to expose -- always a *prefix*. Rules, by
+registered name (:data:`DEPTH_RULES`, :func:`make_depth_rule`):
 
-* ``all`` -- expose every visible candidate (what the paper's deployment did);
-* ``fixed-k`` -- expose at most ``k``.
+* ``full`` -- expose every visible candidate (what the paper's deployment did; alias ``all``);
+* ``fixed_k`` -- expose at most ``k`` (alias ``fixed-k``);
+* ``score_threshold`` -- expose while the score is at least ``threshold``;
+* ``score_per_cost`` -- expose while the marginal score per unit cost, ``score / cost``, is at
+  least ``threshold``;
+* ``predict_then_threshold`` -- expose the shortest prefix whose calibrated sufficiency estimate
+  ``p_k`` (:class:`~maitred.depth.features.SufficiencyModel`) reaches ``threshold``;
+* ``camdf`` / ``camdf_lite`` -- the learned cost-aware stopper (:mod:`maitred.depth.camdf`),
+  built from a saved model: ``make_depth_rule("camdf", model="model.json")``.
 
-Cost-aware rules (score thresholds, score-per-cost, CAM-DF) register here by name too.
+Thresholds and ``k`` are tuned per ``λ`` on training tasks (:mod:`maitred.depth.tuning`). The
+``oracle`` (best prefix in hindsight) needs the required set, so it is not a rule here: it lives
+in :func:`maitred.depth.payoff.oracle_depth`, for evaluation only.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from pathlib import Path
+from typing import Any, Final, Protocol
 
+import numpy as np
+
+from maitred.depth.features import SufficiencyModel
 from maitred.errors import ConfigError
 
 
@@ -44,7 +58,7 @@ class DepthRule(Protocol):
 class ExposeAll:
     """Expose every visible candidate."""
 
-    name: str = "all"
+    name: str = "full"
 
     def choose(self, ranked: Sequence[Ranked]) -> int:
         return len(ranked)
@@ -55,25 +69,98 @@ class FixedK:
     """Expose at most ``k`` visible candidates."""
 
     k: int = 5
-    name: str = "fixed-k"
+    name: str = "fixed_k"
 
     def __post_init__(self) -> None:
         if self.k < 0:
-            raise ConfigError(f"fixed-k depth needs k >= 0, got {self.k}")
+            raise ConfigError(f"fixed_k depth needs k >= 0, got {self.k}")
 
     def choose(self, ranked: Sequence[Ranked]) -> int:
         return min(self.k, len(ranked))
 
 
-DEPTH_RULES: dict[str, Callable[..., DepthRule]] = {"all": ExposeAll, "fixed-k": FixedK}
+def _first_failing(passes: Sequence[bool]) -> int:
+    """The length of the leading run of ``True`` (the prefix every candidate passes)."""
+    for i, ok in enumerate(passes):
+        if not ok:
+            return i
+    return len(passes)
+
+
+@dataclass(frozen=True)
+class ScoreThreshold:
+    """Expose the leading candidates whose score is at least ``threshold``."""
+
+    threshold: float = 0.0
+    name: str = "score_threshold"
+
+    def choose(self, ranked: Sequence[Ranked]) -> int:
+        return _first_failing([r.score >= self.threshold for r in ranked])
+
+
+@dataclass(frozen=True)
+class ScorePerCost:
+    """Expose the leading candidates whose ``score / cost`` is at least ``threshold``."""
+
+    threshold: float = 0.0
+    name: str = "score_per_cost"
+
+    def choose(self, ranked: Sequence[Ranked]) -> int:
+        return _first_failing([r.score / max(r.cost, 1e-9) >= self.threshold for r in ranked])
+
+
+@dataclass(frozen=True)
+class PredictThenThreshold:
+    """Expose the shortest prefix whose sufficiency estimate reaches ``threshold`` (else all)."""
+
+    model: SufficiencyModel
+    threshold: float = 0.5
+    name: str = "predict_then_threshold"
+
+    def choose(self, ranked: Sequence[Ranked]) -> int:
+        if not ranked:
+            return 0
+        p = self.model.estimate(np.array([r.score for r in ranked], dtype=np.float64))
+        hits = np.flatnonzero(p >= self.threshold)
+        return int(hits[0]) if len(hits) else len(ranked)
+
+
+def _predict_then_threshold(model: str | Path, threshold: float = 0.5) -> DepthRule:
+    from maitred.depth.camdf import load_model
+
+    return PredictThenThreshold(load_model(model).sufficiency, threshold)
+
+
+def _camdf(model: str | Path) -> DepthRule:
+    from maitred.depth.camdf import CamDFRule, load_model
+
+    return CamDFRule(load_model(model))
+
+
+DEPTH_RULES: dict[str, Callable[..., DepthRule]] = {
+    "full": ExposeAll,
+    "fixed_k": FixedK,
+    "score_threshold": ScoreThreshold,
+    "score_per_cost": ScorePerCost,
+    "predict_then_threshold": _predict_then_threshold,
+    "camdf": _camdf,
+    "camdf_lite": _camdf,
+}
+"""Rule name -> factory taking the rule's parameters as keywords."""
+
+ALIASES: Final = {"all": "full", "fixed-k": "fixed_k"}
+"""Earlier names, still accepted by :func:`make_depth_rule`."""
 
 
 def make_depth_rule(name: str, **params: Any) -> DepthRule:
-    """Build a registered depth rule by name."""
+    """Build a registered depth rule by name (or by an alias in :data:`ALIASES`)."""
     try:
-        factory = DEPTH_RULES[name]
+        factory = DEPTH_RULES[ALIASES.get(name, name)]
     except KeyError:
         raise ConfigError(
             f"unknown depth rule {name!r}; choose one of {sorted(DEPTH_RULES)}"
         ) from None
-    return factory(**params)
+    try:
+        return factory(**params)
+    except TypeError as exc:
+        raise ConfigError(f"depth rule {name!r}: bad parameters {sorted(params)}: {exc}") from None

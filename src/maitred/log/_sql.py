@@ -39,6 +39,18 @@ from maitred.log.rows import (
 from maitred.state.snapshot import Snapshot
 
 DEFAULT_BATCH_PAIRS = 20_000
+#: columns of the ``replays`` table (migration ``0004_replays``)
+REPLAY_COLUMNS: tuple[str, ...] = (
+    "replay_id",
+    "turn_id",
+    "cohort",
+    "model",
+    "pick_gated",
+    "pick_all",
+    "picked_blocked",
+    "error",
+    "ts",
+)
 _PAGE = 500
 _SEEN_SNAPSHOTS_MAX = 100_000
 
@@ -171,6 +183,25 @@ class SqlLog:
             self._pairs.extend(encoded.pairs)
             if len(self._pairs) >= self.batch_pairs or len(self._turns) >= self.batch_pairs:
                 self._flush_locked()
+
+    def write_replays(self, rows: Sequence[Row]) -> None:
+        """Append counterfactual-replay rows (``REPLAY_COLUMNS`` order) in one transaction.
+
+        Raises:
+            LogError: a replayed turn is not in the log, or the log is read-only / closed.
+        """
+        self._writable("write_replays")
+        with self._lock:
+            self._flush_locked()
+            for row in rows:
+                if not self.query("SELECT 1 FROM turns WHERE turn_id = ?", (row[1],)):
+                    raise LogError(
+                        f"replay {row[0]!r} names turn {row[1]!r}, which is not in the decision "
+                        f"log at {self.location}; replay turns of this log only"
+                    )
+            with self.transaction():
+                for row in rows:
+                    self.execute(insert_sql("replays", REPLAY_COLUMNS), row)
 
     def _check_run(self, run_id: str, turn_id: str) -> None:
         if run_id in self._known_runs:

@@ -70,6 +70,10 @@ class DecisionLog(Protocol):
         tb: TracebackType | None,
     ) -> None: ...
 
+    def write_replays(self, rows: Sequence[tuple[Any, ...]]) -> None:
+        """Append counterfactual-replay rows (see ``REPLAY_COLUMNS``), tied to logged turns."""
+        ...
+
     def runs(self) -> list[RunInfo]:
         """Every run in the log, oldest first."""
         ...

@@ -142,6 +142,42 @@ def _postgres_guards() -> tuple[str, ...]:
     return tuple(out)
 
 
+def _replays(real: str, boolean: str) -> tuple[str, ...]:
+    """Counterfactual replays (`maitred replay`): what a model picked with and without the gate,
+    tied to the logged turn it replayed."""
+    return (
+        f"""CREATE TABLE replays (
+            replay_id TEXT NOT NULL,
+            turn_id TEXT NOT NULL,
+            cohort TEXT NOT NULL,
+            model TEXT NOT NULL,
+            pick_gated TEXT,
+            pick_all TEXT,
+            picked_blocked {boolean} NOT NULL,
+            error TEXT NOT NULL,
+            ts {real} NOT NULL,
+            PRIMARY KEY (replay_id, turn_id))""",
+        "CREATE INDEX replays_turn ON replays (turn_id)",
+    )
+
+
+def _guard_sqlite(table: str) -> tuple[str, ...]:
+    return tuple(
+        f"CREATE TRIGGER {table}_no_{op.lower()} BEFORE {op} ON {table} BEGIN "
+        f"SELECT RAISE(ABORT, 'maitred decision log table {table} is append-only'); END"
+        for op in ("UPDATE", "DELETE")
+    )
+
+
+def _guard_postgres(table: str) -> tuple[str, ...]:
+    return (
+        f"CREATE TRIGGER {table}_append_only BEFORE UPDATE OR DELETE ON {table} "
+        "FOR EACH ROW EXECUTE FUNCTION maitred_append_only()",
+        f"CREATE TRIGGER {table}_no_truncate BEFORE TRUNCATE ON {table} "
+        "FOR EACH STATEMENT EXECUTE FUNCTION maitred_append_only()",
+    )
+
+
 #: Every migration, in the order it is applied. Append only; never edit a released one.
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
@@ -151,6 +187,11 @@ MIGRATIONS: tuple[Migration, ...] = (
     ),
     Migration("0002_funnel_indexes", sqlite=_FUNNEL_INDEXES, postgres=_FUNNEL_INDEXES),
     Migration("0003_append_only_guards", sqlite=_sqlite_guards(), postgres=_postgres_guards()),
+    Migration(
+        "0004_replays",
+        sqlite=(*_replays("REAL", "INTEGER"), *_guard_sqlite("replays")),
+        postgres=(*_replays("DOUBLE PRECISION", "BOOLEAN"), *_guard_postgres("replays")),
+    ),
 )
 
 

