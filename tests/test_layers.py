@@ -42,6 +42,9 @@ def _imports(package: str) -> set[tuple[str, str]]:
         ("skills", ("maitred.cli", "maitred.state")),
         ("menu", ("maitred.state", "maitred.cli")),
         ("depth", ("maitred.state", "maitred.cli")),
+        ("actions", ("maitred.recall", "maitred.native", "maitred.cli", "onnxruntime", "torch")),
+        ("audit", ("maitred.recall", "maitred.cli", "onnxruntime")),
+        ("replay", ("maitred.cli", "maitred.gate")),
     ],
 )
 def test_package_does_not_import(package: str, forbidden: tuple[str, ...]) -> None:

@@ -15,6 +15,15 @@ Quick start::
     turn.record.blocked          # what the gate removed, with the predicates that fired
 """
 
+from maitred.actions import (
+    ActionGate,
+    Decision,
+    GatedRegistry,
+    Policy,
+    Session,
+    ToolCall,
+    gate_tool,
+)
 from maitred.analytics.funnel import Funnel, funnel
 from maitred.build import PipelineOptions, build_pipeline
 from maitred.contract import (
@@ -51,12 +60,14 @@ from maitred.state import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "ActionGate",
     "CallableStateProvider",
     "Candidate",
     "Catalog",
     "CelPredicate",
     "Contract",
     "Cutoff",
+    "Decision",
     "DecisionLog",
     "DepthRule",
     "ExecutabilityGate",
@@ -65,6 +76,7 @@ __all__ = [
     "Funnel",
     "GateOutcome",
     "GateResult",
+    "GatedRegistry",
     "JsonStateProvider",
     "MaitredError",
     "MemoryStateProvider",
@@ -74,18 +86,21 @@ __all__ = [
     "PairRecord",
     "Pipeline",
     "PipelineOptions",
+    "Policy",
     "Predicate",
     "PredicateOutcome",
     "ProcedureContext",
     "PythonPredicate",
     "Recaller",
     "RunInfo",
+    "Session",
     "Skill",
     "SkillExit",
     "Snapshot",
     "SqlStateProvider",
     "StateProvider",
     "TableSpec",
+    "ToolCall",
     "Turn",
     "TurnRecord",
     "build_pipeline",
@@ -93,6 +108,7 @@ __all__ = [
     "evaluate",
     "exit_predicate",
     "funnel",
+    "gate_tool",
     "load_catalog",
     "make_recaller",
     "open_log",

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from maitred.audit.stats import wilson_interval, z_for
+from maitred.stats import wilson_interval, z_for
 
 Z = 1.959963984540054
 

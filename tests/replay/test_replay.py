@@ -18,7 +18,6 @@ from maitred.log import open_log
 from maitred.messages import read_messages
 from maitred.replay import MenuItem, OpenAICompatibleModel, replay, sample
 from maitred.skills import load_catalog
-from maitred.stats import wilson
 
 
 @pytest.fixture(scope="module")
@@ -115,14 +114,6 @@ def test_model_errors_are_recorded_and_the_replay_goes_on(
     assert data["sampled"] == len(turns) > refused
     assert data["errors"] == errors == refused > 0
     assert data["answered"] == len(turns) - refused
-
-
-def test_wilson_interval() -> None:
-    lo, hi = wilson(78, 1000)
-    assert lo == pytest.approx(0.0630, abs=5e-4) and hi == pytest.approx(0.0963, abs=5e-4)
-    assert wilson(0, 0) == (0.0, 1.0)
-    with pytest.raises(ValueError):
-        wilson(3, 2)
 
 
 @pytest.fixture()

@@ -5,7 +5,7 @@
   a sandbox (:mod:`~maitred.audit.sandbox`) on each; soundness violations fail the audit.
 * :mod:`~maitred.audit.forced` -- blocked pairs sampled from the decision log, their procedures
   re-run on the logged snapshots; the exit rate with a Wilson interval
-  (:mod:`~maitred.audit.stats`).
+  (:mod:`~maitred.stats`).
 """
 
 from maitred.audit.fixtures import AUDIT_NOW, Fixture, FixtureSpace, KeyPool
@@ -20,7 +20,7 @@ from maitred.audit.parity import (
     audit_skill,
 )
 from maitred.audit.sandbox import SandboxRun, run_sandboxed
-from maitred.audit.stats import wilson_interval
+from maitred.stats import wilson_interval
 
 __all__ = [
     "AUDIT_NOW",

@@ -8,7 +8,7 @@ content-addressed, by hash) and runs the skill's procedure on it in the sandbox
 decided, so date rules and freshness replay as they were.
 
 * an **exit** confirms the block; the report counts them, with a Wilson interval on the rate
-  (:func:`maitred.audit.stats.wilson_interval`) and whether the exit was on a predicate the log
+  (:func:`maitred.stats.wilson_interval`) and whether the exit was on a predicate the log
   recorded as fired;
 * a **completion** is a soundness finding: the gate hid a skill that could have run. Each one is
   listed (turn, skill, snapshot hash, the predicates the log says fired);
@@ -30,9 +30,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from maitred.audit.sandbox import run_sandboxed
-from maitred.audit.stats import wilson_interval
 from maitred.log.base import DecisionLog
 from maitred.skills.model import Catalog
+from maitred.stats import wilson_interval
 
 #: Findings of one kind listed in the text summary (``--json`` lists every one).
 LISTED = 20

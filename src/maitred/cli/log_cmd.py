@@ -27,6 +27,13 @@ def funnel(
         console.print(render_table(result))
 
 
+def migrate(log: str | None = LOG_OPT) -> None:
+    """Apply pending schema migrations to a log (read-only commands refuse an old schema)."""
+    with open_log(log or Settings.from_env().log) as handle:
+        names = handle.migrations()
+    console.print(f"schema at {names[-1]} ({len(names)} migrations applied)", highlight=False)
+
+
 def verify(
     log: str | None = LOG_OPT,
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),

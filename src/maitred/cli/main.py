@@ -37,7 +37,7 @@ app = typer.Typer(
 skills_app = typer.Typer(
     help="Skill catalogs: validate folders and tool files.", no_args_is_help=True
 )
-log_app = typer.Typer(help="The decision log: verify hashes.", no_args_is_help=True)
+log_app = typer.Typer(help="The decision log: verify hashes, migrate.", no_args_is_help=True)
 eval_app = typer.Typer(help="Evaluations: routing accuracy.", no_args_is_help=True)
 
 skills_app.command("validate")(skills_cmd.validate)
@@ -47,6 +47,7 @@ app.command("route")(route_cmd.route)
 app.command("run")(route_cmd.run)
 app.command("funnel")(log_cmd.funnel)
 log_app.command("verify")(log_cmd.verify)
+log_app.command("migrate")(log_cmd.migrate)
 app.add_typer(log_app, name="log")
 eval_app.command("routing")(eval_cmd.routing)
 app.command("demo")(demo_cmd.demo)

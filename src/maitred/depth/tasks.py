@@ -37,6 +37,7 @@ from typing import Any, Final, Literal
 from maitred.depth.payoff import DepthTask
 from maitred.depth.rules import Ranked
 from maitred.errors import ConfigError, InputError
+from maitred.jsonl import read_labelled
 from maitred.recall.base import Recaller
 from maitred.recall.evaluate import Query
 from maitred.skills.model import Catalog
@@ -107,23 +108,7 @@ def load_tasks(
     Raises:
         InputError: the file cannot be read (line 0) or holds no usable task.
     """
-    report = on_error or (lambda err: logger.warning("%s (line skipped)", err))
-    try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(str(path), 0, f"cannot read the task file: {exc}") from exc
-    tasks: list[DepthTask] = []
-    seen: set[str] = set()
-    for number, raw in enumerate(lines, start=1):
-        if not raw.strip():
-            continue
-        try:
-            task = parse_task(raw, seen)
-        except ValueError as exc:
-            report(InputError(str(path), number, str(exc)))
-            continue
-        seen.add(task.id)
-        tasks.append(task)
+    tasks = read_labelled(path, parse_task, what="task", on_error=on_error)
     if not tasks:
         raise InputError(str(path), 0, "no usable task in the file; see the lines reported above")
     return tasks

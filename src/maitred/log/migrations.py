@@ -274,7 +274,7 @@ def migrate(
         raise SchemaError(
             f"the decision log at {target.location} needs migrations "
             f"{[m.name for m in todo]} and was opened read-only; open it once read-write "
-            "(e.g. `open_log(path)`) with this maitred to upgrade it"
+            "with this maitred to upgrade it: `maitred log migrate --log PATH`"
         )
     for migration in todo:
         _apply(target, migration)

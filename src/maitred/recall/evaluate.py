@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from maitred.errors import InputError
+from maitred.jsonl import read_labelled
 from maitred.recall.base import Recaller
 
 MRR_DEPTH: Final = 100
@@ -110,24 +111,7 @@ def load_queries(
     Raises:
         InputError: the file itself cannot be read (line 0).
     """
-    report = on_error or (lambda err: logger.warning("%s (line skipped)", err))
-    try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(str(path), 0, f"cannot read the query file: {exc}") from exc
-    queries: list[Query] = []
-    seen: set[str] = set()
-    for number, raw in enumerate(lines, start=1):
-        if not raw.strip():
-            continue
-        try:
-            query = _parse_line(raw, seen)
-        except ValueError as exc:
-            report(InputError(str(path), number, str(exc)))
-            continue
-        seen.add(query.id)
-        queries.append(query)
-    return queries
+    return read_labelled(path, _parse_line, what="query", on_error=on_error)
 
 
 def query_metrics(ranked: Sequence[str], gold: Collection[str]) -> dict[str, float]:

@@ -20,7 +20,7 @@ from typing import Any
 from maitred.replay.cohort import Cohort, ReplayTurn, sample
 from maitred.replay.models import ChoiceModel, MenuItem
 from maitred.skills.model import Catalog
-from maitred.stats import wilson
+from maitred.stats import wilson_interval
 
 
 @dataclass(frozen=True)
@@ -56,10 +56,10 @@ class ReplayReport:
             "errors": len(self.outcomes) - len(ok),
             "picked_blocked": blocked,
             "picked_blocked_rate": blocked / len(ok) if ok else 0.0,
-            "picked_blocked_ci": list(wilson(blocked, len(ok))),
+            "picked_blocked_ci": list(wilson_interval(blocked, len(ok))),
             "differ": differ,
             "differ_rate": differ / len(ok) if ok else 0.0,
-            "differ_ci": list(wilson(differ, len(ok))),
+            "differ_ci": list(wilson_interval(differ, len(ok))),
         }
 
 

@@ -1,0 +1,293 @@
+"""Stage 5, the action gate: allow or reject one tool call before it runs.
+
+``ActionGate.check(call, state, session)`` is pure and read-only: it reads the call's
+arguments, the authoritative state and the session's record, and returns a
+:class:`~maitred.actions.model.Decision`. In order:
+
+1. an unknown tool -> ``TOOL_UNKNOWN``; a tool outside this turn's ``offered`` set ->
+   ``TOOL_NOT_OFFERED``; a tool whose exit predicates hold now -> ``TOOL_NOT_EXECUTABLE``
+   (hiding a tool is not enough: a call that names it is re-evaluated);
+2. a required argument missing -> ``ARGS_MISSING``;
+3. every policy predicate attached to the tool is evaluated by
+   :func:`maitred.contract.evaluate` on one snapshot of the values they declared. A holding
+   predicate rejects with its rule's code; a missing or stale read or an error rejects a
+   mutating call with ``STATE_MISSING`` / ``STATE_STALE`` / ``PREDICATE_ERROR`` and says that
+   the gate failed closed. The first predicate that holds (in declaration order) gives the code;
+   every outcome is kept on the decision.
+
+The gate never calls a model, never writes, and takes its clock as an argument, so a decision
+can be replayed from the values it read.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from maitred.actions.document import MISSING, ActionState, as_action_state, walk
+from maitred.actions.model import (
+    ARGS_MISSING,
+    FAIL_CLOSED_CODES,
+    OK,
+    TOOL_NOT_EXECUTABLE,
+    TOOL_NOT_OFFERED,
+    TOOL_UNKNOWN,
+    Decision,
+    ToolCall,
+)
+from maitred.actions.policy import Policy, PolicyPredicate, ToolPolicy
+from maitred.actions.session import Session
+from maitred.contract.evaluate import PredicateOutcome, evaluate
+from maitred.contract.predicate import Predicate, StateView
+from maitred.errors import ContractError
+from maitred.state.snapshot import Snapshot
+
+# the snapshot hash is computed when a decision is logged (Decision.to_json), not per check
+_DEFERRED_HASH = "deferred"
+_SEGMENT = re.compile(r"\.?([^.\[\]]+)|\[([^\[\]]+)\]")
+
+
+@dataclass(frozen=True)
+class _Read:
+    """A compiled read path: root, then keys (str) or references to other reads (_Read)."""
+
+    text: str
+    root: str
+    steps: tuple[str | _Read, ...]
+
+
+def compile_read(text: str) -> _Read:
+    """Parse ``state.reservations[args.reservation_id].cabin`` into a :class:`_Read`."""
+    parts: list[str | _Read] = []
+    pos = 0
+    for match in _SEGMENT.finditer(text):
+        if match.start() != pos:
+            break
+        key, ref = match.groups()
+        parts.append(key if key is not None else compile_read(ref))
+        pos = match.end()
+    if pos != len(text) or not parts or not isinstance(parts[0], str):
+        raise ContractError(
+            f"read path {text!r} cannot be parsed: write dotted keys, optionally indexed by "
+            "another read in brackets, e.g. state.reservations[args.reservation_id]"
+        )
+    return _Read(text, parts[0], tuple(parts[1:]))
+
+
+class _Resolver:
+    """Resolves compiled reads for one call (args, state, session), memoising references."""
+
+    def __init__(self, call: ToolCall, state: ActionState, session: Session) -> None:
+        self.call, self.state, self.session_view = call, state, session.view()
+
+    def path(self, read: _Read) -> tuple[str, ...] | None:
+        out: list[str] = []
+        for step in read.steps:
+            if isinstance(step, str):
+                out.append(step)
+                continue
+            value = self.value(step)[0]
+            if value is MISSING or value is None or isinstance(value, (dict, list)):
+                return None
+            out.append(str(value))
+        return tuple(out)
+
+    def value(self, read: _Read) -> tuple[Any, float | None]:
+        """The value at ``read`` (or MISSING) and, for state, when it was last known true."""
+        path = self.path(read)
+        if path is None:
+            return MISSING, None
+        if read.root == "args":
+            return walk(self.call.arguments, path), None
+        if read.root == "session":
+            return walk(self.session_view, path), None
+        return self.state.lookup(path), self.state.as_of(path)
+
+
+class ActionGate:
+    """Decides whether tool calls may run, under one :class:`Policy`.
+
+    Args:
+        policy: the tools and their policy predicates (a built policy pack).
+        clock: the gate's "now" in unix seconds; packs with a business clock pass a fixed one.
+    """
+
+    def __init__(self, policy: Policy, clock: Callable[[], float] = time.time) -> None:
+        self.policy = policy
+        self.clock = clock
+        self._reads: dict[str, _Read] = {}
+        for tool in policy.tools.values():
+            for pred in tool.predicates:
+                for key in pred.reads:
+                    self._reads.setdefault(key, compile_read(key))
+        self._label = f"{policy.name}@{policy.version}"
+
+    def check(
+        self,
+        call: ToolCall,
+        state: ActionState | Snapshot | Mapping[str, Any],
+        session: Session | None = None,
+        *,
+        offered: Collection[str] | None = None,
+        now: float | None = None,
+    ) -> Decision:
+        """Allow or reject ``call`` (see the module docstring for the order of checks)."""
+        at = self.clock() if now is None else now
+        tool = self.policy.tools.get(call.name)
+        if tool is None:
+            known = ", ".join(sorted(self.policy.tools))
+            return self._reject(
+                call,
+                TOOL_UNKNOWN,
+                f"there is no tool named {call.name!r}; the tools are: {known}",
+                (),
+                True,
+                at,
+            )
+        if offered is not None and call.name not in offered:
+            return self._reject(
+                call,
+                TOOL_NOT_OFFERED,
+                f"{call.name} is not available in this turn; use one of the tools you were offered",
+                (),
+                tool.mutates,
+                at,
+            )
+        src = as_action_state(state)
+        blocked = self._exit_outcomes(tool.spec.exit_predicates, src, session, at)
+        if blocked:
+            detail = "; ".join(o.detail or o.predicate for o in blocked)
+            return self._reject(
+                call,
+                TOOL_NOT_EXECUTABLE,
+                f"{call.name} cannot run for this account now ({detail})",
+                (),
+                tool.mutates,
+                at,
+                tuple(blocked),
+            )
+        absent = tuple(a for a in tool.spec.required if a not in call.arguments)
+        if absent:
+            return self._reject(
+                call,
+                ARGS_MISSING,
+                f"missing required argument(s): {', '.join(absent)}",
+                absent,
+                tool.mutates,
+                at,
+            )
+        return self._policy_decision(call, tool, src, session or Session(), at)
+
+    def _policy_decision(
+        self, call: ToolCall, tool: ToolPolicy, state: ActionState, session: Session, at: float
+    ) -> Decision:
+        snapshot = self._snapshot(call, tool.predicates, state, session, at)
+        outcomes = tuple(evaluate(p.predicate, snapshot, at) for p in tool.predicates)
+        first = next((i for i, o in enumerate(outcomes) if o.holds), None)
+        if first is None:
+            return Decision(
+                call, "allow", OK, "allowed", "", (), outcomes, tool.mutates, at, self._label
+            )
+        pred, outcome = tool.predicates[first], outcomes[first]
+        if outcome.status == "ok":
+            view = StateView(snapshot.values, pred.reads, pred.name, at)
+            why = pred.explanation(view)
+            return self._reject(
+                call, pred.code, why.message, why.fields, tool.mutates, at, outcomes, pred
+            )
+        code = FAIL_CLOSED_CODES[outcome.status]
+        text = (
+            f"the policy check {pred.name} could not be completed ({outcome.detail}); the "
+            "gate fails closed for changes, so the call was rejected. Read the record again "
+            "or ask for help"
+        )
+        return self._reject(call, code, text, pred.fields, tool.mutates, at, outcomes, pred)
+
+    def _snapshot(
+        self,
+        call: ToolCall,
+        predicates: Sequence[PolicyPredicate],
+        state: ActionState,
+        session: Session,
+        at: float,
+    ) -> Snapshot:
+        """One snapshot holding every value the predicates declared (one batch per call)."""
+        resolver = _Resolver(call, state, session)
+        values: dict[str, Any] = {}
+        key_as_of: dict[str, float] = {}
+        missing: set[str] = set()
+        optional = frozenset().union(*(p.optional for p in predicates))
+        for key in {k for p in predicates for k in p.reads}:
+            value, as_of = resolver.value(self._reads[key])
+            if value is MISSING:
+                if key in optional:
+                    values[key] = None
+                else:
+                    missing.add(key)
+                continue
+            values[key] = value
+            if as_of is not None:
+                key_as_of[key] = as_of
+        return Snapshot(
+            session.id, values, at, key_as_of, frozenset(missing), "action-gate", _DEFERRED_HASH
+        )
+
+    def _exit_outcomes(
+        self,
+        predicates: Iterable[Predicate],
+        state: ActionState,
+        session: Session | None,
+        at: float,
+    ) -> list[PredicateOutcome]:
+        preds = tuple(predicates)
+        if not preds:
+            return []
+        values: dict[str, Any] = {}
+        key_as_of: dict[str, float] = {}
+        for key in {k for p in preds for k in p.reads}:
+            path = key.split(".")
+            value = state.lookup(path)
+            if value is not MISSING:
+                values[key] = value
+                stamp = state.as_of(path)
+                if stamp is not None:
+                    key_as_of[key] = stamp
+        snap = Snapshot(
+            session.id if session else "",
+            values,
+            at,
+            key_as_of,
+            frozenset(),
+            "action-gate",
+            _DEFERRED_HASH,
+        )
+        return [o for o in (evaluate(p, snap, at) for p in preds) if o.holds]
+
+    def _reject(
+        self,
+        call: ToolCall,
+        code: str,
+        why: str,
+        fields: tuple[str, ...],
+        mutates: bool,
+        at: float,
+        outcomes: tuple[PredicateOutcome, ...] = (),
+        pred: PolicyPredicate | None = None,
+    ) -> Decision:
+        who = f" by {pred.name} (version {pred.version[:15]})" if pred else ""
+        return Decision(
+            call,
+            "reject",
+            code,
+            f"{call.name} rejected{who}: {code}: {why}",
+            f"Rejected ({code}): {why}. The call was not executed and nothing was changed; "
+            "re-plan with the user.",
+            fields,
+            outcomes,
+            mutates,
+            at,
+            self._label,
+        )

@@ -1,0 +1,150 @@
+"""The values the action gate exchanges: a tool call in, a decision out.
+
+A :class:`Decision` is data, never an exception: ``allow`` or ``reject`` with a stable reason
+``code`` (``"OK"`` when allowed), a message for people (which predicate, which version, what it
+read), a message for the model (what was wrong and that nothing ran, so it can re-plan), the
+offending argument paths (``fields``) and the outcome of every predicate evaluated, with its
+version. :meth:`Decision.to_json` is the row the decision log will store (the log integration
+is a later change); it holds everything needed to replay the call: the call, the values each
+predicate read, their versions and the gate's clock.
+
+Gate-level codes (rule packs add their own, e.g. ``AIRLINE_CANCEL_NOT_ELIGIBLE``):
+
+* ``TOOL_UNKNOWN`` -- no tool of that name is known to the policy;
+* ``TOOL_NOT_OFFERED`` -- the tool was not on this turn's menu;
+* ``TOOL_NOT_EXECUTABLE`` -- an exit predicate of the tool holds now (it would have been hidden);
+* ``ARGS_MISSING`` -- a required argument is absent;
+* ``STATE_MISSING`` / ``STATE_STALE`` / ``PREDICATE_ERROR`` -- the gate could not decide and
+  failed closed.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from maitred._canonical import content_hash
+from maitred.contract.evaluate import PredicateOutcome
+
+Verdict = Literal["allow", "reject"]
+
+OK = "OK"
+TOOL_UNKNOWN = "TOOL_UNKNOWN"
+TOOL_NOT_OFFERED = "TOOL_NOT_OFFERED"
+TOOL_NOT_EXECUTABLE = "TOOL_NOT_EXECUTABLE"
+ARGS_MISSING = "ARGS_MISSING"
+STATE_MISSING = "STATE_MISSING"
+STATE_STALE = "STATE_STALE"
+PREDICATE_ERROR = "PREDICATE_ERROR"
+
+#: the code a fail-closed outcome gets, by :attr:`PredicateOutcome.status`
+FAIL_CLOSED_CODES: Mapping[str, str] = {
+    "missing": STATE_MISSING,
+    "stale": STATE_STALE,
+    "error": PREDICATE_ERROR,
+}
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One tool call the model asked for.
+
+    Attributes:
+        name: the tool's name.
+        arguments: its arguments, as decoded JSON.
+        id: the model provider's call id (``tool_call_id`` / ``tool_use_id``), if any.
+    """
+
+    name: str
+    arguments: Mapping[str, Any] = field(default_factory=dict)
+    id: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "arguments": dict(self.arguments), "id": self.id}
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The action gate's verdict on one call.
+
+    Attributes:
+        call: the call decided on.
+        verdict: ``"allow"`` or ``"reject"``.
+        code: stable reason code (``"OK"`` when allowed); see the module docstring.
+        message: for people: the predicate(s), their versions and what they saw.
+        message_for_model: returned to the model as the tool result on rejection.
+        fields: offending argument paths (``"passengers"``, ``"payment_methods[1].amount"``).
+        outcomes: every predicate evaluated, in order (verdict, status, version, values read).
+        mutates: whether the tool mutates (mutating calls fail closed).
+        now: the gate's clock for this decision (unix seconds; business rules use it).
+        policy: the policy pack's name and version, ``"name@version"``.
+        decision_id: unique id of this decision (for the decision log); not part of equality.
+    """
+
+    call: ToolCall
+    verdict: Verdict
+    code: str = OK
+    message: str = ""
+    message_for_model: str = ""
+    fields: tuple[str, ...] = ()
+    outcomes: tuple[PredicateOutcome, ...] = ()
+    mutates: bool = True
+    now: float = 0.0
+    policy: str = ""
+    decision_id: str = field(default_factory=lambda: uuid.uuid4().hex, compare=False)
+
+    @property
+    def allow(self) -> bool:
+        """True when the call may run."""
+        return self.verdict == "allow"
+
+    @property
+    def reject(self) -> bool:
+        """True when the call must not run."""
+        return self.verdict == "reject"
+
+    @property
+    def fired(self) -> tuple[PredicateOutcome, ...]:
+        """The outcomes that hold (why the call was rejected)."""
+        return tuple(o for o in self.outcomes if o.holds)
+
+    @property
+    def versions(self) -> dict[str, str]:
+        """Predicate name -> version hash, for every predicate evaluated."""
+        return {o.predicate: o.version for o in self.outcomes}
+
+    def tool_result(self) -> dict[str, Any]:
+        """What the model receives instead of the tool's output when the call is rejected."""
+        return {
+            "error": "rejected_by_policy",
+            "code": self.code,
+            "message": self.message_for_model,
+            "fields": list(self.fields),
+            "executed": False,
+        }
+
+    def to_json(self) -> dict[str, Any]:
+        """The decision as a JSON object: the row the decision log will store.
+
+        ``values_hash`` is the content hash of every value the predicates read, so a stored
+        decision can be checked against a replay without keeping large state values twice.
+        """
+        outcomes = [o.to_json() for o in self.outcomes]
+        read = {o.predicate: dict(o.values) for o in self.outcomes}
+        return {
+            "decision_id": self.decision_id,
+            "call": self.call.to_json(),
+            "verdict": self.verdict,
+            "code": self.code,
+            "message": self.message,
+            "message_for_model": self.message_for_model,
+            "fields": list(self.fields),
+            "mutates": self.mutates,
+            "now": self.now,
+            "policy": self.policy,
+            "versions": self.versions,
+            "outcomes": outcomes,
+            "values_hash": content_hash(read),
+        }

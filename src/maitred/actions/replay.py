@@ -1,0 +1,123 @@
+"""Shadow replay: what would the gates have done to these trajectories?
+
+Each trajectory (``{"id", "context": {"cancel_reason"?}, "calls": [{"name", "arguments"}]}``)
+runs in order against the replay's **own in-memory copy** of the database: reads run (a read
+that fails is not recorded in the session), every mutating call is checked, and an allowed write
+is applied so later calls see its effects. A rejected write is not applied. One
+:class:`ReplayRow` per mutating call is produced; the input database is never changed.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from maitred.actions.gate import ActionGate
+from maitred.actions.model import ToolCall
+from maitred.actions.packs import Executor
+from maitred.actions.session import Session
+from maitred.errors import InputError
+
+
+@dataclass(frozen=True)
+class ReplayRow:
+    """The gate's decision on one mutating call of one trajectory."""
+
+    trajectory: str
+    index: int
+    name: str
+    decision: str
+    code: str
+    message: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "trajectory": self.trajectory,
+            "index": self.index,
+            "name": self.name,
+            "decision": self.decision,
+            "code": self.code,
+            "message": self.message,
+        }
+
+
+def load_trajectories(path: Path) -> list[dict[str, Any]]:
+    """Read a trajectories JSONL file; a bad line raises :class:`InputError` naming it."""
+    out = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputError(str(path), number, f"not JSON: {exc.msg}") from None
+        if not isinstance(item, dict) or not isinstance(item.get("calls"), list):
+            raise InputError(str(path), number, 'expected {"id", "context", "calls": [...]}')
+        for i, c in enumerate(item["calls"]):
+            if not isinstance(c, dict) or not isinstance(c.get("name"), str):
+                raise InputError(str(path), number, f'calls[{i}] needs a "name"')
+            if not isinstance(c.get("arguments", {}), dict):
+                raise InputError(str(path), number, f"calls[{i}].arguments must be an object")
+        item.setdefault("id", f"line-{number}")
+        out.append(item)
+    return out
+
+
+def replay(
+    gate: ActionGate,
+    db: Mapping[str, Any],
+    trajectories: Iterable[Mapping[str, Any]],
+    make_executor: Callable[[dict[str, Any]], Executor],
+) -> Iterator[ReplayRow]:
+    """Replay trajectories through ``gate`` on a deep copy of ``db`` (which is not modified).
+
+    Args:
+        gate: the action gate.
+        db: the database.
+        trajectories: as read by :func:`load_trajectories`.
+        make_executor: ``(db_copy) -> executor``: runs a tool by name on the copy.
+    """
+    work: dict[str, Any] = copy.deepcopy(dict(db))
+    run = make_executor(work)
+    for item in trajectories:
+        tid = str(item.get("id", ""))
+        session = Session(id=tid, context=dict(item.get("context") or {}))
+        for index, raw in enumerate(item["calls"]):
+            row = _step(gate, work, run, session, tid, index, raw)
+            if row is not None:
+                yield row
+
+
+def _step(
+    gate: ActionGate,
+    work: dict[str, Any],
+    run: Executor,
+    session: Session,
+    tid: str,
+    index: int,
+    raw: Mapping[str, Any],
+) -> ReplayRow | None:
+    call = ToolCall(str(raw["name"]), dict(raw.get("arguments") or {}))
+    tool = gate.policy.tools.get(call.name)
+    decision = gate.check(call, work, session)
+    mutates = tool is None or tool.mutates
+    if decision.reject:
+        if not mutates:
+            return None
+        return ReplayRow(tid, index, call.name, "reject", decision.code, decision.message)
+    try:
+        result = run(call.name, call.arguments)
+    except Exception as exc:  # a loud tool error: the call did not succeed
+        if not mutates:
+            return None
+        return ReplayRow(
+            tid, index, call.name, "allow", decision.code, f"allowed; the tool then failed: {exc}"
+        )
+    session.record(call, result, gate.policy.tracking)
+    if not mutates:
+        return None
+    return ReplayRow(tid, index, call.name, "allow", decision.code, decision.message)

@@ -1,0 +1,1 @@
+"""Simulators of tool domains, for tests, shadow replay and gated-agent experiments."""

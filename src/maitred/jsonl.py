@@ -1,0 +1,64 @@
+"""Reading labelled JSONL files (queries, depth tasks) the same way everywhere.
+
+Each non-blank line is parsed by the caller's ``parse(raw, seen_ids)``, which raises
+``ValueError`` saying what is wrong; that line is reported as an
+:class:`~maitred.errors.InputError` naming the file and line, and skipped -- a bad line never
+drops the rest of the file.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from typing import Protocol, TypeVar
+
+from maitred.errors import InputError
+
+logger = logging.getLogger(__name__)
+
+
+class _HasId(Protocol):
+    @property
+    def id(self) -> str: ...
+
+
+T = TypeVar("T", bound=_HasId)
+
+
+def read_labelled(
+    path: Path | str,
+    parse: Callable[[str, set[str]], T],
+    *,
+    what: str,
+    on_error: Callable[[InputError], None] | None = None,
+) -> list[T]:
+    """Parse every line of ``path``; bad lines go to ``on_error`` (default: a warning).
+
+    Args:
+        path: the file.
+        parse: one line (and the ids seen so far) -> an item; raises ValueError when bad.
+        what: what the file holds, for messages ("query", "task").
+        on_error: called with an InputError for each bad line.
+
+    Raises:
+        InputError: the file itself cannot be read (line 0).
+    """
+    report = on_error or (lambda err: logger.warning("%s (line skipped)", err))
+    try:
+        lines = Path(path).read_text(encoding="utf-8-sig").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(str(path), 0, f"cannot read the {what} file: {exc}") from exc
+    items: list[T] = []
+    seen: set[str] = set()
+    for number, raw in enumerate(lines, start=1):
+        if not raw.strip():
+            continue
+        try:
+            item = parse(raw, seen)
+        except (ValueError, RecursionError) as exc:
+            report(InputError(str(path), number, str(exc) or type(exc).__name__))
+            continue
+        seen.add(item.id)
+        items.append(item)
+    return items
