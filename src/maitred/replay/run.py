@@ -64,7 +64,9 @@ class ReplayReport:
 
 
 def _menu(catalog: Catalog, names: tuple[str, ...]) -> list[MenuItem]:
-    return [MenuItem(n, catalog[n].description) for n in names if n in catalog]
+    # in name order, not recall order: both menus then differ only by the blocked skills (no
+    # position effect), and the shared prompt prefix lets a local model reuse its cache
+    return [MenuItem(n, catalog[n].description) for n in sorted(names) if n in catalog]
 
 
 def ask(model: ChoiceModel, catalog: Catalog, turn: ReplayTurn) -> ReplayOutcome:
