@@ -43,7 +43,10 @@ def test_a_clean_log_verifies(opener: Opener) -> None:
         report = verify(log)
     assert report.ok and report.mismatches == ()
     assert (report.turns, report.pairs, report.snapshots) == (5, 15, 1)
-    assert report.summary() == "OK: 5 turns, 15 pairs, 1 snapshots checked; 0 mismatch(es)"
+    assert (
+        report.summary()
+        == "OK: 5 turns, 15 pairs, 1 snapshots, 0 action decisions checked; 0 mismatch(es)"
+    )
     assert report.to_json()["ok"] is True
     report.raise_for_mismatch()
 
@@ -95,7 +98,9 @@ def test_a_missing_snapshot_and_the_mismatch_limit(tmp_path: Path) -> None:
     report = verify(path, limit=3)
     assert report.mismatch_count == 12  # 6 row hashes + 6 dangling snapshot references
     assert len(report.mismatches) == 3
-    assert report.summary().startswith("FAILED: 6 turns, 18 pairs, 0 snapshots checked; 12")
+    assert report.summary().startswith(
+        "FAILED: 6 turns, 18 pairs, 0 snapshots, 0 action decisions checked; 12"
+    )
     assert report.summary().endswith("... and 9 more")
     data = report.to_json()
     json.dumps(data)

@@ -15,8 +15,10 @@ arguments, the authoritative state and the session's record, and returns a
    the gate failed closed. The first predicate that holds (in declaration order) gives the code;
    every outcome is kept on the decision.
 
-The gate never calls a model, never writes, and takes its clock as an argument, so a decision
-can be replayed from the values it read.
+The gate never calls a model, never writes to the state, and takes its clock as an argument, so
+a decision can be replayed from the values it read. Given a ``log`` (a
+:class:`~maitred.actions.sink.DecisionSink`, e.g. a decision log), it records every decision it
+returns -- allowed or rejected, gate-level or policy -- with the session's id.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from maitred.actions.document import MISSING, ActionState, as_action_state, walk
@@ -40,6 +42,7 @@ from maitred.actions.model import (
 )
 from maitred.actions.policy import Policy, PolicyPredicate, ToolPolicy
 from maitred.actions.session import Session
+from maitred.actions.sink import DecisionSink
 from maitred.contract.evaluate import PredicateOutcome, evaluate
 from maitred.contract.predicate import Predicate, StateView
 from maitred.errors import ContractError
@@ -113,11 +116,20 @@ class ActionGate:
     Args:
         policy: the tools and their policy predicates (a built policy pack).
         clock: the gate's "now" in unix seconds; packs with a business clock pass a fixed one.
+        log: where every decision is recorded (a decision log or another sink); ``None``: not
+            recorded.
     """
 
-    def __init__(self, policy: Policy, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        policy: Policy,
+        clock: Callable[[], float] = time.time,
+        *,
+        log: DecisionSink | None = None,
+    ) -> None:
         self.policy = policy
         self.clock = clock
+        self.log = log
         self._reads: dict[str, _Read] = {}
         for tool in policy.tools.values():
             for pred in tool.predicates:
@@ -134,7 +146,26 @@ class ActionGate:
         offered: Collection[str] | None = None,
         now: float | None = None,
     ) -> Decision:
-        """Allow or reject ``call`` (see the module docstring for the order of checks)."""
+        """Allow or reject ``call`` (see the module docstring for the order of checks).
+
+        The decision carries ``session.id``; with a ``log``, it is recorded before it is
+        returned (a log that fails raises, and the call must then not run).
+        """
+        decision = self._decide(call, state, session, offered, now)
+        if session is not None and session.id:
+            decision = replace(decision, session_id=session.id)
+        if self.log is not None:
+            self.log.write_decisions((decision,))
+        return decision
+
+    def _decide(
+        self,
+        call: ToolCall,
+        state: ActionState | Snapshot | Mapping[str, Any],
+        session: Session | None,
+        offered: Collection[str] | None,
+        now: float | None,
+    ) -> Decision:
         at = self.clock() if now is None else now
         tool = self.policy.tools.get(call.name)
         if tool is None:

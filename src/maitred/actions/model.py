@@ -4,9 +4,9 @@ A :class:`Decision` is data, never an exception: ``allow`` or ``reject`` with a 
 ``code`` (``"OK"`` when allowed), a message for people (which predicate, which version, what it
 read), a message for the model (what was wrong and that nothing ran, so it can re-plan), the
 offending argument paths (``fields``) and the outcome of every predicate evaluated, with its
-version. :meth:`Decision.to_json` is the row the decision log will store (the log integration
-is a later change); it holds everything needed to replay the call: the call, the values each
-predicate read, their versions and the gate's clock.
+version. :meth:`Decision.to_json` is what the decision log stores (table ``action_decisions``,
+its canonical JSON and content hash); it holds everything needed to replay the call: the call,
+the session it came from, the values each predicate read, their versions and the gate's clock.
 
 Gate-level codes (rule packs add their own, e.g. ``AIRLINE_CANCEL_NOT_ELIGIBLE``):
 
@@ -20,6 +20,7 @@ Gate-level codes (rule packs add their own, e.g. ``AIRLINE_CANCEL_NOT_ELIGIBLE``
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -81,6 +82,7 @@ class Decision:
         now: the gate's clock for this decision (unix seconds; business rules use it).
         policy: the policy pack's name and version, ``"name@version"``.
         decision_id: unique id of this decision (for the decision log); not part of equality.
+        session_id: the id of the session the call came from (``""`` when none was given).
     """
 
     call: ToolCall
@@ -94,6 +96,7 @@ class Decision:
     now: float = 0.0
     policy: str = ""
     decision_id: str = field(default_factory=lambda: uuid.uuid4().hex, compare=False)
+    session_id: str = ""
 
     @property
     def allow(self) -> bool:
@@ -126,15 +129,16 @@ class Decision:
         }
 
     def to_json(self) -> dict[str, Any]:
-        """The decision as a JSON object: the row the decision log will store.
+        """The decision as a JSON object: what the decision log stores (canonically, hashed).
 
         ``values_hash`` is the content hash of every value the predicates read, so a stored
         decision can be checked against a replay without keeping large state values twice.
         """
-        outcomes = [o.to_json() for o in self.outcomes]
-        read = {o.predicate: dict(o.values) for o in self.outcomes}
+        outcomes = [jsonable(o.to_json()) for o in self.outcomes]
+        read = {o.predicate: jsonable(dict(o.values)) for o in self.outcomes}
         return {
             "decision_id": self.decision_id,
+            "session_id": self.session_id,
             "call": self.call.to_json(),
             "verdict": self.verdict,
             "code": self.code,
@@ -148,3 +152,15 @@ class Decision:
             "outcomes": outcomes,
             "values_hash": content_hash(read),
         }
+
+
+def jsonable(value: Any) -> Any:
+    """``value`` with dataclass instances (a session's ``ReadMark``) turned into dicts, so the
+    values a predicate read can be stored and hashed as JSON."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, Mapping):
+        return {k: jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    return value

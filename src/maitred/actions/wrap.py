@@ -23,6 +23,8 @@ from maitred.actions.document import ActionState
 from maitred.actions.gate import ActionGate
 from maitred.actions.model import Decision, ToolCall
 from maitred.actions.session import Session
+from maitred.actions.sink import DecisionSink
+from maitred.errors import ConfigError
 from maitred.state.snapshot import Snapshot
 
 StateSource = Callable[[], ActionState | Snapshot | Mapping[str, Any]]
@@ -58,6 +60,12 @@ class GatedRegistry:
         state: returns the current state (called once per call, before the check).
         session: the session to check against and record into.
         offered: the tool names offered this turn (``None``: no menu restriction).
+        log: where this registry records its decisions (a decision log or another sink), for a
+            gate shared without one; a gate that has its own ``log`` already records them.
+
+    Raises:
+        ConfigError: both the gate and the registry were given a log (each decision would be
+            recorded twice).
     """
 
     def __init__(
@@ -67,9 +75,17 @@ class GatedRegistry:
         state: StateSource,
         session: Session,
         offered: Collection[str] | None = None,
+        *,
+        log: DecisionSink | None = None,
     ) -> None:
+        if log is not None and gate.log is not None:
+            raise ConfigError(
+                "GatedRegistry(log=...) was given a log, but its gate records to its own log "
+                "already; pass the log to one of them only"
+            )
         self.tools, self.gate, self.state, self.session = dict(tools), gate, state, session
         self.offered = offered
+        self.log = log
         self.decisions: list[Decision] = []
 
     def call(self, name: str, arguments: Mapping[str, Any], call_id: str = "") -> Outcome:
@@ -77,6 +93,8 @@ class GatedRegistry:
         tc = ToolCall(name, dict(arguments), call_id)
         decision = self.gate.check(tc, self.state(), self.session, offered=self.offered)
         self.decisions.append(decision)
+        if self.log is not None:
+            self.log.write_decisions((decision,))
         if decision.reject:
             return Outcome(decision)
         tool = self.tools.get(name)

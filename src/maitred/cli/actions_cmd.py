@@ -1,22 +1,41 @@
-"""`maitred actions check`: shadow-replay recorded trajectories through a policy pack's gates.
+"""`maitred actions check` (shadow replay) and `maitred eval agent` (gated-agent evaluation).
 
-Prints one JSON line per mutating call: ``{"trajectory", "index", "name", "decision", "code",
-"message"}``. Allowed writes are applied to an in-memory copy of the database so later calls
-see their effects; the database file is never written.
+`actions check` prints one JSON line per mutating call: ``{"trajectory", "index", "name",
+"decision", "code", "message"}``. Allowed writes are applied to an in-memory copy of the
+database so later calls see their effects; the database file is never written.
+
+`eval agent` runs generated tasks K times with gates on and off and prints pass^1 and pass^K
+with paired-bootstrap intervals, stratified by whether a gate fired (library:
+:mod:`maitred.actions.evaluate`).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
 
 import typer
 
+from maitred.actions.evaluate import (
+    DOMAINS,
+    Agent,
+    EvalReport,
+    GoldAgent,
+    LLMAgent,
+    RecklessAgent,
+    evaluate_agent,
+    load_domain,
+)
+from maitred.actions.evaluate.agents import AGENTS
+from maitred.actions.evaluate.domains import Domain
 from maitred.actions.packs import PACKS, load_pack
 from maitred.actions.replay import load_trajectories, replay
+from maitred.cli._common import console, dump_json
 from maitred.errors import ConfigError
+from maitred.log.base import open_log
 
 
 def _load_db(path: Path) -> dict[str, Any]:
@@ -53,6 +72,79 @@ def check(
         sys.stdout.write(json.dumps(row.to_json(), ensure_ascii=False) + "\n")
 
 
+def _make_agent(
+    name: str, domain: Domain, rate: float, base_url: str | None, model: str | None, key_env: str
+) -> Agent:
+    if name == "gold":
+        return GoldAgent()
+    if name == "reckless":
+        if not 0.0 <= rate <= 1.0:
+            raise ConfigError(f"--rate must be between 0 and 1 (got {rate})")
+        return RecklessAgent(rate)
+    if name == "llm":
+        if not base_url or not model:
+            raise ConfigError("--agent llm needs --base-url (…/v1) and --model")
+        return LLMAgent(domain, base_url, model, api_key=os.environ.get(key_env, ""))
+    raise ConfigError(f"unknown agent {name!r}; choose one of {list(AGENTS)}")
+
+
+def _print_report(report: EvalReport) -> None:
+    data = report.to_json()
+    k = report.trials
+    console.print(
+        f"{report.agent} on {report.pack}: {len(report.results)} tasks x {k} trials per arm, "
+        f"{data['rejections']} rejections (seed {report.seed})",
+        highlight=False,
+    )
+    for name, s in data["strata"].items():
+        if not s["n_tasks"]:
+            console.print(f"  {name:<9}  0 tasks", highlight=False)
+            continue
+        for key in ("pass^1", f"pass^{k}"):
+            f = s[key]
+            console.print(
+                f"  {name:<9} {s['n_tasks']:>3} tasks  {key:<7} on {f['on']:.3f}  off "
+                f"{f['off']:.3f}  diff {f['diff']:+.3f}  95% CI [{f['low']:+.3f}, "
+                f"{f['high']:+.3f}]",
+                highlight=False,
+                soft_wrap=True,
+            )
+
+
+def agent(
+    pack: str = typer.Option(..., "--pack", help=f"Pack: {', '.join(sorted(DOMAINS))}."),
+    tasks: int = typer.Option(..., "--tasks", help="Number of tasks (from seeded databases)."),
+    agent_name: str = typer.Option(..., "--agent", help=f"Agent: {', '.join(AGENTS)}."),
+    trials: int = typer.Option(4, "--trials", "-k", help="Trials per task and arm (K)."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the task set, trials and bootstrap."),
+    rate: float = typer.Option(0.5, "--rate", help="reckless: chance of a forbidden write."),
+    base_url: str | None = typer.Option(None, "--base-url", help="llm: OpenAI-compatible URL."),
+    model: str | None = typer.Option(None, "--model", help="llm: the model name."),
+    key_env: str = typer.Option(
+        "OPENAI_API_KEY", "--api-key-env", help="llm: environment variable with the API key."
+    ),
+    log: str | None = typer.Option(None, "--log", help="Log gated decisions to this log."),
+    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+) -> None:
+    """Gates on vs off: pass^1 and pass^K with paired-bootstrap intervals, by whether a gate
+    fired."""
+    if trials < 1:
+        raise ConfigError(f"--trials must be at least 1 (got {trials})")
+    domain = load_domain(pack)
+    chosen = _make_agent(agent_name, domain, rate, base_url, model, key_env)
+    if log is None:
+        report = evaluate_agent(domain, chosen, n_tasks=tasks, trials=trials, seed=seed)
+    else:
+        with open_log(log) as handle:
+            report = evaluate_agent(
+                domain, chosen, n_tasks=tasks, trials=trials, seed=seed, log=handle
+            )
+    if as_json:
+        dump_json(report.to_json())
+    else:
+        _print_report(report)
+
+
 def register(app: typer.Typer, eval_app: typer.Typer) -> None:
     """Add this module's commands to the `maitred` app (and its `eval` group)."""
     actions_app = typer.Typer(
@@ -60,3 +152,4 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
     )
     actions_app.command("check")(check)
     app.add_typer(actions_app, name="actions")
+    eval_app.command("agent")(agent)

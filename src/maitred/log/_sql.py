@@ -8,10 +8,11 @@ PostgreSQL backend rewrites the placeholders.
 Writes: :meth:`SqlLog.write` encodes a turn (computing its row hash) and appends its rows to an
 in-memory buffer; once ``batch_pairs`` pair rows (or as many turns) are waiting, the whole
 buffer is inserted in one transaction. A failed batch is rolled back and discarded, and the
-error says how many turns were lost. Snapshots are inserted if absent (content-addressed), and
-each session remembers a bounded set of hashes it already wrote so repeats cost nothing.
-Writing and flushing hold a lock, so several threads may write through one log; read from one
-thread at a time.
+error says how many turns were lost. Action decisions (:meth:`SqlLog.write_decisions`) are
+buffered the same way and land in the same batches (no run is needed for them). Snapshots are
+inserted if absent (content-addressed), and each session remembers a bounded set of hashes it
+already wrote so repeats cost nothing. Writing and flushing hold a lock, so several threads may
+write through one log; read from one thread at a time.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Any
 
 from maitred.decision import RunInfo, TurnRecord
 from maitred.errors import ConfigError, LogError
+from maitred.log.action_rows import ACTION_DECISION_COLUMNS, LoggableDecision, encode_decision
 from maitred.log.migrations import Dialect, applied, migrate
 from maitred.log.rows import (
     PAIR_COLUMNS,
@@ -91,6 +93,7 @@ class SqlLog:
         self._turns: list[Row] = []
         self._pairs: list[Row] = []
         self._snapshots: list[Row] = []
+        self._decisions: list[Row] = []
         self._seen_snapshots: set[str] = set()
         self._known_runs: set[str] = set()
         self._closed = False
@@ -114,6 +117,9 @@ class SqlLog:
         raise NotImplementedError
 
     def _insert_batch(self, snapshots: list[Row], turns: list[Row], pairs: list[Row]) -> None:
+        raise NotImplementedError
+
+    def _insert_decisions(self, rows: list[Row]) -> None:
         raise NotImplementedError
 
     def _close_connection(self) -> None:
@@ -203,6 +209,23 @@ class SqlLog:
                 for row in rows:
                     self.execute(insert_sql("replays", REPLAY_COLUMNS), row)
 
+    def write_decisions(self, decisions: Sequence[LoggableDecision]) -> None:
+        """Buffer action-gate decisions for the ``action_decisions`` table.
+
+        They land with the next batch (``batch_pairs`` buffered rows), :meth:`flush` or
+        :meth:`close`, in one transaction with any buffered turns.
+
+        Raises:
+            LogError: a decision holds a value that is not finite JSON, the log is read-only or
+                closed, or the batch could not be written.
+        """
+        self._writable("write_decisions")
+        rows = [encode_decision(d) for d in decisions]
+        with self._lock:
+            self._decisions.extend(rows)
+            if len(self._decisions) >= self.batch_pairs:
+                self._flush_locked()
+
     def _check_run(self, run_id: str, turn_id: str) -> None:
         if run_id in self._known_runs:
             return
@@ -220,19 +243,24 @@ class SqlLog:
             self._flush_locked()
 
     def _flush_locked(self) -> None:
-        if not self._turns:
+        if not self._turns and not self._decisions:
             return
         snapshots, turns, pairs = self._snapshots, self._turns, self._pairs
-        self._snapshots, self._turns, self._pairs = [], [], []
+        decisions = self._decisions
+        self._snapshots, self._turns, self._pairs, self._decisions = [], [], [], []
         try:
             with self.transaction():
-                self._insert_batch(snapshots, turns, pairs)
+                if turns:
+                    self._insert_batch(snapshots, turns, pairs)
+                if decisions:
+                    self._insert_decisions(decisions)
         except LogError as exc:
             self._seen_snapshots.difference_update(s[0] for s in snapshots)
             raise LogError(
-                f"a batch of {len(turns)} turns ({len(pairs)} pairs) could not be written to "
-                f"the decision log at {self.location} and was discarded: {exc}; turn ids must "
-                "be unique (one per run and message)"
+                f"a batch of {len(turns)} turns ({len(pairs)} pairs) and {len(decisions)} "
+                f"action decisions could not be written to the decision log at "
+                f"{self.location} and was discarded: {exc}; turn ids must be unique (one per "
+                "run and message), and so must decision ids"
             ) from exc
 
     def close(self) -> None:
@@ -315,6 +343,29 @@ class SqlLog:
         if not rows:
             return None
         return decode_snapshot(dict(zip(SNAPSHOT_COLUMNS, rows[0], strict=True)))
+
+    def iter_action_decisions(self, session_id: str | None = None) -> Iterator[dict[str, Any]]:
+        """Stored action-decision rows (all, or one session's), in decision-id order.
+
+        Values are as stored (``decision_json`` as text, ``mutates`` as a bool).
+        """
+        self._before_read()
+        select = f"SELECT {columns(ACTION_DECISION_COLUMNS)} FROM action_decisions"
+        where = [] if session_id is None else ["session_id = ?"]
+        params: list[Any] = [] if session_id is None else [session_id]
+        last: str | None = None
+        while True:
+            conds = [*where, "decision_id > ?"] if last is not None else where
+            clause = f" WHERE {' AND '.join(conds)}" if conds else ""
+            args = [*params, last] if last is not None else params
+            rows = self.query(f"{select}{clause} ORDER BY decision_id LIMIT {_PAGE}", args)
+            for r in rows:
+                row = dict(zip(ACTION_DECISION_COLUMNS, r, strict=True))
+                row["mutates"] = bool(row["mutates"])
+                yield row
+            if len(rows) < _PAGE:
+                return
+            last = str(rows[-1][0])
 
     def iter_snapshots(self) -> Iterator[dict[str, Any]]:
         """Every stored snapshot row, in hash order."""

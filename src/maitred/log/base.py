@@ -2,9 +2,11 @@
 
 Every turn the pipeline decides is written to a :class:`DecisionLog`: a run header
 (:meth:`~DecisionLog.begin_run`), then one :class:`~maitred.decision.TurnRecord` per message
-(:meth:`~DecisionLog.write`). Writes are buffered and land in batches, one transaction each;
-:meth:`~DecisionLog.flush` and :meth:`~DecisionLog.close` (or leaving the ``with`` block) make
-them durable. The log is append-only: there is no update or delete API.
+(:meth:`~DecisionLog.write`); every action-gate decision goes in with
+:meth:`~DecisionLog.write_decisions` (a log is a :class:`~maitred.actions.sink.DecisionSink`).
+Writes are buffered and land in batches, one transaction each; :meth:`~DecisionLog.flush` and
+:meth:`~DecisionLog.close` (or leaving the ``with`` block) make them durable. The log is
+append-only: there is no update or delete API.
 
 Analytics, replay and ``verify`` read a log through the same interface, usually opened with
 ``read_only=True``, which the database itself enforces (SQLite ``mode=ro``, a PostgreSQL
@@ -26,6 +28,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from maitred.decision import RunInfo, TurnRecord
 from maitred.errors import ConfigError
+from maitred.log.action_rows import LoggableDecision
 from maitred.log.migrations import Dialect
 from maitred.state.snapshot import Snapshot
 
@@ -74,6 +77,10 @@ class DecisionLog(Protocol):
         """Append counterfactual-replay rows (see ``REPLAY_COLUMNS``), tied to logged turns."""
         ...
 
+    def write_decisions(self, decisions: Sequence[LoggableDecision]) -> None:
+        """Buffer action-gate decisions (``action_decisions``); they land with the next batch."""
+        ...
+
     def runs(self) -> list[RunInfo]:
         """Every run in the log, oldest first."""
         ...
@@ -93,6 +100,10 @@ class DecisionLog(Protocol):
 
     def iter_snapshots(self) -> Iterator[dict[str, Any]]:
         """Every stored snapshot row (``hash``, ``account_id``, ``as_of``, ``json``)."""
+        ...
+
+    def iter_action_decisions(self, session_id: str | None = None) -> Iterator[dict[str, Any]]:
+        """Stored action-decision rows (see :mod:`maitred.log.action_rows`), by decision id."""
         ...
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:

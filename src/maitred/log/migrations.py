@@ -13,7 +13,9 @@ schemas have the same tables, columns and meaning. JSON columns are ``TEXT`` in 
 stored bytes -- which the row hash covers -- are exactly the canonical JSON that was written.
 
 The tables are append-only: the code has no update or delete path, and ``0003`` adds triggers
-that refuse ``UPDATE`` and ``DELETE`` (and ``TRUNCATE`` on PostgreSQL) at the database. A
+that refuse ``UPDATE`` and ``DELETE`` (and ``TRUNCATE`` on PostgreSQL) at the database; a later
+migration that creates a table adds the same triggers for it (``0004_replays``,
+``0005_action_decisions``). A
 determined editor can drop the triggers; :func:`~maitred.log.verify.verify` still catches the
 edit through the row hashes.
 """
@@ -34,6 +36,8 @@ MIGRATIONS_TABLE = "maitred_migrations"
 
 #: Tables that refuse UPDATE/DELETE from ``0003_append_only_guards`` on.
 APPEND_ONLY_TABLES: tuple[str, ...] = ("runs", "turns", "pairs", "snapshots")
+#: Tables added later, each guarded by the migration that creates it (never edit 0003).
+GUARDED_LATER: tuple[str, ...] = ("replays", "action_decisions")
 
 
 @dataclass(frozen=True)
@@ -161,6 +165,28 @@ def _replays(real: str, boolean: str) -> tuple[str, ...]:
     )
 
 
+def _action_decisions(real: str, boolean: str) -> tuple[str, ...]:
+    """Action-gate decisions (stage 5): one row per ``ActionGate.check``, keyed by decision id,
+    with the canonical decision JSON and its hash (see :mod:`maitred.log.action_rows`)."""
+    return (
+        f"""CREATE TABLE action_decisions (
+            decision_id TEXT PRIMARY KEY,
+            session_id TEXT NOT NULL,
+            tool TEXT NOT NULL,
+            verdict TEXT NOT NULL,
+            code TEXT NOT NULL,
+            fields_json TEXT NOT NULL,
+            policy TEXT NOT NULL,
+            versions_json TEXT NOT NULL,
+            mutates {boolean} NOT NULL,
+            decided_at {real} NOT NULL,
+            logged_at {real} NOT NULL,
+            decision_json TEXT NOT NULL,
+            decision_hash TEXT NOT NULL)""",
+        "CREATE INDEX action_decisions_session ON action_decisions (session_id, logged_at)",
+    )
+
+
 def _guard_sqlite(table: str) -> tuple[str, ...]:
     return tuple(
         f"CREATE TRIGGER {table}_no_{op.lower()} BEFORE {op} ON {table} BEGIN "
@@ -191,6 +217,14 @@ MIGRATIONS: tuple[Migration, ...] = (
         "0004_replays",
         sqlite=(*_replays("REAL", "INTEGER"), *_guard_sqlite("replays")),
         postgres=(*_replays("DOUBLE PRECISION", "BOOLEAN"), *_guard_postgres("replays")),
+    ),
+    Migration(
+        "0005_action_decisions",
+        sqlite=(*_action_decisions("REAL", "INTEGER"), *_guard_sqlite("action_decisions")),
+        postgres=(
+            *_action_decisions("DOUBLE PRECISION", "BOOLEAN"),
+            *_guard_postgres("action_decisions"),
+        ),
     ),
 )
 

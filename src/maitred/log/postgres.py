@@ -2,10 +2,10 @@
 
 Same tables, columns and row hashes as the SQLite log (the migrations give both dialects).
 Batches are written in one transaction: snapshots with ``INSERT ... ON CONFLICT DO NOTHING``
-(content-addressed), turns and pairs with ``COPY ... FROM STDIN``, the fastest bulk path the
-server has. JSON columns are ``TEXT``, not ``jsonb``: ``jsonb`` would re-serialise the JSON and
-the stored bytes would no longer be the canonical text the row hash covers; queries cast with
-``::jsonb`` where they need to look inside.
+(content-addressed), turns, pairs and action decisions with ``COPY ... FROM STDIN``, the fastest
+bulk path the server has. JSON columns are ``TEXT``, not ``jsonb``: ``jsonb`` would re-serialise
+the JSON and the stored bytes would no longer be the canonical text the row hash covers; queries
+cast with ``::jsonb`` where they need to look inside.
 
 A ``schema`` (keyword, or ``?schema=NAME`` in the URL) puts the tables in their own PostgreSQL
 schema -- created if absent -- so several logs, or parallel tests, can share one database.
@@ -23,6 +23,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from maitred.errors import ConfigError, LogError, MissingExtraError
 from maitred.log._sql import DEFAULT_BATCH_PAIRS, Row, SqlLog, columns, insert_sql
+from maitred.log.action_rows import ACTION_DECISION_COLUMNS
 from maitred.log.migrations import Dialect
 from maitred.log.rows import PAIR_COLUMNS, SNAPSHOT_COLUMNS, TURN_COLUMNS
 
@@ -35,6 +36,7 @@ _SCHEMA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 _INSERT_SNAPSHOT = insert_sql("snapshots", SNAPSHOT_COLUMNS, on_conflict_ignore=True)
 _COPY_TURNS = f"COPY turns ({columns(TURN_COLUMNS)}) FROM STDIN"
 _COPY_PAIRS = f"COPY pairs ({columns(PAIR_COLUMNS)}) FROM STDIN"
+_COPY_DECISIONS = f"COPY action_decisions ({columns(ACTION_DECISION_COLUMNS)}) FROM STDIN"
 
 
 def to_pyformat(sql: str) -> str:
@@ -172,6 +174,14 @@ class PostgresLog(SqlLog):
                 with cur.copy(_COPY_PAIRS) as copy:
                     for row in pairs:
                         copy.write_row(row)
+        except psycopg.Error as exc:
+            raise LogError(str(exc)) from exc
+
+    def _insert_decisions(self, rows: list[Row]) -> None:
+        try:
+            with self._conn.cursor() as cur, cur.copy(_COPY_DECISIONS) as copy:
+                for row in rows:
+                    copy.write_row(row)
         except psycopg.Error as exc:
             raise LogError(str(exc)) from exc
 

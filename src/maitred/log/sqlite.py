@@ -26,6 +26,7 @@ from urllib.request import pathname2url
 
 from maitred.errors import LogError
 from maitred.log._sql import DEFAULT_BATCH_PAIRS, Row, SqlLog, insert_sql
+from maitred.log.action_rows import ACTION_DECISION_COLUMNS
 from maitred.log.migrations import Dialect
 from maitred.log.rows import PAIR_COLUMNS, SNAPSHOT_COLUMNS, TURN_COLUMNS
 
@@ -33,6 +34,7 @@ _BUSY_TIMEOUT_S = 30.0
 _INSERT_SNAPSHOT = insert_sql("snapshots", SNAPSHOT_COLUMNS, on_conflict_ignore=True)
 _INSERT_TURN = insert_sql("turns", TURN_COLUMNS)
 _INSERT_PAIR = insert_sql("pairs", PAIR_COLUMNS)
+_INSERT_DECISION = insert_sql("action_decisions", ACTION_DECISION_COLUMNS)
 
 
 class SqliteLog(SqlLog):
@@ -134,6 +136,12 @@ class SqliteLog(SqlLog):
                 self._conn.executemany(_INSERT_SNAPSHOT, snapshots)
             self._conn.executemany(_INSERT_TURN, turns)
             self._conn.executemany(_INSERT_PAIR, pairs)
+        except sqlite3.Error as exc:
+            raise LogError(str(exc)) from exc
+
+    def _insert_decisions(self, rows: list[Row]) -> None:
+        try:
+            self._conn.executemany(_INSERT_DECISION, rows)
         except sqlite3.Error as exc:
             raise LogError(str(exc)) from exc
 

@@ -8,10 +8,15 @@ What is checked, per turn (through :meth:`DecisionLog.iter_turns`, so both backe
 * the number of stored pairs equals ``n_candidates``;
 * ``snapshot_hash``, when set, names a stored snapshot;
 
-and per snapshot: its ``json`` text hashes (with the scheme named in the stored hash) to its
-``hash`` key, and its ``account_id`` / ``as_of`` columns agree with the JSON.
+per snapshot: its ``json`` text hashes (with the scheme named in the stored hash) to its
+``hash`` key, and its ``account_id`` / ``as_of`` columns agree with the JSON;
 
-The first ``limit`` problems are kept with the turn id or snapshot hash; all are counted.
+and per action decision (``action_decisions``, see :mod:`maitred.log.action_rows`): its
+``decision_json`` text hashes to ``decision_hash``, and every query column (decision id, session,
+tool, verdict, code, fields, policy, versions, mutates, clock) agrees with that JSON.
+
+The first ``limit`` problems are kept with the turn id, snapshot hash or decision id; all are
+counted.
 :meth:`VerifyReport.raise_for_mismatch` turns a failed report into
 :class:`~maitred.errors.VerifyError` for callers that want an exception.
 """
@@ -25,10 +30,19 @@ from typing import Any, Literal
 
 from maitred._canonical import content_hash
 from maitred.errors import VerifyError
+from maitred.log.action_rows import COPIED_COLUMNS, decision_columns
 from maitred.log.base import DecisionLog, open_log
 from maitred.log.rows import row_hash_payload
 
-MismatchKind = Literal["row_hash", "pair_count", "missing_snapshot", "snapshot_hash", "snapshot"]
+MismatchKind = Literal[
+    "row_hash",
+    "pair_count",
+    "missing_snapshot",
+    "snapshot_hash",
+    "snapshot",
+    "decision_hash",
+    "decision",
+]
 
 
 @dataclass(frozen=True)
@@ -37,7 +51,7 @@ class Mismatch:
 
     Attributes:
         kind: what was checked.
-        key: the turn id, or the snapshot hash.
+        key: the turn id, the snapshot hash, or the decision id.
         detail: stored versus recomputed, for people.
     """
 
@@ -56,6 +70,7 @@ class VerifyReport:
         snapshots: snapshots checked.
         mismatch_count: every problem found.
         mismatches: the first ``limit`` of them.
+        decisions: action-gate decisions checked.
     """
 
     turns: int
@@ -63,6 +78,7 @@ class VerifyReport:
     snapshots: int
     mismatch_count: int
     mismatches: tuple[Mismatch, ...] = field(default_factory=tuple)
+    decisions: int = 0
 
     @property
     def ok(self) -> bool:
@@ -73,7 +89,8 @@ class VerifyReport:
         """One line for people: what was checked and whether it matched, then the mismatches."""
         head = (
             f"{'OK' if self.ok else 'FAILED'}: {self.turns:,} turns, {self.pairs:,} pairs, "
-            f"{self.snapshots:,} snapshots checked; {self.mismatch_count} mismatch(es)"
+            f"{self.snapshots:,} snapshots, {self.decisions:,} action decisions checked; "
+            f"{self.mismatch_count} mismatch(es)"
         )
         lines = [f"  {m.kind} {m.key}: {m.detail}" for m in self.mismatches]
         if self.mismatch_count > len(self.mismatches):
@@ -87,6 +104,7 @@ class VerifyReport:
             "turns": self.turns,
             "pairs": self.pairs,
             "snapshots": self.snapshots,
+            "decisions": self.decisions,
             "mismatch_count": self.mismatch_count,
             "mismatches": [
                 {"kind": m.kind, "key": m.key, "detail": m.detail} for m in self.mismatches
@@ -100,7 +118,8 @@ class VerifyReport:
         lines = "; ".join(f"{m.kind} {m.key}: {m.detail}" for m in self.mismatches)
         raise VerifyError(
             f"decision log verification failed: {self.mismatch_count} mismatch(es) over "
-            f"{self.turns} turns and {self.snapshots} snapshots, first: {lines}. The log was "
+            f"{self.turns} turns, {self.snapshots} snapshots and {self.decisions} action "
+            f"decisions, first: {lines}. The log was "
             "edited or corrupted after it was written; restore it from a copy, or re-run "
             "the affected turns"
         )
@@ -161,10 +180,28 @@ def _check_snapshot(row: dict[str, Any], out: _Collector) -> None:
         )
 
 
+def _check_decision(row: dict[str, Any], out: _Collector) -> None:
+    key = str(row["decision_id"])
+    stored = str(row["decision_hash"])
+    try:
+        data = json.loads(row["decision_json"])
+        fresh = _recompute(stored, data)
+        cols = decision_columns(data)
+    except (ValueError, KeyError, TypeError) as exc:
+        out.add("decision_hash", key, f"cannot recompute: {exc}")
+        return
+    if fresh != stored:
+        out.add("decision_hash", key, f"stored {stored}, recomputed {fresh}")
+    wrong = [c for c in COPIED_COLUMNS if cols[c] != row[c]]
+    if wrong:
+        detail = ", ".join(f"{c}={row[c]!r} (JSON: {cols[c]!r})" for c in wrong)
+        out.add("decision", key, f"columns disagree with its JSON: {detail}")
+
+
 def verify(
     log: DecisionLog | str | os.PathLike[str], *, run_id: str | None = None, limit: int = 20
 ) -> VerifyReport:
-    """Recompute every turn's row hash and every snapshot's hash from the stored rows.
+    """Recompute every turn's, snapshot's and action decision's hash from the stored rows.
 
     Args:
         log: an open log, or a path / URL (opened read-only and closed again).
@@ -189,4 +226,10 @@ def verify(
         n_turns += 1
         n_pairs += len(turn["pairs"])
         _check_turn(turn, known, out)
-    return VerifyReport(n_turns, n_pairs, n_snapshots, out.count, tuple(out.kept))
+    n_decisions = 0
+    for row in log.iter_action_decisions():
+        n_decisions += 1
+        _check_decision(row, out)
+    return VerifyReport(
+        n_turns, n_pairs, n_snapshots, out.count, tuple(out.kept), decisions=n_decisions
+    )

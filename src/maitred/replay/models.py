@@ -159,7 +159,7 @@ class LocalGGUFModel:
     def choose(self, conversation: Sequence[str], menu: Sequence[MenuItem]) -> str | None:
         if not menu:
             return None
-        from llama_cpp import LlamaGrammar
+        from llama_cpp.llama_grammar import LlamaGrammar
 
         options = " | ".join(json.dumps(m.name) for m in menu)
         grammar = LlamaGrammar.from_string(f'root ::= {options} | "none"', verbose=False)

@@ -31,7 +31,20 @@ def _tau2_airline() -> PackEntry:
     return PackEntry(tau2_airline.make_gate, executor)
 
 
-PACKS: Mapping[str, Callable[[], PackEntry]] = {"tau2-airline": _tau2_airline}
+def _retail_control() -> PackEntry:
+    from maitred.actions.packs import retail_control
+    from maitred.actions.sim.retail.tools import RetailSim
+
+    def executor(db: dict[str, Any], settings: Mapping[str, Any]) -> Executor:
+        return RetailSim(db).call
+
+    return PackEntry(retail_control.make_gate, executor)
+
+
+PACKS: Mapping[str, Callable[[], PackEntry]] = {
+    "retail-control": _retail_control,
+    "tau2-airline": _tau2_airline,
+}
 
 
 def load_pack(name: str) -> PackEntry:
