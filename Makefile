@@ -12,7 +12,7 @@ $(BIN)/python:
 
 $(STAMP): $(BIN)/python pyproject.toml
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[dev,postgres,report]'
+	$(BIN)/pip install -q -e '.[dev,postgres,report,ray]'
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -16,7 +16,7 @@ from maitred.build import PipelineOptions, build_pipeline
 from maitred.domains import sitecare
 from maitred.log import open_log
 from maitred.messages import read_messages
-from maitred.replay import MenuItem, OpenAICompatibleModel, replay, sample
+from maitred.replay import MenuItem, OpenAICompatibleModel, ThreadFanout, replay, sample
 from maitred.skills import load_catalog
 
 
@@ -78,7 +78,7 @@ def test_risk_cohort_only_has_blocked_turns_and_is_seeded(log_path: Path) -> Non
 
 def test_replay_counts_match_the_log(log_path: Path, catalog) -> None:  # type: ignore[no-untyped-def]
     with open_log(log_path) as log:
-        report = replay(log, catalog, FirstOnMenu(), cohort="risk", n=30, seed=2)
+        report = replay(log, ThreadFanout(FirstOnMenu(), catalog), cohort="risk", n=30, seed=2)
         data = report.to_json()
         rows = log.query(
             "SELECT turn_id, pick_all, picked_blocked FROM replays WHERE replay_id = ?",
@@ -104,7 +104,9 @@ def test_model_errors_are_recorded_and_the_replay_goes_on(
     catalog,  # type: ignore[no-untyped-def]
 ) -> None:
     with open_log(log_path) as log:
-        report = replay(log, catalog, Broken(), cohort="random", n=40, seed=4)
+        report = replay(
+            log, ThreadFanout(Broken(), catalog, workers=2), cohort="random", n=40, seed=4
+        )
         turns = sample(log, "random", 40, seed=4)
         errors = log.query(
             "SELECT COUNT(*) FROM replays WHERE replay_id = ? AND error LIKE '%refused%'",
@@ -187,3 +189,22 @@ def test_local_smollm2_picks_from_the_menu() -> None:
     ]
     pick = model.choose(["I want my money back for last month"], menu)
     assert pick in {"connect-domain", "request-refund", None}
+
+
+@pytest.mark.slow
+def test_replay_fans_out_over_a_local_ray_cluster(log_path: Path) -> None:
+    ray = pytest.importorskip("ray", reason="needs the ray extra")
+    from maitred.replay import ModelSpec, RayFanout
+
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        # each actor builds its own model from the spec: an endpoint nobody serves, so every
+        # turn comes back as a recorded error, through Ray, in sampling order
+        spec = ModelSpec("m", (str(sitecare.skills_dir()),), "http://127.0.0.1:9/v1")
+        with open_log(log_path) as log:
+            report = replay(log, RayFanout("auto", spec, workers=2), cohort="risk", n=6, seed=5)
+            turns = sample(log, "risk", 6, seed=5)
+    finally:
+        ray.shutdown()
+    assert [o.turn_id for o in report.outcomes] == [t.turn_id for t in turns]
+    assert report.to_json()["errors"] == len(turns) > 0

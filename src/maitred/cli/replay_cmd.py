@@ -7,7 +7,15 @@ import typer
 from maitred.cli._common import console, dump_json, progress_bar
 from maitred.errors import ConfigError
 from maitred.log import open_log
-from maitred.replay import COHORTS, make_model, replay
+from maitred.replay import (
+    COHORTS,
+    Fanout,
+    ModelSpec,
+    RayFanout,
+    ThreadFanout,
+    make_model,
+    replay,
+)
 from maitred.settings import Settings
 from maitred.skills.catalog import load_catalog
 
@@ -22,6 +30,9 @@ def replay_cmd(
     api_key: str = typer.Option("", "--api-key", envvar="MAITRED_API_KEY", help="Bearer token."),
     workers: int = typer.Option(1, "--workers", help="Concurrent model calls."),
     seed: int = typer.Option(0, "--seed", help="Sampling seed."),
+    ray_address: str | None = typer.Option(
+        None, "--ray-address", help="Fan out over a Ray cluster (e.g. auto, ray://host:10001)."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
 ) -> None:
     """How often would the model pick a skill the gate blocked, were the gate off?"""
@@ -29,22 +40,17 @@ def replay_cmd(
         raise ConfigError(f"unknown cohort {cohort!r}; choose one of {list(COHORTS)}")
     if n < 1 or workers < 1:
         raise ConfigError("--n and --workers must be at least 1")
-    catalog = load_catalog(skills)
-    chooser = make_model(model, base_url=base_url, api_key=api_key)
+    fanout: Fanout
+    if ray_address:
+        fanout = RayFanout(ray_address, ModelSpec(model, tuple(skills), base_url, api_key), workers)
+    else:
+        chooser = make_model(model, base_url=base_url, api_key=api_key)
+        fanout = ThreadFanout(chooser, load_catalog(skills), workers)
     with (
         open_log(log or Settings.from_env().log) as handle,
         progress_bar("replaying", n, enabled=not as_json) as advance,
     ):
-        result = replay(
-            handle,
-            catalog,
-            chooser,
-            cohort=cohort,
-            n=n,
-            seed=seed,
-            workers=workers,
-            progress=advance,
-        )
+        result = replay(handle, fanout, cohort=cohort, n=n, seed=seed, progress=advance)
     data = result.to_json()
     if as_json:
         dump_json(data)

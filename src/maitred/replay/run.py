@@ -12,10 +12,9 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from maitred.replay.cohort import Cohort, ReplayTurn, sample
 from maitred.replay.models import ChoiceModel, MenuItem
@@ -81,23 +80,22 @@ def ask(model: ChoiceModel, catalog: Catalog, turn: ReplayTurn) -> ReplayOutcome
 
 def replay(
     log: Any,
-    catalog: Catalog,
-    model: ChoiceModel,
+    fanout: Fanout,
     *,
     cohort: Cohort,
     n: int,
     seed: int = 0,
-    workers: int = 1,
     progress: Callable[[int], None] | None = None,
 ) -> ReplayReport:
-    """Sample ``n`` turns of ``cohort`` from ``log``, ask ``model``, log and return the result."""
+    """Sample ``n`` turns of ``cohort`` from ``log``, ask them through ``fanout`` (a local
+    :class:`~maitred.replay.fanout.ThreadFanout` or a
+    :class:`~maitred.replay.fanout.RayFanout`), log the answers and return the totals."""
     turns = sample(log, cohort, n, seed)
-    report = ReplayReport(uuid.uuid4().hex[:12], cohort, model.name)
-    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        for outcome in pool.map(lambda t: ask(model, catalog, t), turns):
-            report.outcomes.append(outcome)
-            if progress is not None:
-                progress(1)
+    report = ReplayReport(uuid.uuid4().hex[:12], cohort, fanout.model_name)
+    for outcome in fanout.map(turns):
+        report.outcomes.append(outcome)
+        if progress is not None:
+            progress(1)
     now = time.time()
     log.write_replays(
         [
@@ -105,7 +103,7 @@ def replay(
                 report.replay_id,
                 o.turn_id,
                 cohort,
-                model.name,
+                fanout.model_name,
                 o.pick_gated,
                 o.pick_all,
                 o.picked_blocked,
@@ -116,3 +114,12 @@ def replay(
         ]
     )
     return report
+
+
+class Fanout(Protocol):
+    """Asks every turn and yields the outcomes in the turns' order."""
+
+    @property
+    def model_name(self) -> str: ...
+
+    def map(self, turns: Sequence[ReplayTurn]) -> Iterator[ReplayOutcome]: ...
