@@ -79,6 +79,9 @@ class TurnRecord:
     ts: float
     provider_error: str = ""
     menu_tokens: int = 0
+    #: what the depth rule estimated at each prefix of the visible list (a stop probability
+    #: for CAM-DF, a sufficiency estimate for predict-then-threshold); empty for rules without
+    depth_probs: tuple[float, ...] = ()
 
     @property
     def matched(self) -> bool:
@@ -116,6 +119,7 @@ class TurnRecord:
             "ts": self.ts,
             "provider_error": self.provider_error,
             "menu_tokens": self.menu_tokens,
+            "depth_probs": list(self.depth_probs),
         }
 
 

@@ -122,6 +122,8 @@ class Pipeline:
             if outcomes[c.name].visible
         ]
         exposed = {r.name for r in visible[: self.depth.choose(visible)]}
+        estimate = getattr(self.depth, "prefix_probabilities", None)
+        depth_probs = tuple(float(p) for p in estimate(visible)) if estimate and visible else ()
         t3 = time.perf_counter_ns()
         menu = self.renderer.render([r.name for r in visible if r.name in exposed])
         pairs = tuple(
@@ -157,6 +159,7 @@ class Pipeline:
             ts=self.clock(),
             provider_error=gate.provider_error if gate else "",
             menu_tokens=menu.tokens,
+            depth_probs=depth_probs,
         )
         if self.log is not None:
             self.log.write(record)

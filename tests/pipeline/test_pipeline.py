@@ -136,3 +136,47 @@ def test_run_logs_every_pair_and_funnel_adds_up(
         rows = log.query("SELECT COUNT(*) FROM pairs")
     assert rows[0][0] == f["candidate_pairs"]
     json.dumps(f)  # the funnel is JSON as it is
+
+
+class _Halving:
+    """A depth-rule double that exposes half and reports a probability per prefix."""
+
+    name = "halving"
+
+    def choose(self, ranked: object) -> int:
+        return len(ranked) // 2  # type: ignore[arg-type]
+
+    def prefix_probabilities(self, ranked: object) -> list[float]:
+        n = len(ranked)  # type: ignore[arg-type]
+        return [(i + 1) / n for i in range(n)]
+
+
+def test_depth_estimates_are_logged_and_verified(
+    tmp_path: Path, catalog: Catalog, provider: MemoryStateProvider
+) -> None:
+    import sqlite3
+
+    from maitred.log import verify
+
+    db = tmp_path / "log.sqlite"
+    with open_log(db) as log:
+        pipe = _pipeline(
+            catalog, provider, cutoff=Cutoff(top_k=4), family_mode=True, depth=_Halving(), log=log
+        )
+        turn = pipe.route(Message("m1", "domain plan", "paid"))
+        pipe.run([Message("m2", "bread", "free")])
+    assert turn.record.depth_probs and len(turn.exposed) == len(turn.record.visible) // 2
+    with open_log(db, read_only=True) as log:
+        rows = list(log.iter_depth_decisions())
+        assert verify(log).ok
+    assert {r["turn_id"] for r in rows} == {turn.record.turn_id, f"{pipe.run_id}/m2"}
+    first = next(r for r in rows if r["turn_id"] == turn.record.turn_id)
+    assert json.loads(first["probs_json"]) == list(turn.record.depth_probs)
+    assert first["k"] == len(turn.exposed)
+    conn = sqlite3.connect(db)
+    conn.execute("DROP TRIGGER depth_decisions_no_update")
+    conn.execute("UPDATE depth_decisions SET k = k + 1")
+    conn.commit()
+    conn.close()
+    report = verify(str(db))
+    assert not report.ok and {m.kind for m in report.mismatches} == {"depth_hash"}

@@ -124,6 +124,14 @@ class CamDFRule:
         costs = np.array([r.cost for r in ranked], dtype=np.float64)
         return self.model.depth(scores, costs)
 
+    def prefix_probabilities(self, ranked: Sequence[Ranked]) -> list[float]:
+        """The predicted stop probability at each prefix (what the decision log keeps)."""
+        if not ranked:
+            return []
+        scores = np.array([r.score for r in ranked], dtype=np.float64)
+        costs = np.array([r.cost for r in ranked], dtype=np.float64)
+        return [float(p) for p in self.model.stop_proba(scores, costs)]
+
 
 def tasks_hash(tasks: Sequence[DepthTask]) -> str:
     """The content hash of a task set (ids, candidates, required sets)."""

@@ -124,6 +124,13 @@ class PredictThenThreshold:
         hits = np.flatnonzero(p >= self.threshold)
         return int(hits[0]) if len(hits) else len(ranked)
 
+    def prefix_probabilities(self, ranked: Sequence[Ranked]) -> list[float]:
+        """The calibrated sufficiency estimate at each prefix (kept in the decision log)."""
+        if not ranked:
+            return []
+        scores = np.array([r.score for r in ranked], dtype=np.float64)
+        return [float(p) for p in self.model.estimate(scores)]
+
 
 def _predict_then_threshold(model: str | Path, threshold: float = 0.5) -> DepthRule:
     from maitred.depth.camdf import load_model

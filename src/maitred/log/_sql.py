@@ -28,12 +28,14 @@ from maitred.errors import ConfigError, LogError
 from maitred.log.action_rows import ACTION_DECISION_COLUMNS, LoggableDecision, encode_decision
 from maitred.log.migrations import Dialect, applied, migrate
 from maitred.log.rows import (
+    DEPTH_COLUMNS,
     PAIR_COLUMNS,
     RUN_COLUMNS,
     SNAPSHOT_COLUMNS,
     TURN_COLUMNS,
     decode_run,
     decode_snapshot,
+    encode_depth,
     encode_run,
     encode_snapshot,
     encode_turn,
@@ -57,6 +59,14 @@ _PAGE = 500
 _SEEN_SNAPSHOTS_MAX = 100_000
 
 Row = tuple[Any, ...]
+
+
+def _insert_depth_sql() -> str:
+    marks = ", ".join("?" for _ in DEPTH_COLUMNS)
+    return f"INSERT INTO depth_decisions ({', '.join(DEPTH_COLUMNS)}) VALUES ({marks})"
+
+
+_INSERT_DEPTH = _insert_depth_sql()
 
 
 def columns(names: Sequence[str], alias: str = "") -> str:
@@ -94,6 +104,7 @@ class SqlLog:
         self._pairs: list[Row] = []
         self._snapshots: list[Row] = []
         self._decisions: list[Row] = []
+        self._depth: list[Row] = []
         self._seen_snapshots: set[str] = set()
         self._known_runs: set[str] = set()
         self._closed = False
@@ -187,6 +198,9 @@ class SqlLog:
                 self._seen_snapshots.add(snap.hash)
             self._turns.append(encoded.turn)
             self._pairs.extend(encoded.pairs)
+            depth = encode_depth(record)
+            if depth is not None:
+                self._depth.append(depth)
             if len(self._pairs) >= self.batch_pairs or len(self._turns) >= self.batch_pairs:
                 self._flush_locked()
 
@@ -246,14 +260,17 @@ class SqlLog:
         if not self._turns and not self._decisions:
             return
         snapshots, turns, pairs = self._snapshots, self._turns, self._pairs
-        decisions = self._decisions
+        decisions, depth = self._decisions, self._depth
         self._snapshots, self._turns, self._pairs, self._decisions = [], [], [], []
+        self._depth = []
         try:
             with self.transaction():
                 if turns:
                     self._insert_batch(snapshots, turns, pairs)
                 if decisions:
                     self._insert_decisions(decisions)
+                for row in depth:
+                    self.execute(_INSERT_DEPTH, row)
         except LogError as exc:
             self._seen_snapshots.difference_update(s[0] for s in snapshots)
             raise LogError(
@@ -343,6 +360,18 @@ class SqlLog:
         if not rows:
             return None
         return decode_snapshot(dict(zip(SNAPSHOT_COLUMNS, rows[0], strict=True)))
+
+    def iter_depth_decisions(self) -> Iterator[dict[str, Any]]:
+        """Stored depth-decision rows, in turn-id order."""
+        self._before_read()
+        select = f"SELECT {columns(DEPTH_COLUMNS)} FROM depth_decisions"
+        rows = self.query(f"{select} ORDER BY turn_id LIMIT {_PAGE}")
+        while rows:
+            for r in rows:
+                yield dict(zip(DEPTH_COLUMNS, r, strict=True))
+            rows = self.query(
+                f"{select} WHERE turn_id > ? ORDER BY turn_id LIMIT {_PAGE}", (rows[-1][0],)
+            )
 
     def iter_action_decisions(self, session_id: str | None = None) -> Iterator[dict[str, Any]]:
         """Stored action-decision rows (all, or one session's), in decision-id order.

@@ -81,6 +81,10 @@ class DecisionLog(Protocol):
         """Buffer action-gate decisions (``action_decisions``); they land with the next batch."""
         ...
 
+    def iter_depth_decisions(self) -> Iterator[dict[str, Any]]:
+        """Stored depth-decision rows (per-prefix estimates of CAM-DF-like rules)."""
+        ...
+
     def runs(self) -> list[RunInfo]:
         """Every run in the log, oldest first."""
         ...

@@ -204,6 +204,18 @@ def _guard_postgres(table: str) -> tuple[str, ...]:
     )
 
 
+def _depth_decisions(integer: str) -> tuple[str, ...]:
+    """The depth rule's per-prefix estimates for turns whose rule has them (CAM-DF)."""
+    return (
+        f"""CREATE TABLE depth_decisions (
+            turn_id TEXT PRIMARY KEY,
+            depth_rule TEXT NOT NULL,
+            k {integer} NOT NULL,
+            probs_json TEXT NOT NULL,
+            row_hash TEXT NOT NULL)""",
+    )
+
+
 #: Every migration, in the order it is applied. Append only; never edit a released one.
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
@@ -225,6 +237,11 @@ MIGRATIONS: tuple[Migration, ...] = (
             *_action_decisions("DOUBLE PRECISION", "BOOLEAN"),
             *_guard_postgres("action_decisions"),
         ),
+    ),
+    Migration(
+        "0006_depth_decisions",
+        sqlite=(*_depth_decisions("INTEGER"), *_guard_sqlite("depth_decisions")),
+        postgres=(*_depth_decisions("BIGINT"), *_guard_postgres("depth_decisions")),
     ),
 )
 

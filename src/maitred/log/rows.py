@@ -385,3 +385,23 @@ def decode_turn(row: Mapping[str, Any], snapshot: Snapshot | None) -> TurnRecord
         provider_error=row["provider_error"],
         menu_tokens=int(row["menu_tokens"]),
     )
+
+
+#: columns of ``depth_decisions`` (migration ``0006_depth_decisions``): what the depth rule
+#: estimated at each prefix of a turn's visible list, and how many it exposed
+DEPTH_COLUMNS: tuple[str, ...] = ("turn_id", "depth_rule", "k", "probs_json", "row_hash")
+
+
+def depth_payload(turn_id: str, rule: str, k: int, probs_json: str) -> dict[str, Any]:
+    """The JSON value whose content hash is ``depth_decisions.row_hash``."""
+    return {"v": 1, "turn_id": turn_id, "depth_rule": rule, "k": k, "probs_json": probs_json}
+
+
+def encode_depth(record: TurnRecord) -> tuple[Any, ...] | None:
+    """The turn's ``depth_decisions`` row, or None when its rule gave no estimates."""
+    if not record.depth_probs:
+        return None
+    tid, rule = str(record.turn_id), str(record.depth_rule)
+    k = sum(1 for p in record.pairs if p.exposed)
+    probs = _canonical_fast([float(p) for p in record.depth_probs])
+    return (tid, rule, k, probs, _content_hash_fast(depth_payload(tid, rule, k, probs)))

@@ -32,7 +32,7 @@ from maitred._canonical import content_hash
 from maitred.errors import VerifyError
 from maitred.log.action_rows import COPIED_COLUMNS, decision_columns
 from maitred.log.base import DecisionLog, open_log
-from maitred.log.rows import row_hash_payload
+from maitred.log.rows import depth_payload, row_hash_payload
 
 MismatchKind = Literal[
     "row_hash",
@@ -42,6 +42,7 @@ MismatchKind = Literal[
     "snapshot",
     "decision_hash",
     "decision",
+    "depth_hash",
 ]
 
 
@@ -230,6 +231,10 @@ def verify(
     for row in log.iter_action_decisions():
         n_decisions += 1
         _check_decision(row, out)
+    for row in log.iter_depth_decisions():
+        payload = depth_payload(row["turn_id"], row["depth_rule"], int(row["k"]), row["probs_json"])
+        if _recompute(str(row["row_hash"]), payload) != row["row_hash"]:
+            out.add("depth_hash", str(row["turn_id"]), "stored row hash differs from its content")
     return VerifyReport(
         n_turns, n_pairs, n_snapshots, out.count, tuple(out.kept), decisions=n_decisions
     )
