@@ -12,7 +12,7 @@ $(BIN)/python:
 
 $(STAMP): $(BIN)/python pyproject.toml
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[dev,postgres,report,ray]'
+	$(BIN)/pip install -q -e '.[dev,postgres,report,ray,native]'
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -19,6 +19,7 @@ from maitred.cli import (
     depth_cmd,
     eval_cmd,
     log_cmd,
+    native_cmd,
     replay_cmd,
     report_cmd,
     route_cmd,
@@ -52,7 +53,7 @@ app.add_typer(log_app, name="log")
 eval_app.command("routing")(eval_cmd.routing)
 app.command("demo")(demo_cmd.demo)
 # later capabilities register their own commands (parity/audit/report, actions, depth)
-for _module in (audit_cmd, actions_cmd, depth_cmd, report_cmd, replay_cmd):
+for _module in (audit_cmd, actions_cmd, depth_cmd, report_cmd, replay_cmd, native_cmd):
     _module.register(app, eval_app)
 app.add_typer(eval_app, name="eval")
 

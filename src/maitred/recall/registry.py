@@ -11,6 +11,10 @@ Built-in methods:
 - ``"dense"``: :class:`~maitred.recall.dense.DenseRecaller` (``embedder`` defaults to MiniLM);
 - ``"hybrid"``: :class:`~maitred.recall.hybrid.HybridRecaller`, RRF of the two.
 
+Names starting with ``native`` (``"native-glance"``) belong to the optional :mod:`maitred.native`
+package: it is imported only when such a name is asked for (so the core never imports torch), and
+a missing ``native`` extra raises :class:`~maitred.errors.MissingExtraError`.
+
 With ``cache_dir``, indexes are stored and reused through :class:`~maitred.recall.store.IndexStore`.
 """
 
@@ -103,6 +107,8 @@ def make_recaller(
         EmptyCatalogError: the catalog holds no skills.
     """
     factory = _REGISTRY.get(method)
+    if factory is None and method.startswith("native"):
+        factory = _native_factory(method)
     if factory is None:
         raise ConfigError(
             f"unknown recall method {method!r}; choose one of {', '.join(recaller_names())}"
@@ -114,6 +120,16 @@ def make_recaller(
         )
     store = IndexStore(cache_dir) if cache_dir is not None else None
     return factory(catalog, store=store, weights=weights, embedder=embedder, progress=progress)
+
+
+def _native_factory(method: str) -> RecallerFactory | None:
+    """Import the optional native routing package, which registers its methods (lazily: the
+    core never imports torch). Raises MissingExtraError when the ``native`` extra is absent."""
+    import importlib
+
+    importlib.import_module("maitred.native").require_torch()
+    importlib.import_module("maitred.native.recall")
+    return _REGISTRY.get(method)
 
 
 def _bm25(
