@@ -14,8 +14,9 @@ from .conftest import CountingEmbedder, HashEmbedder
 
 
 def test_registry_names_and_unknown_method(catalog: Catalog) -> None:
-    assert recaller_names() == ("bm25", "dense", "hybrid")
-    with pytest.raises(ConfigError, match="choose one of bm25, dense, hybrid"):
+    # native-glance is listed whether or not the native extra was imported yet (test order)
+    assert recaller_names() == ("bm25", "dense", "hybrid", "native-glance")
+    with pytest.raises(ConfigError, match="choose one of bm25, dense, hybrid, native-glance"):
         make_recaller("splade", catalog)
 
 

@@ -75,9 +75,13 @@ def register_recaller(name: str) -> Callable[[RecallerFactory], RecallerFactory]
     return add
 
 
+#: methods of the optional ``native`` extra, registered when first asked for
+OPTIONAL_METHODS: tuple[str, ...] = ("native-glance",)
+
+
 def recaller_names() -> tuple[str, ...]:
-    """The registered recall method names, sorted."""
-    return tuple(sorted(_REGISTRY))
+    """Every recall method name, sorted: the registered ones and those an extra provides."""
+    return tuple(sorted(set(_REGISTRY) | set(OPTIONAL_METHODS)))
 
 
 def make_recaller(
