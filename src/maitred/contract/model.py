@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from maitred.contract.evaluate import evaluate
@@ -36,9 +37,9 @@ class Contract:
     procedure: Procedure | None = field(default=None, compare=False)
     source: str = ""
 
-    @property
+    @cached_property
     def reads(self) -> frozenset[str]:
-        """Every state key the exit predicates declare."""
+        """Every state key the exit predicates declare (computed once: the gate asks per turn)."""
         return frozenset(k for p in self.exit_predicates for k in p.reads)
 
     @property

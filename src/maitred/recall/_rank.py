@@ -24,6 +24,16 @@ def top_k(
     Returns:
         An index array of length at most ``k``.
     """
+    if min_score is not None:
+        # only scores above the floor can be returned: rank those alone (BM25 score vectors
+        # are mostly zeros, and partitioning the whole catalog dominated its recall time)
+        keep = np.flatnonzero(scores > min_score)
+        if len(keep) < int(scores.shape[0]):
+            return keep[_top_k_all(scores[keep], k)]
+    return _top_k_all(scores, k)
+
+
+def _top_k_all(scores: NDArray[np.floating], k: int) -> NDArray[np.intp]:
     n = int(scores.shape[0])
     k = min(k, n)
     if k <= 0:
@@ -36,7 +46,4 @@ def top_k(
         tied = np.flatnonzero(scores == threshold)[: k - len(above)]
         idx = np.concatenate([above, tied]).astype(np.intp)
     order = np.lexsort((idx, -scores[idx]))
-    idx = idx[order]
-    if min_score is not None:
-        idx = idx[scores[idx] > min_score]
-    return idx
+    return idx[order]

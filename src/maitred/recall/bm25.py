@@ -23,12 +23,14 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final, Literal, get_args
 
 import bm25s
 import numpy as np
+from bm25s.stopwords import STOPWORDS_EN
 from numpy.typing import NDArray
 
 from maitred.errors import ConfigError, IndexMismatchError
@@ -62,6 +64,10 @@ if logging.getLogger("bm25s").level == logging.DEBUG:
     logging.getLogger("bm25s").setLevel(logging.NOTSET)
 
 
+_WORDS = re.compile(r"(?u)\b\w\w+\b").findall
+_STOPWORDS = frozenset(STOPWORDS_EN)
+
+
 def s_stem(word: str) -> str:
     """Harman's S-stemmer: ``policies`` -> ``policy``, ``forecasts`` -> ``forecast``.
 
@@ -88,10 +94,11 @@ def analyze(texts: list[str], stemmer: Stemmer = DEFAULT_STEMMER) -> list[list[s
     Returns:
         One list of terms per text (possibly empty).
     """
-    split = [split_identifier(t) for t in texts]
-    tokens: list[list[str]] = bm25s.tokenize(
-        split, stopwords="en", return_ids=False, show_progress=False
-    )
+    # bm25s.tokenize's own rules (lowercase, ``\w\w+`` words, its English stopword list),
+    # applied directly: calling it per query built two progress bars each time
+    tokens = [
+        [w for w in _WORDS(split_identifier(t).lower()) if w not in _STOPWORDS] for t in texts
+    ]
     if stemmer == "s":
         return [[s_stem(w) for w in doc] for doc in tokens]
     return tokens
