@@ -55,9 +55,10 @@ class PredicateOutcome:
 
 def evaluate(predicate: Predicate, snapshot: Snapshot, now: float) -> PredicateOutcome:
     """Evaluate ``predicate`` on ``snapshot`` at time ``now`` (see the module rules)."""
-    values = {k: snapshot.values[k] for k in predicate.reads if k in snapshot.values}
-    missing = [k for k in predicate.reads if k not in snapshot.values]
-    if missing:
+    reads, state = predicate.reads, snapshot.values
+    values = {k: state[k] for k in reads if k in state}
+    if len(values) < len(reads):
+        missing = [k for k in reads if k not in state]
         return PredicateOutcome(
             predicate.name,
             predicate.version,
@@ -66,12 +67,16 @@ def evaluate(predicate: Predicate, snapshot: Snapshot, now: float) -> PredicateO
             values,
             f"missing state: {', '.join(missing)} (policy: {predicate.on_missing})",
         )
-    stale = [
-        k
-        for k in predicate.reads
-        if (bound := max_age_for(predicate.max_age_s, k)) is not None
-        and snapshot.age(k, now) > bound
-    ]
+    bounds = predicate.max_age_s
+    stale = (
+        [
+            k
+            for k in reads
+            if (bound := max_age_for(bounds, k)) is not None and snapshot.age(k, now) > bound
+        ]
+        if bounds is not None
+        else ()
+    )
     if stale:
         return PredicateOutcome(
             predicate.name,
