@@ -364,13 +364,18 @@ class SqlLog:
     def iter_depth_decisions(self) -> Iterator[dict[str, Any]]:
         """Stored depth-decision rows, in turn-id order."""
         self._before_read()
-        select = f"SELECT {columns(DEPTH_COLUMNS)} FROM depth_decisions"
-        rows = self.query(f"{select} ORDER BY turn_id LIMIT {_PAGE}")
+        yield from self._pages("depth_decisions", DEPTH_COLUMNS, "turn_id")
+
+    def _pages(self, table: str, names: Sequence[str], key: str) -> Iterator[dict[str, Any]]:
+        """Every row of ``table`` as a dict, paged in ``key`` order (``key`` is unique)."""
+        select = f"SELECT {columns(names)} FROM {table}"
+        position = list(names).index(key)
+        rows = self.query(f"{select} ORDER BY {key} LIMIT {_PAGE}")
         while rows:
             for r in rows:
-                yield dict(zip(DEPTH_COLUMNS, r, strict=True))
+                yield dict(zip(names, r, strict=True))
             rows = self.query(
-                f"{select} WHERE turn_id > ? ORDER BY turn_id LIMIT {_PAGE}", (rows[-1][0],)
+                f"{select} WHERE {key} > ? ORDER BY {key} LIMIT {_PAGE}", (rows[-1][position],)
             )
 
     def iter_action_decisions(self, session_id: str | None = None) -> Iterator[dict[str, Any]]:
@@ -399,11 +404,4 @@ class SqlLog:
     def iter_snapshots(self) -> Iterator[dict[str, Any]]:
         """Every stored snapshot row, in hash order."""
         self._before_read()
-        select = f"SELECT {columns(SNAPSHOT_COLUMNS)} FROM snapshots"
-        rows = self.query(f"{select} ORDER BY hash LIMIT {_PAGE}")
-        while rows:
-            for r in rows:
-                yield dict(zip(SNAPSHOT_COLUMNS, r, strict=True))
-            rows = self.query(
-                f"{select} WHERE hash > ? ORDER BY hash LIMIT {_PAGE}", (rows[-1][0],)
-            )
+        yield from self._pages("snapshots", SNAPSHOT_COLUMNS, "hash")
