@@ -27,7 +27,8 @@ def standardise(scores: F32) -> F32:
     spread = float(scores.std())
     if spread == 0.0:
         return np.zeros_like(scores, dtype=np.float32)
-    return ((scores - scores.mean()) / spread).astype(np.float32)
+    standard: F32 = ((scores - scores.mean()) / spread).astype(np.float32)
+    return standard
 
 
 def fuse(experts: Mapping[str, F32], weights: Mapping[str, float]) -> F32:
