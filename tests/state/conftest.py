@@ -1,9 +1,9 @@
 """Real databases for the SQL provider tests: one SQLite file, or one PostgreSQL schema, per test.
 
 ``sql_backend`` is parametrised over both, so every SQL test body runs against SQLite and the
-PostgreSQL server at ``MAITRED_TEST_POSTGRES_URL`` (default ``postgresql://127.0.0.1:5432/test``,
-trust auth, as the current user or ``postgres``). The PostgreSQL cases carry the ``postgres``
-marker and are skipped, with the URL in the reason, only when that server cannot be reached.
+PostgreSQL server of ``pg_server`` (tests/conftest.py). The PostgreSQL cases carry the
+``postgres`` marker and are skipped, with the URL in the reason, only when that server cannot be
+reached.
 Each backend records the statements the provider's own connections run, so tests can count
 queries (SQLite: ``set_trace_callback``; PostgreSQL: a ``psycopg.Connection`` subclass).
 """
@@ -11,7 +11,6 @@ queries (SQLite: ``set_trace_callback``; PostgreSQL: a ``psycopg.Connection`` su
 from __future__ import annotations
 
 import contextlib
-import os
 import sqlite3
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
@@ -21,8 +20,6 @@ from typing import Any
 import pytest
 
 from maitred.state import SqlStateProvider, TableSpec
-
-PG_URL = os.environ.get("MAITRED_TEST_POSTGRES_URL", "postgresql://127.0.0.1:5432/test")
 
 
 class SqlBackend:
@@ -168,31 +165,10 @@ class PostgresBackend(SqlBackend):
         self.admin.close()
 
 
-def _reachable_postgres_url() -> str | None:
-    """PG_URL as given, or as user ``postgres``; None when neither connects."""
-    try:
-        import psycopg
-    except ImportError:
-        return None
-    user_url = PG_URL.replace("://", "://postgres@", 1) if "@" not in PG_URL else PG_URL
-    for url in dict.fromkeys([PG_URL, user_url]):
-        try:
-            psycopg.connect(url, connect_timeout=3).close()
-        except psycopg.Error:
-            continue
-        return url
-    return None
-
-
 @pytest.fixture(scope="session")
-def postgres_url() -> str:
-    url = _reachable_postgres_url()
-    if url is None:
-        pytest.skip(
-            f"PostgreSQL is not reachable at {PG_URL} (as the current user or 'postgres'), or "
-            "psycopg is not installed; start the server or set MAITRED_TEST_POSTGRES_URL"
-        )
-    return url
+def postgres_url(pg_server: str) -> str:
+    """The shared PostgreSQL server (see tests/conftest.py)."""
+    return pg_server
 
 
 @pytest.fixture(

@@ -1,4 +1,9 @@
-"""A real PostgreSQL schema per test (skipped, saying why, only when no server answers)."""
+"""Fixtures every test package shares: a real PostgreSQL server and a schema per test.
+
+The server is ``MAITRED_TEST_PG_URL`` when set, else ``postgresql://root@127.0.0.1:5432/test``,
+then the same as user ``postgres``. Tests that need it are skipped, saying why, only when no
+server answers (it runs on these machines and in CI).
+"""
 
 from __future__ import annotations
 
@@ -17,6 +22,7 @@ PG_URLS = (
 
 @pytest.fixture(scope="session")
 def pg_server() -> str:
+    """The URL of a PostgreSQL server that answers."""
     try:
         import psycopg
     except ImportError:
