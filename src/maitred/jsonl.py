@@ -8,14 +8,32 @@ drops the rest of the file.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable
 from pathlib import Path
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from maitred.errors import InputError
 
 logger = logging.getLogger(__name__)
+
+
+def parse_object(raw: str, required: tuple[str, ...]) -> dict[str, Any]:
+    """One JSONL line as a JSON object holding ``required``; raises ValueError saying what is
+    wrong (bad JSON with its column, not an object, the missing fields)."""
+    try:
+        obj: Any = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"not valid JSON ({exc.msg} at column {exc.colno})") from None
+    if not isinstance(obj, dict):
+        raise ValueError(f"expected a JSON object, got {type(obj).__name__}")
+    missing = [k for k in required if k not in obj]
+    if missing:
+        raise ValueError(
+            f"missing field(s) {', '.join(missing)}; each line needs {', '.join(required)}"
+        )
+    return obj
 
 
 class _HasId(Protocol):

@@ -37,7 +37,7 @@ from typing import Any, Final, Literal
 from maitred.depth.payoff import DepthTask
 from maitred.depth.rules import Ranked
 from maitred.errors import ConfigError, InputError
-from maitred.jsonl import read_labelled
+from maitred.jsonl import parse_object, read_labelled
 from maitred.recall.base import Recaller
 from maitred.recall.evaluate import Query
 from maitred.skills.model import Catalog
@@ -69,17 +69,7 @@ def _candidate(obj: Any, i: int) -> Ranked:
 
 def parse_task(raw: str, seen: set[str]) -> DepthTask:
     """One JSONL line -> :class:`DepthTask`; raises ``ValueError`` saying what is wrong."""
-    try:
-        obj: Any = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"not valid JSON ({exc.msg} at column {exc.colno})") from None
-    if not isinstance(obj, dict):
-        raise ValueError(f"expected a JSON object, got {type(obj).__name__}")
-    missing = [k for k in ("id", "candidates", "required") if k not in obj]
-    if missing:
-        raise ValueError(
-            f"missing field(s) {', '.join(missing)}; each line needs id, candidates, required"
-        )
+    obj = parse_object(raw, ("id", "candidates", "required"))
     tid, cands, required = obj["id"], obj["candidates"], obj["required"]
     if not isinstance(tid, (str, int)) or isinstance(tid, bool) or str(tid) in seen:
         raise ValueError(f"field 'id' must be a unique string or integer, got {tid!r}")

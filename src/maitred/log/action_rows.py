@@ -38,19 +38,10 @@ ACTION_DECISION_COLUMNS: tuple[str, ...] = (
     "decision_json",
     "decision_hash",
 )
-#: the columns that copy a value of the decision JSON (checked by ``verify``)
-COPIED_COLUMNS: tuple[str, ...] = (
-    "decision_id",
-    "session_id",
-    "tool",
-    "verdict",
-    "code",
-    "fields_json",
-    "policy",
-    "versions_json",
-    "mutates",
-    "decided_at",
-)
+#: the columns that copy a value of the decision JSON (checked by ``verify``): all but the
+#: log's own timestamp, the JSON itself and its hash
+_LOGGED_AT = ACTION_DECISION_COLUMNS.index("logged_at")
+COPIED_COLUMNS: tuple[str, ...] = ACTION_DECISION_COLUMNS[:_LOGGED_AT]
 
 
 class LoggableDecision(Protocol):

@@ -25,7 +25,6 @@ find it): such queries are left out of every metric, counted, and reported throu
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 from collections.abc import Callable, Collection, Sequence
@@ -34,7 +33,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from maitred.errors import InputError
-from maitred.jsonl import read_labelled
+from maitred.jsonl import parse_object, read_labelled
 from maitred.recall.base import Recaller
 
 MRR_DEPTH: Final = 100
@@ -72,15 +71,7 @@ class Query:
 
 def _parse_line(raw: str, seen: set[str]) -> Query:
     """One JSONL line -> Query; raises ValueError with what is wrong."""
-    try:
-        obj: Any = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"not valid JSON ({exc.msg} at column {exc.colno})") from None
-    if not isinstance(obj, dict):
-        raise ValueError(f"expected a JSON object, got {type(obj).__name__}")
-    missing = [k for k in ("id", "text", "gold") if k not in obj]
-    if missing:
-        raise ValueError(f"missing field(s) {', '.join(missing)}; each line needs id, text, gold")
+    obj = parse_object(raw, ("id", "text", "gold"))
     qid, text, gold = obj["id"], obj["text"], obj["gold"]
     if not isinstance(qid, (str, int)) or isinstance(qid, bool):
         raise ValueError(f"field 'id' must be a string or integer, got {qid!r}")
