@@ -1,4 +1,4 @@
-"""`maitred depth sitecare-queries | make-tasks | train` and `maitred eval depth`, in-process."""
+"""`maitred depth domain-queries | make-tasks | train` and `maitred eval depth`, in-process."""
 
 from __future__ import annotations
 
@@ -22,7 +22,10 @@ def _run(*args: str) -> str:
 
 def test_make_tasks_from_sitecare(tmp_path: Path) -> None:
     queries, tasks = tmp_path / "q.jsonl", tmp_path / "t.jsonl"
-    _run("depth", "sitecare-queries", "--n", "20", "--seed", "1", "--out", str(queries))
+    _run(
+        "depth", "domain-queries", "--domain", "sitecare", "--n", "20", "--seed", "1",
+        "--out", str(queries),
+    )  # fmt: skip
     _run(
         "depth", "make-tasks", "--catalog", str(skills_dir()), "--queries", str(queries),
         "--method", "bm25", "--top", "5", "--costs", "seeded", "--dispersion", "1",

@@ -8,12 +8,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from maitred.depth.domain_tasks import domain_queries
 from maitred.depth.evaluate import RULES, evaluate_depth, flip_required, tost
 from maitred.depth.grid import grid_markdown, plot_grid, run_grid
 from maitred.depth.payoff import DepthTask
-from maitred.depth.sitecare_tasks import sitecare_queries
 from maitred.depth.tasks import load_tasks, recost, seeded_cost, write_tasks
-from maitred.errors import InputError
+from maitred.errors import ConfigError, InputError
 
 
 def test_task_file_roundtrip_and_bad_lines(train_tasks: list[DepthTask], tmp_path: Path) -> None:
@@ -45,7 +45,7 @@ def test_seeded_costs_are_per_skill_and_mean_one() -> None:
 
 
 def test_sitecare_queries_are_two_skill_and_deterministic() -> None:
-    a, b = sitecare_queries(50, 3), sitecare_queries(50, 3)
+    a, b = domain_queries("sitecare", 50, 3), domain_queries("sitecare", 50, 3)
     assert a == b and all(len(q.gold) == 2 and q.gold[0] != q.gold[1] for q in a)
 
 
@@ -96,3 +96,37 @@ def test_recost_keeps_ranking(train_tasks: list[DepthTask]) -> None:
     again = recost(train_tasks, 1.0, 7)
     assert [c.name for c in again[0].candidates] == [c.name for c in train_tasks[0].candidates]
     assert all(c.cost > 0 for t in again for c in t.candidates)
+
+
+def test_sufficiency_guard_holds_every_tuned_rule_on_training_data(
+    train_tasks: list[DepthTask],
+) -> None:
+    from maitred.depth.evaluate import apply_rules, fit_rules
+    from maitred.depth.tuning import sufficiency_floor
+
+    lam, guard = 0.08, 0.02
+    floor = sufficiency_floor(train_tasks, guard)
+    assert floor is not None
+    free = apply_rules(fit_rules(train_tasks, lam), train_tasks)
+    held = apply_rules(fit_rules(train_tasks, lam, guard=guard), train_tasks)
+    # without the floor the payoff-optimal rules give sufficiency away at this λ ...
+    assert free["camdf"].sufficient.mean() < floor
+    for name in ("fixed_k", "score_threshold", "predict_then_threshold", "score_per_cost"):
+        # ... with it, every tuned rule keeps its training sufficiency above the floor
+        assert held[name].sufficient.mean() >= floor - 1e-9, name
+        assert held[name].payoffs.mean() <= free[name].payoffs.mean() + 1e-9, name
+    for name in ("camdf", "camdf_lite"):
+        assert held[name].sufficient.mean() >= floor - 1e-9, name
+    with pytest.raises(ConfigError, match="guard"):
+        sufficiency_floor(train_tasks, -0.1)
+
+
+def test_select_falls_back_to_the_most_sufficient_value(train_tasks: list[DepthTask]) -> None:
+    from maitred.depth.tuning import select
+
+    # a floor nobody reaches: the deepest prefix (most sufficient) wins, not the best payoff
+    k = select(
+        train_tasks, 0.5, [0, 2, 4, 8], lambda k: [min(k, t.n) for t in train_tasks], floor=2
+    )
+    assert k == 8
+    assert select(train_tasks, 0.5, [0, 2, 4, 8], lambda k: [min(k, t.n) for t in train_tasks]) < 8

@@ -1,4 +1,4 @@
-"""`maitred eval depth` and the `maitred depth` group (make-tasks, sitecare-queries, train).
+"""`maitred eval depth` and the `maitred depth` group (make-tasks, domain-queries, train).
 
 Thin adapters over :mod:`maitred.depth`: read options, call the library, print.
 """
@@ -14,12 +14,13 @@ from rich.table import Table
 
 from maitred.cli._common import CACHE_OPT, console, dump_json, err_console, index_progress
 from maitred.depth.camdf import save_model, train_camdf
+from maitred.depth.domain_tasks import domain_queries
 from maitred.depth.evaluate import RULES, evaluate_depth
 from maitred.depth.grid import grid_markdown, plot_grid, run_grid
 from maitred.depth.payoff import DepthTask
-from maitred.depth.sitecare_tasks import sitecare_queries
 from maitred.depth.tasks import COST_MODELS, CostModel, catalog_costs, load_tasks, make_tasks
 from maitred.depth.tasks import write_tasks as write_task_file
+from maitred.domains import DOMAINS
 from maitred.errors import ConfigError, InputError
 from maitred.recall.evaluate import load_queries
 from maitred.recall.registry import make_recaller
@@ -87,6 +88,11 @@ def eval_depth(
     out: Path = typer.Option(Path("depth-grid"), "--out", help="Grid output folder."),
     boot: int = typer.Option(2000, "--boot", help="Bootstrap resamples."),
     seed: int = typer.Option(0, "--seed", help="Seed (bootstrap, noise, grid costs)."),
+    guard: float | None = typer.Option(
+        None,
+        "--sufficiency-guard",
+        help="Tune every rule under a floor: training sufficiency at most this below full's.",
+    ),
 ) -> None:
     """Compare every depth rule: payoff, paired bootstrap CI vs CAM-DF, exposure, sufficiency."""
     train_tasks, test_tasks = _read(train), _read(test)
@@ -98,6 +104,7 @@ def eval_depth(
             _floats(dispersions, "--dispersions"),
             seed=seed,
             n_boot=boot,
+            guard=guard,
         )
         out.mkdir(parents=True, exist_ok=True)
         (out / "grid.json").write_text(json.dumps(rows, indent=1) + "\n", encoding="utf-8")
@@ -109,7 +116,9 @@ def eval_depth(
             console.print(grid_markdown(rows), markup=False, highlight=False)
             console.print(f"wrote {out / 'grid.json'}, {out / 'grid.md'}, {out / 'grid.png'}")
         return
-    result = evaluate_depth(train_tasks, test_tasks, lam, n_boot=boot, seed=seed, noise=noise)
+    result = evaluate_depth(
+        train_tasks, test_tasks, lam, n_boot=boot, seed=seed, noise=noise, guard=guard
+    )
     if as_json:
         dump_json(result)
     else:
@@ -144,14 +153,15 @@ def make_tasks_cmd(
     console.print(f"wrote {len(tasks)} tasks to {out}{note}")
 
 
-def sitecare_queries_cmd(
+def domain_queries_cmd(
+    domain: str = typer.Option(..., "--domain", "-d", help=f"One of {', '.join(DOMAINS)}."),
     n: int = typer.Option(600, "--n", help="How many two-request messages."),
     seed: int = typer.Option(0, "--seed", help="Generator seed."),
-    prefix: str = typer.Option("sc", "--prefix", help="Id prefix."),
+    prefix: str | None = typer.Option(None, "--prefix", help="Id prefix (default: the domain's)."),
     out: Path = typer.Option(..., "--out", "-o", help="Labelled query JSONL to write."),
 ) -> None:
-    """Write sitecare two-request messages labelled with both skills."""
-    rows = sitecare_queries(n, seed, prefix)
+    """Write a built-in domain's two-request messages labelled with both skills."""
+    rows = domain_queries(domain, n, seed, prefix)
     text = "".join(
         json.dumps({"id": q.id, "text": q.text, "gold": list(q.gold)}) + "\n" for q in rows
     )
@@ -179,7 +189,7 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
         help="Cost-aware depth: task files and CAM-DF models.", no_args_is_help=True
     )
     depth_app.command("make-tasks")(make_tasks_cmd)
-    depth_app.command("sitecare-queries")(sitecare_queries_cmd)
+    depth_app.command("domain-queries")(domain_queries_cmd)
     depth_app.command("train")(train_cmd)
     app.add_typer(depth_app, name="depth")
     eval_app.command("depth")(eval_depth)

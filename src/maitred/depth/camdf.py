@@ -48,17 +48,21 @@ from maitred.depth.features import (
     decision_features,
     feature_matrix,
 )
-from maitred.depth.payoff import DepthTask, prefix_payoffs, stop_gaps, sufficiency
+from maitred.depth.payoff import DepthTask, stop_gaps, sufficiency
 from maitred.depth.rules import Ranked
+from maitred.depth.tuning import select
 from maitred.errors import ConfigError
 
 MODEL_FORMAT: Final = "maitred-camdf/1"
+
+NEVER_STOP: Final = 1.01
+"""A threshold no probability reaches: the rule exposes the whole list, like ``full``."""
 """The ``format`` field every saved model carries."""
 
 Kind = Literal["camdf", "camdf_lite"]
 
-THRESHOLDS: Final = tuple(round(0.01 * i, 2) for i in range(1, 100))
-"""The stop thresholds tried when tuning on training tasks."""
+THRESHOLDS: Final = (*(round(0.01 * i, 2) for i in range(1, 100)), NEVER_STOP)
+"""The stop thresholds tried when tuning on training tasks (the last one never stops)."""
 
 
 @dataclass(frozen=True)
@@ -179,6 +183,7 @@ def train_camdf(
     c: float = 1.0,
     suff: SufficiencyModel | None = None,
     tune: bool = True,
+    floor: float | None = None,
 ) -> CamDFModel:
     """Train the regret-weighted stopper for one ``λ``.
 
@@ -189,6 +194,8 @@ def train_camdf(
         c: inverse L2 strength of the logistic regression (on standardised features).
         suff: a sufficiency model already fitted on ``tasks`` (fitted here when ``None``).
         tune: tune the stop threshold on ``tasks`` (else keep 0.5).
+        floor: only thresholds whose mean training sufficiency reaches it compete (see
+            :mod:`maitred.depth.tuning`).
     """
     if lam < 0:
         raise ConfigError(f"lambda must be >= 0, got {lam}")
@@ -197,27 +204,25 @@ def train_camdf(
     x, y, w = training_rows(tasks, lam, suff, features)
     stopper = LinearModel.fit(x, y, features, weight=w, c=c)
     model = CamDFModel(kind, lam, stopper, suff, tasks_hash(tasks))
-    return _tune_threshold(model, tasks) if tune else model
+    return _tune_threshold(model, tasks, floor) if tune else model
 
 
-def _tune_threshold(model: CamDFModel, tasks: Sequence[DepthTask]) -> CamDFModel:
-    """The model with the stop threshold of best mean training payoff."""
+def _tune_threshold(
+    model: CamDFModel, tasks: Sequence[DepthTask], floor: float | None = None
+) -> CamDFModel:
+    """The model with the stop threshold of best mean training payoff (above ``floor``)."""
     usable = [t for t in tasks if t.n]
     probas = [model.stop_proba(t.scores, t.costs) for t in usable]
-    payoffs = [prefix_payoffs(t, model.lam) for t in usable]
     # depth(τ) = first t with P_t ≥ τ = how many leading P stay below τ (running maximum)
     running = [np.maximum.accumulate(p) for p in probas]
-    best: tuple[float, float] | None = None
-    best_tau = 0.5
-    for tau in THRESHOLDS:
-        depths = [int(np.sum(r < tau)) for r in running]
-        key = (
-            round(float(np.mean([u[k] for u, k in zip(payoffs, depths, strict=True)])), 12),
-            -float(np.mean(depths)),
-        )
-        if best is None or key > best:
-            best, best_tau = key, tau
-    return replace(model, threshold=best_tau)
+    tau = select(
+        usable,
+        model.lam,
+        THRESHOLDS,
+        lambda tau: [int(np.sum(r < tau)) for r in running],
+        floor=floor,
+    )
+    return replace(model, threshold=tau)
 
 
 def save_model(model: CamDFModel, path: Path | str) -> None:

@@ -31,7 +31,7 @@ from numpy.typing import NDArray
 from maitred.depth.camdf import CamDFModel, CamDFRule, fit_sufficiency, tasks_hash, train_camdf
 from maitred.depth.payoff import DepthTask, oracle_depth, prefix_payoffs, sufficiency
 from maitred.depth.rules import DepthRule
-from maitred.depth.tuning import tune_baselines
+from maitred.depth.tuning import sufficiency_floor, tune_baselines
 
 RULES: Final = (
     "full",
@@ -78,12 +78,20 @@ class Fitted:
     models: dict[str, CamDFModel]
 
 
-def fit_rules(train: Sequence[DepthTask], lam: float, c: float = 1.0) -> Fitted:
-    """Tune the baselines and train both CAM-DF variants on ``train``."""
+def fit_rules(
+    train: Sequence[DepthTask], lam: float, c: float = 1.0, *, guard: float | None = None
+) -> Fitted:
+    """Tune the baselines and train both CAM-DF variants on ``train``.
+
+    ``guard``: every rule is tuned under the sufficiency floor ``full``'s training
+    sufficiency minus ``guard`` (:func:`~maitred.depth.tuning.sufficiency_floor`).
+    """
     suff = fit_sufficiency(train)
-    rules = tune_baselines(train, lam, suff)
+    floor = sufficiency_floor(train, guard)
+    rules = tune_baselines(train, lam, suff, floor)
     models = {
-        kind: train_camdf(train, lam, kind=kind, c=c, suff=suff) for kind in ("camdf", "camdf_lite")
+        kind: train_camdf(train, lam, kind=kind, c=c, suff=suff, floor=floor)
+        for kind in ("camdf", "camdf_lite")
     }
     rules.update({kind: CamDFRule(m) for kind, m in models.items()})
     return Fitted(lam, rules, models)
@@ -202,9 +210,13 @@ def evaluate_depth(
     n_boot: int = 2000,
     seed: int = 0,
     noise: bool = False,
+    guard: float | None = None,
 ) -> dict[str, Any]:
-    """Fit on ``train``, score on ``test``; the ``maitred eval depth --json`` result."""
-    fitted = fit_rules(train, lam)
+    """Fit on ``train``, score on ``test``; the ``maitred eval depth --json`` result.
+
+    ``guard``: tune every rule under a sufficiency floor (see :func:`fit_rules`).
+    """
+    fitted = fit_rules(train, lam, guard=guard)
     rules = summarize(fitted, apply_rules(fitted, test), n_boot=n_boot, seed=seed)
     untuned = Fitted(lam, {"camdf": CamDFRule(replace(fitted.models["camdf"], threshold=0.5))}, {})
     plain = apply_rules(untuned, test)["camdf"]
@@ -212,6 +224,7 @@ def evaluate_depth(
         "lambda": lam,
         "n_train": len(train),
         "n_test": len(test),
+        "sufficiency_guard": guard,
         "train_hash": tasks_hash(train),
         "test_hash": tasks_hash(test),
         "ci": {"of": "mean(U_camdf - U_rule)", "level": 0.95, "n_boot": n_boot, "seed": seed},
@@ -228,7 +241,7 @@ def evaluate_depth(
         },
     }
     if noise:
-        result["noise"] = noise_robustness(train, test, lam, seed=seed)
+        result["noise"] = noise_robustness(train, test, lam, seed=seed, guard=guard)
     return result
 
 
@@ -256,6 +269,7 @@ def noise_robustness(
     *,
     rates: Sequence[float] = NOISE_RATES,
     seed: int = 0,
+    guard: float | None = None,
 ) -> dict[str, dict[str, dict[str, float]]]:
     """Retrain on noisy training labels; payoff/exposure/sufficiency on the *clean* test set.
 
@@ -265,7 +279,7 @@ def noise_robustness(
     out: dict[str, dict[str, dict[str, float]]] = {}
     for rate in (0.0, *rates):
         noisy = flip_required(train, rate, seed) if rate else list(train)
-        outcomes = apply_rules(fit_rules(noisy, lam), test)
+        outcomes = apply_rules(fit_rules(noisy, lam, guard=guard), test)
         out[f"{rate:g}"] = {
             name: {
                 "payoff": float(o.payoffs.mean()),

@@ -29,13 +29,19 @@ def run_grid(
     *,
     seed: int = 0,
     n_boot: int = 1000,
+    guard: float | None = None,
 ) -> list[dict[str, Any]]:
-    """One row per (λ, d, rule): payoff, CI vs CAM-DF, exposure, sufficiency, TOST verdict."""
+    """One row per (λ, d, rule): payoff, CI vs CAM-DF, exposure, sufficiency, TOST verdict.
+
+    ``guard``: tune every rule under a sufficiency floor (see :func:`evaluate_depth`).
+    """
     rows: list[dict[str, Any]] = []
     for d in dispersions:
         cell_train, cell_test = recost(train, d, seed), recost(test, d, seed)
         for lam in lambdas:
-            result = evaluate_depth(cell_train, cell_test, lam, n_boot=n_boot, seed=seed)
+            result = evaluate_depth(
+                cell_train, cell_test, lam, n_boot=n_boot, seed=seed, guard=guard
+            )
             for name in RULES:
                 r = result["rules"][name]
                 rows.append(

@@ -14,17 +14,26 @@ tuning is an exhaustive search over the values where the step changes:
 
 The winner maximises mean training payoff; ties go to the smaller mean exposure, then to the
 first value tried. Nothing here sees test data.
+
+**Sufficiency floor.** The payoff alone lets a rule give up sufficiency whenever the last
+required skill costs more than it is worth -- the seed paper's reviewers' main objection. An
+operator who cannot accept that passes ``floor``: only values whose mean *training* sufficiency
+is at least ``floor`` are eligible, and the best payoff among them wins. (This is the
+Lagrangian dual of a smaller ``λ``, chosen per rule.) When no value reaches the floor, the one
+with the highest training sufficiency wins. :func:`sufficiency_floor` turns a guard below
+``full``'s training sufficiency into a floor. The same selection (:func:`select`) tunes CAM-DF's
+stop threshold.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Final
+from typing import Final, TypeVar
 
 import numpy as np
 
 from maitred.depth.features import FloatArray, SufficiencyModel
-from maitred.depth.payoff import DepthTask, prefix_payoffs
+from maitred.depth.payoff import DepthTask, prefix_payoffs, sufficiency
 from maitred.depth.rules import (
     DepthRule,
     ExposeAll,
@@ -33,6 +42,9 @@ from maitred.depth.rules import (
     ScorePerCost,
     ScoreThreshold,
 )
+from maitred.errors import ConfigError
+
+P = TypeVar("P", int, float)
 
 MAX_THRESHOLDS: Final = 1500
 """The most threshold values tried per rule (quantiles of the midpoints beyond that)."""
@@ -48,27 +60,55 @@ def _candidates(values: FloatArray) -> FloatArray:
     return np.concatenate(([distinct[0] - 1.0], mids, [distinct[-1] + 1.0]))
 
 
-def _best(
+def sufficiency_floor(tasks: Sequence[DepthTask], guard: float | None) -> float | None:
+    """``full``'s mean training sufficiency minus ``guard`` (``None``: no floor).
+
+    Raises:
+        ConfigError: ``guard`` is negative.
+    """
+    if guard is None:
+        return None
+    if guard < 0:
+        raise ConfigError(f"the sufficiency guard must be >= 0, got {guard}")
+    full = [float(sufficiency(t)[t.n]) for t in tasks]
+    return (float(np.mean(full)) if full else 1.0) - guard
+
+
+def select(
     tasks: Sequence[DepthTask],
     lam: float,
-    params: Sequence[float],
-    depth_of: Callable[[float], list[int]],
-) -> float:
-    """The parameter with the best mean payoff (ties: less exposure, then first tried)."""
+    params: Sequence[P],
+    depth_of: Callable[[P], Sequence[int]],
+    *,
+    floor: float | None = None,
+) -> P:
+    """The parameter with the best mean training payoff (see the module docstring).
+
+    Ties go to less exposure, then to the first tried; with ``floor``, only parameters whose
+    mean training sufficiency reaches it compete (the most sufficient wins when none does).
+    """
     payoffs = [prefix_payoffs(t, lam) for t in tasks]
-    best_key: tuple[float, float] | None = None
+    suffs = [sufficiency(t) for t in tasks]
+    best_key: tuple[bool, float, float, float] | None = None
     best_param = params[0]
     for param in params:
         depths = depth_of(param)
         mean_u = float(np.mean([u[k] for u, k in zip(payoffs, depths, strict=True)]))
-        key = (round(mean_u, 12), -float(np.mean(depths)))
+        mean_s = float(np.mean([s[k] for s, k in zip(suffs, depths, strict=True)]))
+        eligible = floor is None or mean_s >= floor - 1e-12
+        # an ineligible value competes on sufficiency first: the most sufficient wins
+        first, second = (mean_u, 0.0) if eligible else (mean_s, mean_u)
+        key = (eligible, round(first, 12), round(second, 12), -float(np.mean(depths)))
         if best_key is None or key > best_key:
             best_key, best_param = key, param
     return best_param
 
 
 def _leading_run_threshold(
-    tasks: Sequence[DepthTask], lam: float, value: Callable[[DepthTask], FloatArray]
+    tasks: Sequence[DepthTask],
+    lam: float,
+    value: Callable[[DepthTask], FloatArray],
+    floor: float | None,
 ) -> float:
     running_min = [np.minimum.accumulate(value(t)) if t.n else np.zeros(0) for t in tasks]
     # depth(τ) = #{i : m_i ≥ τ}; m is non-increasing, so count via a sorted copy
@@ -78,29 +118,35 @@ def _leading_run_threshold(
         return [len(a) - int(np.searchsorted(a, tau, side="left")) for a in ascending]
 
     pool = np.concatenate(running_min) if running_min else np.zeros(0)
-    return _best(tasks, lam, list(_candidates(pool)), depths)
+    return select(tasks, lam, [float(v) for v in _candidates(pool)], depths, floor=floor)
 
 
-def tune_fixed_k(tasks: Sequence[DepthTask], lam: float) -> FixedK:
+def tune_fixed_k(tasks: Sequence[DepthTask], lam: float, floor: float | None = None) -> FixedK:
     """The ``k`` with the best mean training payoff."""
     longest = max((t.n for t in tasks), default=0)
-    k = _best(tasks, lam, list(range(longest + 1)), lambda k: [min(int(k), t.n) for t in tasks])
-    return FixedK(int(k))
+    k = select(
+        tasks, lam, list(range(longest + 1)), lambda k: [min(k, t.n) for t in tasks], floor=floor
+    )
+    return FixedK(k)
 
 
-def tune_score_threshold(tasks: Sequence[DepthTask], lam: float) -> ScoreThreshold:
+def tune_score_threshold(
+    tasks: Sequence[DepthTask], lam: float, floor: float | None = None
+) -> ScoreThreshold:
     """The score threshold with the best mean training payoff."""
-    return ScoreThreshold(_leading_run_threshold(tasks, lam, lambda t: t.scores))
+    return ScoreThreshold(_leading_run_threshold(tasks, lam, lambda t: t.scores, floor))
 
 
-def tune_score_per_cost(tasks: Sequence[DepthTask], lam: float) -> ScorePerCost:
+def tune_score_per_cost(
+    tasks: Sequence[DepthTask], lam: float, floor: float | None = None
+) -> ScorePerCost:
     """The score-per-cost threshold with the best mean training payoff."""
-    tau = _leading_run_threshold(tasks, lam, lambda t: t.scores / np.maximum(t.costs, 1e-9))
+    tau = _leading_run_threshold(tasks, lam, lambda t: t.scores / np.maximum(t.costs, 1e-9), floor)
     return ScorePerCost(tau)
 
 
 def tune_predict_then_threshold(
-    tasks: Sequence[DepthTask], lam: float, suff: SufficiencyModel
+    tasks: Sequence[DepthTask], lam: float, suff: SufficiencyModel, floor: float | None = None
 ) -> PredictThenThreshold:
     """The sufficiency threshold with the best mean training payoff."""
     estimates = [suff.estimate(t.scores) for t in tasks]
@@ -109,18 +155,21 @@ def tune_predict_then_threshold(
         return [min(int(np.sum(p < tau)), len(p) - 1) for p in estimates]
 
     pool = np.concatenate(estimates) if estimates else np.zeros(0)
-    tau = _best(tasks, lam, list(_candidates(pool)), depths)
+    tau = select(tasks, lam, [float(v) for v in _candidates(pool)], depths, floor=floor)
     return PredictThenThreshold(suff, tau)
 
 
 def tune_baselines(
-    tasks: Sequence[DepthTask], lam: float, suff: SufficiencyModel
+    tasks: Sequence[DepthTask],
+    lam: float,
+    suff: SufficiencyModel,
+    floor: float | None = None,
 ) -> dict[str, DepthRule]:
-    """``full`` and every tuned baseline, by rule name."""
+    """``full`` and every tuned baseline, by rule name (``floor``: see the module docstring)."""
     return {
         "full": ExposeAll(),
-        "fixed_k": tune_fixed_k(tasks, lam),
-        "score_threshold": tune_score_threshold(tasks, lam),
-        "predict_then_threshold": tune_predict_then_threshold(tasks, lam, suff),
-        "score_per_cost": tune_score_per_cost(tasks, lam),
+        "fixed_k": tune_fixed_k(tasks, lam, floor),
+        "score_threshold": tune_score_threshold(tasks, lam, floor),
+        "predict_then_threshold": tune_predict_then_threshold(tasks, lam, suff, floor),
+        "score_per_cost": tune_score_per_cost(tasks, lam, floor),
     }

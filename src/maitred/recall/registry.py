@@ -37,6 +37,7 @@ from maitred.recall.dense import (
 )
 from maitred.recall.fields import BODY_CHARS, FIELDS_VERSION
 from maitred.recall.hybrid import HybridRecaller
+from maitred.recall.intents import IntentSplitRecaller
 from maitred.recall.store import IndexStore
 from maitred.recall.vectors import ANN_THRESHOLD
 from maitred.skills.model import Catalog
@@ -75,6 +76,9 @@ def register_recaller(name: str) -> Callable[[RecallerFactory], RecallerFactory]
     return add
 
 
+#: ``METHOD+intents`` ranks each request of a multi-request message (see recall.intents)
+INTENTS_SUFFIX = "intents"
+
 #: methods of the optional ``native`` extra, registered when first asked for
 OPTIONAL_METHODS: tuple[str, ...] = ("native-glance",)
 
@@ -96,7 +100,9 @@ def make_recaller(
     """Build (or load from ``cache_dir``) the recaller registered as ``method``.
 
     Args:
-        method: a registered name (see :func:`recaller_names`).
+        method: a registered name (see :func:`recaller_names`); ``NAME+intents`` wraps that
+            method in :class:`~maitred.recall.intents.IntentSplitRecaller` (each request of
+            a multi-request message is ranked, and the rankings interleaved).
         catalog: the :class:`~maitred.skills.model.Catalog` to rank.
         cache_dir: where indexes are stored and reused; ``None`` builds in memory.
         weights: BM25 field weights (``bm25`` and ``hybrid``; default tuned weights).
@@ -110,6 +116,22 @@ def make_recaller(
         ConfigError: unknown method (the message lists the registered ones).
         EmptyCatalogError: the catalog holds no skills.
     """
+    base, plus, suffix = method.partition("+")
+    if plus:
+        if suffix != INTENTS_SUFFIX:
+            raise ConfigError(
+                f"unknown recall method {method!r}: the only suffix is '+{INTENTS_SUFFIX}' "
+                f"(e.g. 'dense+{INTENTS_SUFFIX}')"
+            )
+        inner = make_recaller(
+            base,
+            catalog,
+            cache_dir=cache_dir,
+            weights=weights,
+            embedder=embedder,
+            progress=progress,
+        )
+        return IntentSplitRecaller(inner)
     factory = _REGISTRY.get(method)
     if factory is None and method.startswith("native"):
         factory = _native_factory(method)
