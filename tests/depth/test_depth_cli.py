@@ -52,3 +52,22 @@ def test_eval_depth_json_and_train(
         "--lite", "--out", str(tmp_path / "m.json"),
     )  # fmt: skip
     assert "camdf_lite" in text and "marginal_value" in text
+
+
+def test_sufficiency_guard_options(
+    train_tasks: list[DepthTask], test_tasks: list[DepthTask], tmp_path: Path
+) -> None:
+    write_tasks(train_tasks, tmp_path / "train.jsonl")
+    write_tasks(test_tasks, tmp_path / "test.jsonl")
+    args = ["--train", str(tmp_path / "train.jsonl"), "--test", str(tmp_path / "test.jsonl")]
+    common = ["--lambda", "0.08", "--json", "--no-noise", "--boot", "50"]
+    free = json.loads(_run("eval", "depth", *args, *common))
+    held = json.loads(_run("eval", "depth", *args, *common, "--sufficiency-guard", "0.0"))
+    assert held["sufficiency_guard"] == 0.0 and free["sufficiency_guard"] is None
+    assert held["rules"]["camdf"]["mean_exposed"] > free["rules"]["camdf"]["mean_exposed"]
+    _run(
+        "depth", "train", "--tasks", str(tmp_path / "train.jsonl"), "--lambda", "0.08",
+        "--sufficiency-guard", "0.0", "--out", str(tmp_path / "g.json"),
+    )  # fmt: skip
+    guarded = json.loads((tmp_path / "g.json").read_text())
+    assert guarded["threshold"] >= free["camdf_threshold"]

@@ -36,7 +36,11 @@ STATE_OPT = typer.Option(
 TABLES_OPT = typer.Option(
     None, "--tables", help="YAML/JSON file mapping key roots to tables (SQL providers)."
 )
-METHOD_OPT = typer.Option("dense", "--method", "-m", help="Recall method: bm25, dense, hybrid.")
+METHOD_HELP = (
+    "Recall method: bm25, dense, hybrid, native-glance ...; append +intents to rank each "
+    "request of a multi-request message (e.g. dense+intents)."
+)
+METHOD_OPT = typer.Option("dense", "--method", "-m", help=METHOD_HELP)
 CACHE_OPT = typer.Option(None, "--cache-dir", help="Where indexes persist (MAITRED_CACHE_DIR).")
 
 

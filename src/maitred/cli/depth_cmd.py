@@ -12,7 +12,14 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from maitred.cli._common import CACHE_OPT, console, dump_json, err_console, index_progress
+from maitred.cli._common import (
+    CACHE_OPT,
+    METHOD_OPT,
+    console,
+    dump_json,
+    err_console,
+    index_progress,
+)
 from maitred.depth.camdf import save_model, train_camdf
 from maitred.depth.domain_tasks import domain_queries
 from maitred.depth.evaluate import RULES, evaluate_depth
@@ -20,6 +27,7 @@ from maitred.depth.grid import grid_markdown, plot_grid, run_grid
 from maitred.depth.payoff import DepthTask
 from maitred.depth.tasks import COST_MODELS, CostModel, catalog_costs, load_tasks, make_tasks
 from maitred.depth.tasks import write_tasks as write_task_file
+from maitred.depth.tuning import sufficiency_floor
 from maitred.domains import DOMAINS
 from maitred.errors import ConfigError, InputError
 from maitred.recall.evaluate import load_queries
@@ -128,7 +136,7 @@ def eval_depth(
 def make_tasks_cmd(
     catalog: list[str] = typer.Option(..., "--catalog", "-c", help="Skills dir or tools JSONL."),
     queries: Path = typer.Option(..., "--queries", "-q", help='JSONL {"id","text","gold":[...]}.'),
-    method: str = typer.Option("dense", "--method", "-m", help="bm25, dense or hybrid."),
+    method: str = METHOD_OPT,
     top: int = typer.Option(20, "--top", help="Candidates kept per task."),
     costs: str = typer.Option("tokens", "--costs", help=f"Cost model: {', '.join(COST_MODELS)}."),
     dispersion: float = typer.Option(1.0, "--dispersion", help="Seeded cost dispersion d."),
@@ -174,9 +182,21 @@ def train_cmd(
     lam: float = typer.Option(..., "--lambda", help="Cost weight λ."),
     lite: bool = typer.Option(False, "--lite", help="Train camdf_lite (ten features)."),
     out: Path = typer.Option(..., "--out", "-o", help="Model JSON to write."),
+    guard: float | None = typer.Option(
+        None,
+        "--sufficiency-guard",
+        help="Tune the stop threshold under a floor: training sufficiency at most this below "
+        "exposing the whole list.",
+    ),
 ) -> None:
     """Train a CAM-DF stopper and save it (use with depth rule `camdf`, model=PATH)."""
-    model = train_camdf(_read(tasks), lam, kind="camdf_lite" if lite else "camdf")
+    train_tasks = _read(tasks)
+    model = train_camdf(
+        train_tasks,
+        lam,
+        kind="camdf_lite" if lite else "camdf",
+        floor=sufficiency_floor(train_tasks, guard),
+    )
     save_model(model, out)
     console.print(f"wrote {model.kind} (λ={lam}, data {model.data_hash[:19]}…) to {out}")
     for feature, value in model.coefficients():

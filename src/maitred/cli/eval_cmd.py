@@ -8,7 +8,14 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from maitred.cli._common import CACHE_OPT, console, dump_json, err_console, index_progress
+from maitred.cli._common import (
+    CACHE_OPT,
+    METHOD_OPT,
+    console,
+    dump_json,
+    err_console,
+    index_progress,
+)
 from maitred.errors import InputError
 from maitred.recall.evaluate import evaluate_routing, load_queries
 from maitred.recall.registry import make_recaller
@@ -18,7 +25,7 @@ from maitred.skills.catalog import load_catalog
 def routing(
     catalog: list[str] = typer.Option(..., "--catalog", "-c", help="Skills dir or tools JSONL."),
     queries: Path = typer.Option(..., "--queries", "-q", help='JSONL {"id","text","gold":[...]}.'),
-    method: str = typer.Option("dense", "--method", "-m", help="bm25, dense or hybrid."),
+    method: str = METHOD_OPT,
     cache_dir: Path | None = CACHE_OPT,
     as_json: bool = typer.Option(False, "--json", help="Print the figures as JSON."),
 ) -> None:
