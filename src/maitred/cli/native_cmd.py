@@ -1,4 +1,4 @@
-"""`maitred native ...`: layer choice, key-bank indexing and map training for native routing.
+"""`maitred native ...`: layer choice, key-bank indexing, map training and mid-rollout firing.
 
 Every command imports :mod:`maitred.native` inside its body: the CLI loads for every command,
 and only these need torch (the ``native`` extra).
@@ -15,7 +15,9 @@ from maitred.cli._common import console, dump_json, progress_bar
 from maitred.errors import ConfigError
 from maitred.skills.catalog import load_catalog
 
-native_app = typer.Typer(help="Native routing (Gavel): layers, index, train.", no_args_is_help=True)
+native_app = typer.Typer(
+    help="Native routing (Gavel): layers, index, train, rollout.", no_args_is_help=True
+)
 
 MODEL_OPT = typer.Option(None, "--model", help="A .gguf file or HF model folder (default SmolLM2).")
 
@@ -131,6 +133,82 @@ def train_cmd(
     console.print(f"maps for {backbone.backbone_id} layer {backbone.layer} written to {target}")
 
 
+@native_app.command("rollout")
+def rollout_cmd(
+    catalog: list[str] = typer.Option(..., "--catalog", "-c", help="Skills dir or tools JSONL."),
+    trajectories: Path = typer.Option(
+        ..., "--trajectories", "-t", help='JSONL {"id","text","gold","onset"} to evaluate.'
+    ),
+    val: Path | None = typer.Option(None, "--val", help="Trajectories to calibrate on."),
+    threshold: float | None = typer.Option(None, "--threshold", help="Lead to fire at."),
+    half_life: float | None = typer.Option(
+        None, "--half-life", help="Vote half-life in tokens (default: the library's)."
+    ),
+    patience: int = typer.Option(2, "--patience", help="Consecutive tokens a skill must lead."),
+    maps: Path | None = typer.Option(None, "--maps", help="Maps file (default: the active one)."),
+    model: Path | None = MODEL_OPT,
+    cache_dir: Path = typer.Option(Path(".maitred-cache"), "--cache-dir", help="Index cache."),
+    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+) -> None:
+    """Mid-rollout firing: stream each trajectory token by token and gate the glance."""
+    from maitred.native.backbone import Backbone
+    from maitred.native.glance import GlanceMaps
+    from maitred.native.recall import active_maps_path, build_recaller
+    from maitred.native.rollout import DEFAULT_HALF_LIFE, decay_for
+    from maitred.native.trajectories import evaluate_trajectories
+    from maitred.recall.store import IndexStore
+
+    if (val is None) == (threshold is None):
+        raise ConfigError("give one of --val FILE (calibrate the threshold on it) or --threshold")
+    cat = load_catalog(catalog)
+    path = maps or active_maps_path()
+    backbone = None
+    if model is not None:
+        backbone = Backbone.load(model, GlanceMaps.load(path).layer if path.is_file() else None)
+    rec = build_recaller(cat, maps_path=path, backbone=backbone, store=IndexStore(cache_dir))
+    half_life = half_life or DEFAULT_HALF_LIFE
+    found = evaluate_trajectories(
+        rec.backbone,
+        rec.maps,
+        rec.bank,
+        trajectories,
+        val=val,
+        threshold=threshold,
+        decay=decay_for(half_life),
+        patience=patience,
+    )
+    cal = found.calibration
+    result = {
+        "backbone_id": rec.backbone.backbone_id,
+        "layer": rec.backbone.layer,
+        "maps": "trained" if "train" in rec.maps.meta else "untrained (principal components)",
+        "half_life": half_life,
+        "calibration": None if cal is None else cal.report.as_dict(),
+        "skipped_unknown_gold": found.skipped,
+        **found.report.as_dict(),
+    }
+    if as_json:
+        dump_json(result)
+        return
+    r = found.report
+    source = f"calibrated on {val}" if val is not None else "given"
+    latency = "-" if r.mean_latency is None else f"{r.mean_latency:.1f} tokens"
+    skipped = f"\n  {found.skipped} trajectories skipped: gold not in the catalog"
+    console.print(
+        f"{r.n_positive} trajectories need a skill, {r.n_negative} do not\n"
+        f"{result['maps']} maps, layer {rec.backbone.layer}, half-life {half_life:g} tokens, "
+        f"patience {patience}\nthreshold {r.threshold:.4f} ({source})\n"
+        f"  trigger rate     {r.trigger_rate:.3f}  positives with a fire\n"
+        f"  correct skill    {r.correct_rate:.3f}  first fire gold, at/after the onset\n"
+        f"  correct if fired {r.correct_when_fired:.3f}  the same, of positives with a fire\n"
+        f"  early fires      {r.early_rate:.3f}  positives with a fire before the onset\n"
+        f"  false-fire rate  {r.false_fire_rate:.3f}  negatives with a fire\n"
+        f"  latency          {latency} from the onset to the correct fire"
+        + (skipped if found.skipped else ""),
+        highlight=False,
+    )
+
+
 def register(app: typer.Typer, eval_app: typer.Typer) -> None:
-    """Add `native` (layers, index, train) to the app."""
+    """Add `native` (layers, index, train, rollout) to the app."""
     app.add_typer(native_app, name="native")
