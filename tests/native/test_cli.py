@@ -67,3 +67,20 @@ def test_rollout_command_calibrates_and_reports(tmp_path: Path) -> None:
     assert "trigger rate     1.000" in fixed.stdout and "false-fire rate  1.000" in fixed.stdout
     both = CliRunner().invoke(app, [*base, "--threshold", "0", "--val", str(trajs)])
     assert both.exit_code != 0
+
+
+def test_calibrate_command_refuses_queries_without_a_catalog_gold(tmp_path: Path) -> None:
+    from maitred.errors import ConfigError
+
+    tools = tmp_path / "tools.jsonl"
+    tools.write_text(json.dumps({"name": "weather", "description": "the weather"}) + "\n")
+    queries = tmp_path / "val.jsonl"
+    queries.write_text(
+        json.dumps({"id": "q1", "text": "pay my invoice", "gold": ["billing"]}) + "\n"
+    )
+    app = typer.Typer()
+    register(app, typer.Typer())
+    result = CliRunner().invoke(app, ["native", "calibrate", "-c", str(tools), "-q", str(queries)])
+    assert result.exit_code != 0
+    assert isinstance(result.exception, ConfigError)
+    assert "gold skill" in str(result.exception)

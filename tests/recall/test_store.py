@@ -14,9 +14,10 @@ from .conftest import CountingEmbedder, HashEmbedder
 
 
 def test_registry_names_and_unknown_method(catalog: Catalog) -> None:
-    # native-glance is listed whether or not the native extra was imported yet (test order)
-    assert recaller_names() == ("bm25", "dense", "hybrid", "native-glance")
-    with pytest.raises(ConfigError, match="choose one of bm25, dense, hybrid, native-glance"):
+    # the native methods are listed whether or not the native extra was imported yet (test order)
+    native = ("native", "native-glance", "native-progressive", "native-rerank")
+    assert recaller_names() == ("bm25", "dense", "hybrid", *native)
+    with pytest.raises(ConfigError, match="choose one of bm25, dense, hybrid, native, native-"):
         make_recaller("splade", catalog)
 
 

@@ -1,4 +1,4 @@
-"""`maitred native ...`: layer choice, key-bank indexing, map training and mid-rollout firing.
+"""`maitred native ...`: layers, key-bank indexing, map training, ruling calibration, firing.
 
 Every command imports :mod:`maitred.native` inside its body: the CLI loads for every command,
 and only these need torch (the ``native`` extra).
@@ -16,7 +16,7 @@ from maitred.errors import ConfigError
 from maitred.skills.catalog import load_catalog
 
 native_app = typer.Typer(
-    help="Native routing (Gavel): layers, index, train, rollout.", no_args_is_help=True
+    help="Native routing (Gavel): layers, index, train, calibrate, rollout.", no_args_is_help=True
 )
 
 MODEL_OPT = typer.Option(None, "--model", help="A .gguf file or HF model folder (default SmolLM2).")
@@ -83,6 +83,39 @@ def index_cmd(
         f"backbone {rec.backbone.backbone_id}, layer {rec.backbone.layer}, d={rec.maps.dim}",
         highlight=False,
     )
+
+
+@native_app.command("calibrate")
+def calibrate_cmd(
+    catalog: list[str] = typer.Option(..., "--catalog", "-c", help="Skills dir or tools JSONL."),
+    queries: Path = typer.Option(
+        ..., "--queries", "-q", help="Validation queries (never the ones you report on)."
+    ),
+    cache_dir: Path = typer.Option(Path(".maitred-cache"), "--cache-dir", help="Index cache."),
+) -> None:
+    """Calibrate the ruling's expert weights (`native`, `native-rerank`) on validation queries."""
+    from maitred.native.gavel import calibrate_ruling, ruling_weights_path
+    from maitred.recall.evaluate import load_queries
+    from maitred.recall.store import IndexStore
+
+    cat = load_catalog(catalog)
+    labelled = load_queries(queries)
+    with progress_bar("scoring validation queries", len(labelled)) as advance:
+        last = [0]
+
+        def step(done: int, total: int) -> None:
+            advance(done - last[0])
+            last[0] = done
+
+        saved = calibrate_ruling(cat, labelled, store=IndexStore(cache_dir), progress=step)
+    for entry in saved:
+        weights = ", ".join(f"{k} {v:g}" for k, v in entry.weights.items())
+        console.print(
+            f"{entry.method}: {weights} (validation MRR {entry.val_mrr}, "
+            f"{entry.n_queries} queries)",
+            highlight=False,
+        )
+    console.print(f"wrote {ruling_weights_path()}")
 
 
 @native_app.command("train")

@@ -1,9 +1,13 @@
-"""``native-glance``: the glance as a maitred recall method.
+"""``native-glance``: the glance as a maitred recall method (and where every native method is
+registered).
 
-Importing this module registers ``"native-glance"`` with :mod:`maitred.recall.registry` (the
-registry imports it lazily when asked for a name starting with ``native``, so the core never
-imports torch). The recaller reads each query with the backbone, maps its token states to unit
-queries and ranks the whole catalog by token voting over the skills' key banks.
+Importing this module registers ``"native-glance"``, ``"native"`` (glance + verdict + ruling,
+:mod:`maitred.native.gavel`), ``"native-rerank"`` and ``"native-progressive"``
+(:mod:`maitred.native.baselines`) with :mod:`maitred.recall.registry` (the registry imports it
+lazily when asked for a name starting with ``native``, so the core never imports torch).
+
+The glance recaller reads each query with the backbone, maps its token states to unit queries
+and ranks the whole catalog by token voting over the skills' key banks.
 
 Which maps: the *active maps file* :func:`active_maps_path` (``maitred native train`` writes it);
 its backbone and layer decide which backbone is loaded. Without one, the glance runs untrained:
@@ -203,3 +207,47 @@ def _make_native_glance(
     progress: Progress | None,
 ) -> Recaller:
     return build_recaller(catalog, store=store, progress=progress)
+
+
+@register_recaller("native")
+def _make_native(
+    catalog: Catalog,
+    *,
+    store: IndexStore | None,
+    weights: Mapping[str, float] | None,
+    embedder: Embedder | None,
+    progress: Progress | None,
+) -> Recaller:
+    from maitred.native.gavel import build_native
+
+    return build_native(
+        catalog, store=store, bm25_weights=weights, embedder=embedder, progress=progress
+    )
+
+
+@register_recaller("native-rerank")
+def _make_native_rerank(
+    catalog: Catalog,
+    *,
+    store: IndexStore | None,
+    weights: Mapping[str, float] | None,
+    embedder: Embedder | None,
+    progress: Progress | None,
+) -> Recaller:
+    from maitred.native.baselines import build_rerank
+
+    return build_rerank(catalog, store=store, embedder=embedder, progress=progress)
+
+
+@register_recaller("native-progressive")
+def _make_native_progressive(
+    catalog: Catalog,
+    *,
+    store: IndexStore | None,
+    weights: Mapping[str, float] | None,
+    embedder: Embedder | None,
+    progress: Progress | None,
+) -> Recaller:
+    from maitred.native.baselines import build_progressive
+
+    return build_progressive(catalog)

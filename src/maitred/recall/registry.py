@@ -80,7 +80,12 @@ def register_recaller(name: str) -> Callable[[RecallerFactory], RecallerFactory]
 INTENTS_SUFFIX = "intents"
 
 #: methods of the optional ``native`` extra, registered when first asked for
-OPTIONAL_METHODS: tuple[str, ...] = ("native-glance",)
+OPTIONAL_METHODS: tuple[str, ...] = (
+    "native",
+    "native-glance",
+    "native-progressive",
+    "native-rerank",
+)
 
 
 def recaller_names() -> tuple[str, ...]:
