@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from maitred.native.backbone import default_gguf, file_sha256
 from maitred.native.glance import GlanceMaps, KeyBank
 from maitred.native.states import load_states
 from maitred.native.train import TrainConfig, train_maps
@@ -20,6 +21,9 @@ from maitred.skills.catalog import load_catalog
 
 torch.set_num_threads(2)
 OUT = Path("bench-out/native")
+# the id Backbone.load gives the default weights, so maps trained here load in `native-glance`
+BACKBONE_ID = f"{default_gguf().stem}@{file_sha256(default_gguf())[:12]}"
+
 S = OUT / "states"
 M = ("hit_at_1", "recall_at_5", "mrr")
 
@@ -56,7 +60,7 @@ def train(la, steps, names, tools, dim=256, lr=1e-4):
     init = GlanceMaps.pca(
         np.concatenate([tools[j] for j in used] + [trs[i] for i in keep]),
         dim,
-        backbone_id="smol",
+        backbone_id=BACKBONE_ID,
         layer=la,
     )
     if steps == 0:
@@ -81,7 +85,11 @@ for la in (12, 18, 24):
     _, vs = st("metatool/val", la)
     _, ts = st("metatool/test", la)
     raw = GlanceMaps.pca(
-        np.concatenate(tools), tools[0].shape[1], backbone_id="smol", layer=la, standardise=False
+        np.concatenate(tools),
+        tools[0].shape[1],
+        backbone_id=BACKBONE_ID,
+        layer=la,
+        standardise=False,
     )
     for tk in (3, None):
         res[f"L{la} raw-cosine top_k={tk} test"] = glance(raw, names, tools, ts, test, tk)[0]
@@ -127,13 +135,20 @@ for la in (18, 24):
         (
             "pca-on-sitecare-skills",
             GlanceMaps.pca(
-                np.concatenate(sk), min(256, len(np.concatenate(sk))), backbone_id="smol", layer=la
+                np.concatenate(sk),
+                min(256, len(np.concatenate(sk))),
+                backbone_id=BACKBONE_ID,
+                layer=la,
             ),
         ),
         (
             "raw-cosine",
             GlanceMaps.pca(
-                np.concatenate(sk), sk[0].shape[1], backbone_id="smol", layer=la, standardise=False
+                np.concatenate(sk),
+                sk[0].shape[1],
+                backbone_id=BACKBONE_ID,
+                layer=la,
+                standardise=False,
             ),
         ),
     ):

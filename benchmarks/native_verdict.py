@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from maitred.native.backbone import load_causal_lm
+from maitred.native.backbone import default_gguf, file_sha256, load_causal_lm
 from maitred.native.baselines import ProgressiveRecaller, menu_token_count
 from maitred.native.data import sample, skill_text
 from maitred.native.gavel import DEFAULT_WEIGHTS, dense_scores, fill_shortlist
@@ -46,6 +46,9 @@ from maitred.recall.registry import make_recaller
 from maitred.skills.catalog import load_catalog
 
 OUT = Path("bench-out/native")
+# the id Backbone.load gives the default weights, so maps trained here load in `native-glance`
+BACKBONE_ID = f"{default_gguf().stem}@{file_sha256(default_gguf())[:12]}"
+
 F32 = np.ndarray
 
 
@@ -63,7 +66,7 @@ def trained_maps(names: tuple[str, ...], tools: list[F32]) -> GlanceMaps:
     init = GlanceMaps.pca(
         np.concatenate([tools[j] for j in used] + [states[i] for i in keep]),
         256,
-        backbone_id="smol",
+        backbone_id=BACKBONE_ID,
         layer=24,
     )
     t0 = time.time()
@@ -159,7 +162,7 @@ def progressive(
     catalog: Any, model: Any, tokenizer: Any, queries: list[Query]
 ) -> tuple[dict[str, float], dict[str, Any]]:
     """Exact top-10 by the bounded search (so MRR here is MRR@10, a lower bound)."""
-    rec = ProgressiveRecaller(catalog, model, tokenizer, "smol", device="cpu")
+    rec = ProgressiveRecaller(catalog, model, tokenizer, BACKBONE_ID, device="cpu")
     cache = OUT / f"progressive-test{len(queries)}.json"
     if cache.is_file():
         saved = json.loads(cache.read_text())
