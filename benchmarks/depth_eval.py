@@ -32,7 +32,7 @@ from maitred.depth.domain_tasks import domain_queries
 from maitred.depth.evaluate import BASELINES, RULES, evaluate_depth
 from maitred.depth.grid import grid_markdown, plot_grid, run_grid
 from maitred.depth.payoff import DepthTask
-from maitred.depth.tasks import catalog_costs, load_tasks, make_tasks, write_tasks
+from maitred.depth.tasks import CostModel, catalog_costs, load_tasks, make_tasks, write_tasks
 from maitred.domains import get_domain
 from maitred.recall.evaluate import Query, load_queries
 from maitred.recall.registry import make_recaller
@@ -72,7 +72,7 @@ def build_tasks(dataset: str, ranking: str, out: Path) -> tuple[list[DepthTask],
         return load_tasks(paths[0]), load_tasks(paths[1])
     if dataset == "metatool":
         train_q, test_q, catalog_path = _metatool_queries(out)
-        cost_model = "tokens"
+        cost_model: CostModel = "tokens"
     else:
         domain = get_domain(dataset)
         train_q = domain_queries(dataset, 400, 1, f"{domain.prefix}tr")
@@ -80,7 +80,7 @@ def build_tasks(dataset: str, ranking: str, out: Path) -> tuple[list[DepthTask],
         catalog_path, cost_model = domain.skills_dir, "contract"
     catalog = load_catalog(catalog_path)
     recaller = make_recaller(ranking, catalog, cache_dir=REPO / "bench-out" / "index")
-    costs = catalog_costs(catalog, cost_model)  # type: ignore[arg-type]
+    costs = catalog_costs(catalog, cost_model)
     built = []
     for queries, path in zip((train_q, test_q), paths, strict=True):
         tasks, _ = make_tasks(catalog, queries, recaller, top=20, costs=costs)
