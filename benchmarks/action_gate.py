@@ -35,7 +35,7 @@ def _samples(seeds: int, users: int) -> list[tuple[dict[str, Any], ToolCall, Ses
     for seed in range(seeds):
         db = generate_db(seed, n_users=users)
         items = [t.to_json() for t in make_tasks(db, seed)] + violations(db, seed)
-        tracking = tau2_airline.TRACKING
+        tracking = tau2_airline.tracking()
         for item in items:
             session = Session(context=dict(item.get("context") or {}))
             sim = AirlineSim(copy.deepcopy(db))

@@ -15,17 +15,22 @@ from maitred.actions import (
     Session,
     SnapshotState,
     ToolCall,
-    ToolSpec,
     Violation,
     cel_rule,
     policy_rule,
 )
-from maitred.contract import exit_predicate
+from maitred.contract import Contract, exit_predicate
 from maitred.contract.predicate import StateView
 from maitred.errors import ContractError
+from maitred.skills import Skill
 from maitred.state import Snapshot
 
 from .builders import check
+
+
+def _tool(name: str, mutates: bool, required: tuple[str, ...] = ()) -> Skill:
+    schema = {"type": "object", "properties": {a: {} for a in required}, "required": list(required)}
+    return Skill(name, name, kind="tool", parameters=schema, contract=Contract(mutates=mutates))
 
 
 def _refund_policy(*extra: Any) -> Policy:
@@ -37,7 +42,7 @@ def _refund_policy(*extra: Any) -> Policy:
             return Violation(f"amount exceeds the {paid} paid", ("amount",))
         return None
 
-    specs = [ToolSpec("refund", True, ("order_id", "amount")), ToolSpec("lookup", False)]
+    specs = [_tool("refund", True, ("order_id", "amount")), _tool("lookup", False)]
     return Policy.build("shop", specs, [refund_too_large, *extra])
 
 
@@ -81,7 +86,7 @@ def test_stale_state_fails_closed() -> None:
     pred = tool.predicates[0]
     fresh_bound = type(pred.predicate)(**{**pred.predicate.__dict__, "max_age_s": 60.0})
     stale_policy = Policy.build(
-        "shop", [tool.spec], [type(pred)(fresh_bound, pred.code, pred.tools, explain=pred.explain)]
+        "shop", [tool.tool], [type(pred)(fresh_bound, pred.code, pred.tools, explain=pred.explain)]
     )
     gate = ActionGate(stale_policy, clock=lambda: 1000.0)
     old = DocumentState(DOC, key_as_of={"orders": 900.0})
@@ -149,7 +154,7 @@ def test_declaration_errors_name_the_fix() -> None:
         cel_rule("true", name="x", code="bad code", tools=["t"], reads=["args.a"], message="")
     with pytest.raises(ContractError, match="choose one of"):
         rule = cel_rule("true", name="x", code="X", tools=["t"], reads=["args.a"], message="")
-        Policy.build("p", [ToolSpec("u", True)], [rule])
+        Policy.build("p", [_tool("u", True)], [rule])
 
 
 def test_the_gate_does_not_change_state_or_session(gate: ActionGate, db: Any) -> None:

@@ -7,7 +7,9 @@ arguments, the authoritative state and the session's record, and returns a
 1. an unknown tool -> ``TOOL_UNKNOWN``; a tool outside this turn's ``offered`` set ->
    ``TOOL_NOT_OFFERED``; a tool whose exit predicates hold now -> ``TOOL_NOT_EXECUTABLE``
    (hiding a tool is not enough: a call that names it is re-evaluated);
-2. a required argument missing -> ``ARGS_MISSING``;
+2. the arguments checked against the tool's JSON schema (:mod:`.arguments`): a required one
+   missing -> ``ARGS_MISSING``; a wrong type, a value outside its enum or bounds, an unknown
+   argument -> ``ARGS_INVALID`` (a tool without a schema is checked for nothing here);
 3. every policy predicate attached to the tool is evaluated by
    :func:`maitred.contract.evaluate` on one snapshot of the values they declared. A holding
    predicate rejects with its rule's code; a missing or stale read or an error rejects a
@@ -29,9 +31,9 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from maitred.actions.arguments import ArgumentChecker
 from maitred.actions.document import MISSING, ActionState, as_action_state, walk
 from maitred.actions.model import (
-    ARGS_MISSING,
     FAIL_CLOSED_CODES,
     OK,
     TOOL_NOT_EXECUTABLE,
@@ -131,10 +133,13 @@ class ActionGate:
         self.clock = clock
         self.log = log
         self._reads: dict[str, _Read] = {}
+        self._arguments: dict[str, ArgumentChecker] = {}
         for tool in policy.tools.values():
             for pred in tool.predicates:
                 for key in pred.reads:
                     self._reads.setdefault(key, compile_read(key))
+            if tool.schema:
+                self._arguments[tool.name] = ArgumentChecker(tool.name, tool.schema)
         self._label = f"{policy.name}@{policy.version}"
 
     def check(
@@ -188,7 +193,7 @@ class ActionGate:
                 at,
             )
         src = as_action_state(state)
-        blocked = self._exit_outcomes(tool.spec.exit_predicates, src, session, at)
+        blocked = self._exit_outcomes(tool.exit_predicates, src, session, at)
         if blocked:
             detail = "; ".join(o.detail or o.predicate for o in blocked)
             return self._reject(
@@ -200,15 +205,11 @@ class ActionGate:
                 at,
                 tuple(blocked),
             )
-        absent = tuple(a for a in tool.spec.required if a not in call.arguments)
-        if absent:
+        checker = self._arguments.get(call.name)
+        problem = checker.check(call.arguments) if checker is not None else None
+        if problem is not None:
             return self._reject(
-                call,
-                ARGS_MISSING,
-                f"missing required argument(s): {', '.join(absent)}",
-                absent,
-                tool.mutates,
-                at,
+                call, problem.code, problem.message, problem.fields, tool.mutates, at
             )
         return self._policy_decision(call, tool, src, session or Session(), at)
 

@@ -14,6 +14,8 @@ Gate-level codes (rule packs add their own, e.g. ``AIRLINE_CANCEL_NOT_ELIGIBLE``
 * ``TOOL_NOT_OFFERED`` -- the tool was not on this turn's menu;
 * ``TOOL_NOT_EXECUTABLE`` -- an exit predicate of the tool holds now (it would have been hidden);
 * ``ARGS_MISSING`` -- a required argument is absent;
+* ``ARGS_INVALID`` -- an argument breaks the tool's JSON schema (type, enum, bounds) or is not
+  one of its arguments;
 * ``STATE_MISSING`` / ``STATE_STALE`` / ``PREDICATE_ERROR`` -- the gate could not decide and
   failed closed.
 """
@@ -36,6 +38,7 @@ TOOL_UNKNOWN = "TOOL_UNKNOWN"
 TOOL_NOT_OFFERED = "TOOL_NOT_OFFERED"
 TOOL_NOT_EXECUTABLE = "TOOL_NOT_EXECUTABLE"
 ARGS_MISSING = "ARGS_MISSING"
+ARGS_INVALID = "ARGS_INVALID"
 STATE_MISSING = "STATE_MISSING"
 STATE_STALE = "STATE_STALE"
 PREDICATE_ERROR = "PREDICATE_ERROR"

@@ -1,255 +1,104 @@
-"""Policy predicates: named, versioned rules over a tool call, attached to tool names.
+"""The action gate's policy: the tools it knows and the call policies attached to each.
 
-A policy predicate is a contract predicate (:class:`~maitred.contract.PythonPredicate` or
-:class:`~maitred.contract.CelPredicate`) whose view has three roots:
-
-* ``args.*`` -- the call's arguments (``args.reservation_id``);
-* ``state.*`` -- the authoritative state document (``state.flights``);
-* ``session.*`` -- what this session did: ``session.context.<key>`` (values the application set,
-  such as a stated cancellation reason), ``session.read.<read tool>`` (record id -> read order)
-  and ``session.last_read.<read tool>`` (the id last read by that tool).
-
-A read may index by another read with brackets: ``state.reservations[args.reservation_id]`` is
-the reservation the call names. Brackets are resolved by the gate, so only Python predicates may
-use them; CEL predicates index in the expression instead (``state.reservations[args.id]``).
-
-A predicate **holds when the rule is violated** ("holds" = the call must not run), exactly as an
-exit predicate holds when a skill must stop. Evaluation goes through
-:func:`maitred.contract.evaluate`, the single evaluator: a missing or stale read is decided by
-the predicate's policy, and an error always holds. Reads listed in ``optional`` are never
-missing: an absent value is passed as ``None`` and the rule decides (``"the reservation exists"``
-is a rule, not a fail-closed default).
-
-A Python rule returns a :class:`Violation` (why, and which argument fields are at fault) or
-``None``. The verdict is ``rule(view) is not None``; when it holds, the gate calls the rule once
-more for its explanation (rules are pure, so the second call sees what the first saw).
+A :class:`Policy` is built from a catalog (:meth:`Policy.from_catalog`): every entry, its
+argument schema and its contract (``mutates``, exit predicates, call policies, records). The
+policy predicates themselves -- named, versioned rules over ``args.*``, ``state.*`` and
+``session.*`` -- are part of the contract model (:mod:`maitred.contract.policy`); they are
+re-exported here because rule packs write them.
 
 Every predicate on a *mutating* tool must fail closed (``on_missing`` and ``on_stale`` are
-``"block"``): :meth:`Policy.build` refuses anything else, so a silent wrong state cannot come
-from a missing key.
+``"block"``): a policy refuses anything else, so a silent wrong state cannot come from a
+missing key.
 """
 
 from __future__ import annotations
 
-import inspect
-import textwrap
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from maitred._canonical import content_hash, text_hash
-from maitred.contract.predicate import CelPredicate, Predicate, PythonPredicate, StateView
+from maitred._canonical import content_hash
+from maitred.contract.policy import (
+    ROOTS,
+    PolicyPredicate,
+    Rule,
+    Violation,
+    cel_rule,
+    policy_rule,
+)
+from maitred.contract.predicate import Predicate
 from maitred.errors import ContractError
-
-ROOTS = ("args", "state", "session")
-
-
-@dataclass(frozen=True)
-class Violation:
-    """Why a rule holds for a call.
-
-    Attributes:
-        message: one sentence the model can act on ("nonfree_baggages must be 1, not 2").
-        fields: the offending argument paths.
-    """
-
-    message: str
-    fields: tuple[str, ...] = ()
-
-
-Rule = Callable[[StateView], Violation | None]
-
-
-@dataclass(frozen=True)
-class PolicyPredicate:
-    """A contract predicate, plus what the action gate needs to act on it.
-
-    Attributes:
-        predicate: the contract predicate that decides (holds = violation).
-        code: the stable reason code a rejection carries (``AIRLINE_PASSENGER_COUNT_CHANGED``).
-        tools: the tool names it applies to.
-        optional: reads that may be absent (the predicate then sees ``None``).
-        explain: for Python rules, the rule itself (called again for the message on reject).
-        fields: offending argument paths when no explanation gives them.
-    """
-
-    predicate: Predicate
-    code: str
-    tools: tuple[str, ...]
-    optional: frozenset[str] = frozenset()
-    explain: Rule | None = field(default=None, compare=False)
-    fields: tuple[str, ...] = ()
-
-    def __post_init__(self) -> None:
-        if not self.code or not self.code.replace("_", "").isalnum() or not self.code.isupper():
-            raise ContractError(
-                f"policy predicate {self.name!r}: code {self.code!r} must be UPPER_SNAKE_CASE "
-                "(it is a stable identifier that clients match on)"
-            )
-        if not self.tools:
-            raise ContractError(f"policy predicate {self.name!r} names no tools in `tools`")
-        for key in self.reads:
-            root = key.split(".", 1)[0].split("[", 1)[0]
-            if root not in ROOTS:
-                raise ContractError(
-                    f"policy predicate {self.name!r}: read {key!r} must start with one of "
-                    f"{list(ROOTS)}"
-                )
-        stray = sorted(self.optional - set(self.reads))
-        if stray:
-            raise ContractError(
-                f"policy predicate {self.name!r}: optional read {stray[0]!r} is not in `reads`"
-            )
-
-    @property
-    def name(self) -> str:
-        return self.predicate.name
-
-    @property
-    def reads(self) -> tuple[str, ...]:
-        return self.predicate.reads
-
-    @property
-    def version(self) -> str:
-        return self.predicate.version
-
-    @property
-    def message(self) -> str:
-        return self.predicate.message
-
-    def explanation(self, view: StateView) -> Violation:
-        """Why the predicate holds, for a rejection (falls back to the static message)."""
-        fallback = Violation(self.message or f"{self.name} holds", self.fields)
-        if self.explain is None:
-            return fallback
-        try:
-            found = self.explain(view)
-        except Exception:  # the verdict already stands; the explanation is best effort
-            return fallback
-        return found or fallback
-
-
-def policy_rule(
-    *,
-    code: str,
-    tools: Iterable[str],
-    reads: Iterable[str],
-    optional: Iterable[str] = (),
-    name: str | None = None,
-    message: str = "",
-    fields: Sequence[str] = (),
-    max_age_s: float | None = None,
-) -> Callable[[Rule], PolicyPredicate]:
-    """Declare a Python function ``rule(view) -> Violation | None`` as a policy predicate.
-
-    Example::
-
-        @policy_rule(code="SHOP_REFUND_TOO_LARGE", tools=["refund"],
-                     reads=["args.amount", "state.orders[args.order_id]"])
-        def refund_too_large(view):
-            order = view["state.orders[args.order_id]"]
-            if view["args.amount"] > order["paid"]:
-                return Violation(f"amount exceeds the {order['paid']} paid", ("amount",))
-            return None
-    """
-
-    keys = tuple(reads)
-
-    def wrap(rule: Rule) -> PolicyPredicate:
-        def holds(view: StateView) -> bool:
-            return rule(view) is not None
-
-        predicate = PythonPredicate(
-            fn=holds,
-            name=name or rule.__name__,
-            reads=keys,
-            max_age_s=max_age_s,
-            message=message or _first_line(rule.__doc__),
-            version=_source_version(rule, keys, code),
-        )
-        return PolicyPredicate(
-            predicate, code, tuple(tools), frozenset(optional), rule, tuple(fields)
-        )
-
-    return wrap
-
-
-def cel_rule(
-    expression: str,
-    *,
-    name: str,
-    code: str,
-    tools: Iterable[str],
-    reads: Iterable[str],
-    message: str,
-    fields: Sequence[str] = (),
-    max_age_s: float | None = None,
-    source: str = "",
-) -> PolicyPredicate:
-    """A policy predicate written in CEL (holds = violation), e.g.
-    ``cel_rule("size(args.passengers) > 5", name="too_many", code="MAX_PASSENGERS", ...)``."""
-    keys = tuple(reads)
-    bracketed = [k for k in keys if "[" in k]
-    if bracketed:
-        raise ContractError(
-            f"policy predicate {name!r}: CEL reads cannot index ({bracketed[0]!r}); read the "
-            "whole map and index in the expression, e.g. state.reservations[args.reservation_id]"
-        )
-    predicate = CelPredicate(
-        expression, name, keys, max_age_s=max_age_s, message=message, source=source
-    )
-    return PolicyPredicate(predicate, code, tuple(tools), fields=tuple(fields))
-
-
-@dataclass(frozen=True)
-class ToolSpec:
-    """A tool the policy knows: whether it mutates and which arguments it requires.
-
-    ``exit_predicates`` are the tool's (or its skill's) executability predicates over plain
-    state keys; the gate re-evaluates them at call time, so a hidden tool cannot be called.
-    """
-
-    name: str
-    mutates: bool
-    required: tuple[str, ...] = ()
-    exit_predicates: tuple[Predicate, ...] = ()
+from maitred.skills.model import Catalog, Skill
 
 
 @dataclass(frozen=True)
 class Tracking:
     """How a session learns what was read: read tool -> id argument; creating tool ->
-    (read tool it counts as, result key holding the new record's id)."""
+    (read tool it counts as, result key holding the new record's id). Derived from the tools'
+    :class:`~maitred.contract.model.Records` by :meth:`Policy.from_catalog`."""
 
     reads: Mapping[str, str] = field(default_factory=dict)
     creates: Mapping[str, tuple[str, str]] = field(default_factory=dict)
 
+    @classmethod
+    def of(cls, tools: Iterable[Skill]) -> Tracking:
+        """The tracking the tools' contracts declare."""
+        reads: dict[str, str] = {}
+        creates: dict[str, tuple[str, str]] = {}
+        for tool in tools:
+            if tool.contract.records.reads:
+                reads[tool.name] = tool.contract.records.reads
+            if tool.contract.records.creates:
+                creates[tool.name] = tool.contract.records.creates
+        return cls(reads, creates)
+
 
 @dataclass(frozen=True)
 class ToolPolicy:
-    """One tool and the policy predicates attached to it, in evaluation order."""
+    """One tool (a catalog entry, with its contract) and the policy predicates attached to it,
+    in evaluation order."""
 
-    spec: ToolSpec
+    tool: Skill
     predicates: tuple[PolicyPredicate, ...] = ()
 
     @property
     def name(self) -> str:
-        return self.spec.name
+        return self.tool.name
 
     @property
     def mutates(self) -> bool:
-        return self.spec.mutates
+        return self.tool.contract.mutates
+
+    @property
+    def exit_predicates(self) -> tuple[Predicate, ...]:
+        return self.tool.contract.exit_predicates
+
+    @property
+    def schema(self) -> Mapping[str, Any] | None:
+        """The tool's JSON schema of its arguments, if it declared one."""
+        return self.tool.parameters
+
+    @property
+    def required(self) -> tuple[str, ...]:
+        """The arguments the schema marks required."""
+        required = (self.tool.parameters or {}).get("required") or ()
+        return tuple(str(r) for r in required)
 
 
 @dataclass(frozen=True)
 class Policy:
-    """A named set of tools and their policy predicates (a policy pack, once built).
+    """The tools an action gate knows and the policy predicates attached to each.
+
+    Built from a catalog (:meth:`from_catalog`: each tool's contract carries its policies), or
+    from tools and free-standing predicates that name their tools (:meth:`build`).
 
     Attributes:
-        name: the pack's name (``tau2-airline``).
+        name: the policy's name (``tau2-airline``, or the catalog's).
         tools: tool name -> :class:`ToolPolicy`.
         tracking: what sessions record (see :class:`Tracking`).
-        settings: the pack's settings, as given (``now``, ``insurance_needs_reason`` ...).
-        version: content hash of every predicate's name, code and version.
+        settings: the settings the rules were built with (``now`` ...).
+        version: content hash of every tool's schema and every predicate's name, code and
+            version, and the settings.
     """
 
     name: str
@@ -259,42 +108,72 @@ class Policy:
     version: str = ""
 
     @classmethod
+    def from_catalog(
+        cls,
+        catalog: Catalog,
+        name: str = "",
+        settings: Mapping[str, Any] | None = None,
+    ) -> Policy:
+        """Every entry of ``catalog`` with the policies its contract declares."""
+        label = name or f"catalog-{catalog.version[:12]}"
+        attached = {s.name: list(s.contract.policies) for s in catalog}
+        return cls._assemble(label, list(catalog), attached, Tracking.of(catalog), settings)
+
+    @classmethod
     def build(
         cls,
         name: str,
-        specs: Iterable[ToolSpec],
+        tools: Iterable[Skill],
         predicates: Iterable[PolicyPredicate],
         tracking: Tracking | None = None,
         settings: Mapping[str, Any] | None = None,
     ) -> Policy:
-        """Attach each predicate to the tools it names; refuse fail-open rules on writes."""
-        by_tool = {spec.name: spec for spec in specs}
-        attached: dict[str, list[PolicyPredicate]] = {t: [] for t in by_tool}
+        """Attach each predicate to the tools it names (plus what the tools' contracts hold)."""
+        listed = list(tools)
+        by_tool = {t.name: t for t in listed}
+        attached = {t.name: list(t.contract.policies) for t in listed}
         for pred in predicates:
+            if not pred.tools:
+                raise ContractError(f"policy {name!r}: predicate {pred.name!r} names no tools")
             for tool in pred.tools:
                 if tool not in by_tool:
                     raise ContractError(
                         f"policy {name!r}: predicate {pred.name!r} names tool {tool!r}, which "
                         f"the policy does not declare; choose one of {sorted(by_tool)}"
                     )
-                if by_tool[tool].mutates and "offer" in (
+                attached[tool].append(pred)
+        return cls._assemble(name, listed, attached, tracking or Tracking.of(listed), settings)
+
+    @classmethod
+    def _assemble(
+        cls,
+        name: str,
+        tools: list[Skill],
+        attached: Mapping[str, list[PolicyPredicate]],
+        tracking: Tracking,
+        settings: Mapping[str, Any] | None,
+    ) -> Policy:
+        """Refuse fail-open rules on writes, then freeze the policy and its version."""
+        for tool in tools:
+            for pred in attached[tool.name]:
+                if tool.contract.mutates and "offer" in (
                     pred.predicate.on_missing,
                     pred.predicate.on_stale,
                 ):
                     raise ContractError(
                         f"policy {name!r}: predicate {pred.name!r} fails open on the mutating "
-                        f"tool {tool!r}; mutating calls fail closed: set on_missing and "
+                        f"tool {tool.name!r}; mutating calls fail closed: set on_missing and "
                         "on_stale to 'block'"
                     )
-                attached[tool].append(pred)
-        tools = {t: ToolPolicy(spec, tuple(attached[t])) for t, spec in by_tool.items()}
+        table = {t.name: ToolPolicy(t, tuple(attached[t.name])) for t in tools}
         signature: list[Any] = [
-            [t, p.name, p.code, p.version] for t in sorted(tools) for p in tools[t].predicates
+            [t, table[t].mutates, table[t].schema, p.name, p.code, p.version]
+            for t in sorted(table)
+            for p in table[t].predicates
         ]
+        signature.append(sorted([t, table[t].mutates, table[t].schema] for t in table))
         signature.append(dict(settings or {}))
-        return cls(
-            name, tools, tracking or Tracking(), dict(settings or {}), content_hash(signature)
-        )
+        return cls(name, table, tracking, dict(settings or {}), content_hash(signature))
 
     def with_exit_predicates(self, tool: str, predicates: Iterable[Predicate]) -> Policy:
         """A copy in which ``tool`` also re-checks these executability predicates per call."""
@@ -303,31 +182,17 @@ class Policy:
                 f"policy {self.name!r} has no tool {tool!r}; choose one of {sorted(self.tools)}"
             )
         current = self.tools[tool]
-        spec = replace(current.spec, exit_predicates=tuple(predicates))
-        return replace(self, tools={**self.tools, tool: replace(current, spec=spec)})
-
-
-def _first_line(doc: str | None) -> str:
-    lines = (doc or "").strip().splitlines()
-    return lines[0].strip() if lines else ""
-
-
-def _source_version(rule: Rule, reads: tuple[str, ...], code: str) -> str:
-    """Hash of the rule's source, its reads and its code (a generic rule made by a factory
-    has one source text but different reads per use)."""
-    try:
-        src = textwrap.dedent(inspect.getsource(rule))
-    except (OSError, TypeError):
-        src = f"{rule.__module__}.{rule.__qualname__}"
-    return text_hash("\n".join([src, code, *reads]))
+        contract = replace(current.tool.contract, exit_predicates=tuple(predicates))
+        entry = replace(current, tool=replace(current.tool, contract=contract))
+        return replace(self, tools={**self.tools, tool: entry})
 
 
 __all__ = [
+    "ROOTS",
     "Policy",
     "PolicyPredicate",
     "Rule",
     "ToolPolicy",
-    "ToolSpec",
     "Tracking",
     "Violation",
     "cel_rule",

@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from maitred.actions.model import ToolCall
-from maitred.actions.policy import PolicyPredicate, Tracking, Violation, policy_rule
+from maitred.actions.policy import Tracking
+from maitred.contract.policy import PolicyPredicate, Violation, policy_rule
 from maitred.contract.predicate import StateView
 
 

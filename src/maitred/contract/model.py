@@ -1,4 +1,15 @@
-"""maitred's contract beside a skill or tool: cost, mutation, exit predicates, procedure."""
+"""maitred's contract beside a skill or tool: one model for both.
+
+A :class:`Contract` says what maitred knows of a skill or a tool beyond its name, description and
+argument schema: its cost (depth), whether it mutates (fail-closed gating), its **exit
+predicates** over account state (stage 2 hides it while one holds; stage 5 re-checks them when it
+is called by name), its **call policies** over ``args.*`` / ``state.*`` / ``session.*`` (stage 5,
+checked before the call runs), how a successful call changes what the session has read
+(:class:`Records`), and, for skills, the procedure that checks the same exit predicates.
+
+Skills declare it in ``maitred.yaml`` beside ``SKILL.md`` (:mod:`maitred.contract.sidecar`);
+tools in one YAML beside the tool file, keyed by tool name (:mod:`maitred.contract.tool_sidecar`).
+"""
 
 from __future__ import annotations
 
@@ -8,6 +19,7 @@ from functools import cached_property
 from typing import Any
 
 from maitred.contract.evaluate import evaluate
+from maitred.contract.policy import PolicyPredicate
 from maitred.contract.predicate import Predicate
 from maitred.contract.procedure import (
     Procedure,
@@ -20,6 +32,21 @@ from maitred.state.snapshot import Snapshot
 
 
 @dataclass(frozen=True)
+class Records:
+    """How a successful call of a tool changes what its session has read.
+
+    Attributes:
+        reads: for a read tool, the argument naming the record it returns
+            (``get_reservation_details`` reads ``reservation_id``).
+        creates: for a creating tool, ``(read tool, result key)``: the new record, whose id is
+            the result's ``result key``, counts as read by ``read tool``.
+    """
+
+    reads: str | None = None
+    creates: tuple[str, str] | None = None
+
+
+@dataclass(frozen=True)
 class Contract:
     """What maitred knows about a skill beyond its Agent Skills metadata.
 
@@ -29,6 +56,8 @@ class Contract:
         exit_predicates: the hard exit conditions, shared by gate and procedure.
         procedure: the skill's own procedure, if maitred can run it (for audits).
         source: the sidecar file the contract came from, if any.
+        policies: call policies, in evaluation order (tools; checked by the action gate).
+        records: what a successful call tells the session (tools).
     """
 
     cost: float = 1.0
@@ -36,6 +65,8 @@ class Contract:
     exit_predicates: tuple[Predicate, ...] = ()
     procedure: Procedure | None = field(default=None, compare=False)
     source: str = ""
+    policies: tuple[PolicyPredicate, ...] = ()
+    records: Records = field(default_factory=Records)
 
     @cached_property
     def reads(self) -> frozenset[str]:

@@ -28,8 +28,9 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from maitred._canonical import text_hash
 from maitred.errors import ContractError, PredicateCompileError, UndeclaredStateError
 
-Policy = Literal["block", "offer"]
-POLICIES: tuple[Policy, ...] = ("block", "offer")
+#: what a missing or stale read means: ``"block"`` (fail closed) or ``"offer"`` (fail open)
+FailMode = Literal["block", "offer"]
+FAIL_MODES: tuple[FailMode, ...] = ("block", "offer")
 #: a freshness bound: seconds for every key the predicate reads, or per key (keys left out of
 #: the mapping have no bound), or None for no bound at all
 MaxAge = float | Mapping[str, float] | None
@@ -53,9 +54,9 @@ class Predicate(Protocol):
     @property
     def version(self) -> str: ...
     @property
-    def on_missing(self) -> Policy: ...
+    def on_missing(self) -> FailMode: ...
     @property
-    def on_stale(self) -> Policy: ...
+    def on_stale(self) -> FailMode: ...
     @property
     def max_age_s(self) -> MaxAge: ...
     @property
@@ -156,9 +157,9 @@ def _check_common(
                 f"predicate {name!r}: state key {key!r} must be a dotted path like 'account.plan'"
             )
     for label, policy in (("on_missing", on_missing), ("on_stale", on_stale)):
-        if policy not in POLICIES:
+        if policy not in FAIL_MODES:
             raise ContractError(
-                f"predicate {name!r}: {label} is {policy!r}; choose one of {list(POLICIES)}"
+                f"predicate {name!r}: {label} is {policy!r}; choose one of {list(FAIL_MODES)}"
             )
     return keys
 
@@ -173,8 +174,8 @@ class PythonPredicate:
     fn: Callable[[StateView], bool]
     name: str
     reads: tuple[str, ...]
-    on_missing: Policy = "block"
-    on_stale: Policy = "block"
+    on_missing: FailMode = "block"
+    on_stale: FailMode = "block"
     max_age_s: MaxAge = None
     message: str = ""
     version: str = field(default="")
@@ -206,8 +207,8 @@ def exit_predicate(
     *,
     reads: Iterable[str],
     name: str | None = None,
-    on_missing: Policy = "block",
-    on_stale: Policy = "block",
+    on_missing: FailMode = "block",
+    on_stale: FailMode = "block",
     max_age_s: MaxAge = None,
     message: str = "",
 ) -> Callable[[Callable[[StateView], bool]], PythonPredicate]:
@@ -247,8 +248,8 @@ class CelPredicate:
     expression: str
     name: str
     reads: tuple[str, ...]
-    on_missing: Policy = "block"
-    on_stale: Policy = "block"
+    on_missing: FailMode = "block"
+    on_stale: FailMode = "block"
     max_age_s: MaxAge = None
     message: str = ""
     source: str = ""

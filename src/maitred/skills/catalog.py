@@ -25,12 +25,13 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from maitred.contract.sidecar import SIDECAR
+from maitred.contract.tool_sidecar import load_tool_contracts, sidecar_for
 from maitred.errors import (
     CatalogError,
     ContractError,
@@ -58,6 +59,7 @@ def load_catalog(
     *,
     strict: bool = False,
     family_from_parent: bool = False,
+    settings: Mapping[str, Any] | None = None,
 ) -> Catalog:
     """Load every skill and tool under ``paths`` into one catalog.
 
@@ -65,6 +67,9 @@ def load_catalog(
         paths: one path or several: skill folders, folders of skill folders, tools files.
         strict: refuse any deviation from the Agent Skills spec (and raise on any error).
         family_from_parent: give a skill without a declared family its parent folder's name.
+        settings: values for the rule factories of tools files' contract sidecars (each
+            overrides the sidecar default of the same name; a name no sidecar declares is an
+            error).
 
     Returns:
         The catalog. In lenient mode, skills and tools that could not be loaded are left out and
@@ -76,7 +81,7 @@ def load_catalog(
         DuplicateSkillError: two skills or tools share a name.
         EmptyCatalogError: nothing could be loaded.
     """
-    run = _load(paths, strict=strict, family_from_parent=family_from_parent)
+    run = _load(paths, strict=strict, family_from_parent=family_from_parent, settings=settings)
     if strict and run.first_error is not None:
         raise run.first_error
     if run.catalog is None:
@@ -132,6 +137,8 @@ class _Run:
     strict: bool
     family_from_parent: bool
     diag: Diagnostics
+    settings: Mapping[str, Any] = field(default_factory=dict)
+    settings_used: dict[str, Any] = field(default_factory=dict)
     skills: list[Skill] = field(default_factory=list)
     examined: int = 0
     first_error: MaitredError | None = None
@@ -157,11 +164,26 @@ class _Run:
         )
 
 
-def _load(paths: PathLike | Iterable[PathLike], *, strict: bool, family_from_parent: bool) -> _Run:
+def _load(
+    paths: PathLike | Iterable[PathLike],
+    *,
+    strict: bool,
+    family_from_parent: bool,
+    settings: Mapping[str, Any] | None = None,
+) -> _Run:
     given = [Path(paths)] if isinstance(paths, (str, os.PathLike)) else [Path(p) for p in paths]
-    run = _Run(strict, family_from_parent, Diagnostics(strict=strict))
+    run = _Run(strict, family_from_parent, Diagnostics(strict=strict), dict(settings or {}))
     for path in given:
         _load_path(path, run)
+    unused = sorted(set(run.settings) - set(run.settings_used))
+    if unused:
+        shown = ", ".join(str(p) for p in given)
+        unknown = ContractError(
+            f"no contract sidecar in {shown} declares the setting(s) {unused}; declared: "
+            f"{sorted(run.settings_used) or 'none'}"
+        )
+        run.fail(unknown, Problem(shown, str(unknown)), fatal=True)
+        return run
     names = _check_duplicates(run)
     if not run.skills:
         shown = ", ".join(str(p) for p in given) or "(no paths given)"
@@ -306,4 +328,18 @@ def _load_tools(path: Path, run: _Run) -> None:
     run.diag.warnings.extend(diag.warnings)
     for problem in diag.errors:
         run.fail(problem.to_error(), problem)
-    run.skills.extend(tools)
+    try:
+        found = load_tool_contracts(path, [t.name for t in tools], run.settings)
+    except ContractError as exc:  # no contract, no tools: none may be offered ungated
+        where = str(sidecar_for(path))
+        run.fail(exc, Problem(where, str(exc).removeprefix(f"{where}: ")))
+        return
+    run.settings_used.update(found.settings)
+    run.skills.extend(
+        replace(
+            t,
+            contract=found.contracts.get(t.name, t.contract),
+            family=found.families.get(t.name, t.family),
+        )
+        for t in tools
+    )

@@ -54,7 +54,7 @@ class Skill:
 
     def fingerprint(self) -> dict[str, Any]:
         """Everything that defines the skill, as JSON (feeds the catalog version)."""
-        return {
+        out = {
             "name": self.name,
             "description": self.description,
             "kind": self.kind,
@@ -69,6 +69,9 @@ class Skill:
             "mutates": self.contract.mutates,
             "predicates": [[p.name, p.version] for p in self.contract.exit_predicates],
         }
+        if self.contract.policies:  # only when present, so catalogs without them keep versions
+            out["policies"] = [[p.name, p.code, p.version] for p in self.contract.policies]
+        return out
 
 
 @dataclass(frozen=True)

@@ -23,22 +23,18 @@ from maitred.errors import ConfigError
 
 
 def tool_schemas(domain: Domain) -> list[dict[str, Any]]:
-    """OpenAI ``tools`` for every tool of the domain's policy (required arguments listed)."""
+    """OpenAI ``tools`` for every tool of the domain's policy, with the tools' own schemas."""
     out = []
     for name, tool in sorted(domain.make_gate().policy.tools.items()):
-        props = {arg: {"description": arg} for arg in tool.spec.required}
         kind = "changes data" if tool.mutates else "reads data"
+        schema = dict(tool.schema or {"type": "object", "properties": {}})
         out.append(
             {
                 "type": "function",
                 "function": {
                     "name": name,
-                    "description": f"{name} ({kind})",
-                    "parameters": {
-                        "type": "object",
-                        "properties": props,
-                        "required": list(tool.spec.required),
-                    },
+                    "description": f"{tool.tool.description} ({kind})",
+                    "parameters": schema,
                 },
             }
         )

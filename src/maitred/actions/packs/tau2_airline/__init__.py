@@ -15,79 +15,30 @@ Settings (:data:`DEFAULTS`): ``now`` -- the business clock, an ISO time (naive =
 ``insurance_needs_reason`` -- when true (default) the insurance path of cancellation needs a
 stated health or weather reason in the session context.
 
-Every rule has a stable code (:func:`codes`); each write is first checked by must-read-before-
-write (``AIRLINE_MUST_READ_RESERVATION`` / ``AIRLINE_MUST_READ_USER``).
+The pack is an ordinary catalog: the tau2 airline tools (``tools.json``, with their argument
+schemas) and their contracts (``tools.maitred.yaml``: which tools mutate, what a read records,
+and every rule, in order), loaded through :func:`maitred.skills.load_catalog` like a user's own
+tools file. Every rule has a stable code (:func:`codes`); each write is first checked by
+must-read-before-write (``AIRLINE_MUST_READ_RESERVATION`` / ``AIRLINE_MUST_READ_USER``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from maitred.actions.gate import ActionGate
-from maitred.actions.packs.tau2_airline import baggage, booking, cancel, certificate, flights
 from maitred.actions.packs.tau2_airline._common import DEFAULT_NOW, wall_seconds
-from maitred.actions.policy import Policy, PolicyPredicate, ToolSpec, Tracking
-from maitred.actions.session import must_read_before_write
+from maitred.actions.policy import Policy, Tracking
 from maitred.errors import ConfigError
+from maitred.skills.catalog import load_catalog
+from maitred.skills.model import Catalog
 
 NAME = "tau2-airline"
+#: the tool definitions; their contracts are in ``tools.maitred.yaml`` beside them
+TOOLS_FILE = Path(__file__).with_name("tools.json")
 DEFAULTS: Mapping[str, Any] = {"now": DEFAULT_NOW, "insurance_needs_reason": True}
-
-READ_TOOLS: Mapping[str, tuple[str, ...]] = {
-    "get_reservation_details": ("reservation_id",),
-    "get_user_details": ("user_id",),
-    "search_direct_flight": ("origin", "destination", "date"),
-    "search_onestop_flight": ("origin", "destination", "date"),
-    "get_flight_status": ("flight_number", "date"),
-    "list_all_airports": (),
-}
-WRITE_TOOLS: Mapping[str, tuple[str, ...]] = {
-    "book_reservation": (
-        "user_id", "origin", "destination", "flight_type", "cabin", "flights", "passengers",
-        "payment_methods", "total_baggages", "nonfree_baggages", "insurance",
-    ),
-    "cancel_reservation": ("reservation_id",),
-    "update_reservation_flights": ("reservation_id", "cabin", "flights", "payment_id"),
-    "update_reservation_baggages": (
-        "reservation_id", "total_baggages", "nonfree_baggages", "payment_id",
-    ),
-    "update_reservation_passengers": ("reservation_id", "passengers"),
-    "send_certificate": ("user_id", "amount"),
-}  # fmt: skip
-RESERVATION_WRITES = (
-    "cancel_reservation",
-    "update_reservation_flights",
-    "update_reservation_baggages",
-    "update_reservation_passengers",
-)
-TRACKING = Tracking(
-    reads={"get_reservation_details": "reservation_id", "get_user_details": "user_id"},
-    creates={"book_reservation": ("get_reservation_details", "reservation_id")},
-)
-
-
-def predicates(insurance_needs_reason: bool = True) -> list[PolicyPredicate]:
-    """Every rule of the pack, in evaluation order per tool."""
-    return [
-        must_read_before_write(
-            RESERVATION_WRITES,
-            id_arg="reservation_id",
-            read_tool="get_reservation_details",
-            code="AIRLINE_MUST_READ_RESERVATION",
-        ),
-        must_read_before_write(
-            ("book_reservation", "send_certificate"),
-            id_arg="user_id",
-            read_tool="get_user_details",
-            code="AIRLINE_MUST_READ_USER",
-        ),
-        *cancel.predicates(insurance_needs_reason),
-        *flights.predicates(),
-        *baggage.predicates(),
-        *booking.predicates(),
-        *certificate.predicates(),
-    ]
 
 
 def settings_with(overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -109,13 +60,16 @@ def settings_with(overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
     return out
 
 
+def load_tools(overrides: Mapping[str, Any] | None = None) -> Catalog:
+    """The airline tools with their contracts, loaded as any tools file is."""
+    settings = settings_with(overrides)
+    rules = {k: v for k, v in settings.items() if k != "now"}
+    return load_catalog([TOOLS_FILE], strict=True, settings=rules)
+
+
 def build_policy(overrides: Mapping[str, Any] | None = None) -> Policy:
     """The pack as a :class:`Policy` (settings as in :func:`settings_with`)."""
-    settings = settings_with(overrides)
-    specs = [ToolSpec(n, False, req) for n, req in READ_TOOLS.items()]
-    specs += [ToolSpec(n, True, req) for n, req in WRITE_TOOLS.items()]
-    preds = predicates(bool(settings["insurance_needs_reason"]))
-    return Policy.build(NAME, specs, preds, TRACKING, settings)
+    return Policy.from_catalog(load_tools(overrides), NAME, settings_with(overrides))
 
 
 def make_gate(overrides: Mapping[str, Any] | None = None) -> ActionGate:
@@ -125,19 +79,25 @@ def make_gate(overrides: Mapping[str, Any] | None = None) -> ActionGate:
     return ActionGate(policy, clock=lambda: at)
 
 
+def tracking() -> Tracking:
+    """What sessions record for the airline tools (from the tools' contracts)."""
+    return build_policy().tracking
+
+
 def codes() -> list[str]:
     """Every rule code of the pack, sorted."""
-    return sorted({p.code for p in predicates()})
+    return sorted({p.code for t in build_policy().tools.values() for p in t.predicates})
 
 
 __all__ = [
     "DEFAULTS",
     "DEFAULT_NOW",
     "NAME",
-    "TRACKING",
+    "TOOLS_FILE",
     "build_policy",
     "codes",
+    "load_tools",
     "make_gate",
-    "predicates",
     "settings_with",
+    "tracking",
 ]

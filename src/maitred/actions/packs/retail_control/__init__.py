@@ -14,30 +14,23 @@ Codes, per write: ``RETAIL_ORDER_NOT_FOUND``; cancel: ``RETAIL_CANCEL_NOT_PENDIN
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from maitred.actions.gate import ActionGate
-from maitred.actions.policy import Policy, PolicyPredicate, ToolSpec, Violation, policy_rule
-from maitred.actions.sim.retail.tools import CANCEL_REASONS
+from maitred.actions.policy import Policy, PolicyPredicate, Violation, policy_rule
 from maitred.contract.predicate import StateView
 from maitred.errors import ConfigError
+from maitred.skills.catalog import load_catalog
 
 NAME = "retail-control"
+#: the tool definitions; their contracts are in ``tools.maitred.yaml`` beside them
+TOOLS_FILE = Path(__file__).with_name("tools.json")
 ORDER = "state.orders[args.order_id]"
 ITEM_WRITES = ("return_delivered_order_items", "exchange_delivered_order_items")
 WRITES = ("cancel_pending_order", *ITEM_WRITES)
-READ_TOOLS: Mapping[str, tuple[str, ...]] = {
-    "get_user_details": ("user_id",),
-    "get_order_details": ("order_id",),
-    "get_product_details": ("product_id",),
-}
-WRITE_TOOLS: Mapping[str, tuple[str, ...]] = {
-    "cancel_pending_order": ("order_id", "reason"),
-    "return_delivered_order_items": ("order_id", "item_ids", "payment_method_id"),
-    "exchange_delivered_order_items": (
-        "order_id", "item_ids", "new_item_ids", "payment_method_id",
-    ),
-}  # fmt: skip
+#: the reasons the retail tools accept for a cancellation (the tools enforce the same list)
+CANCEL_REASONS = ("no longer needed", "ordered by mistake")
 
 
 @policy_rule(
@@ -135,9 +128,7 @@ def build_policy(overrides: Mapping[str, Any] | None = None) -> Policy:
     """The pack as a :class:`Policy` (it has no settings)."""
     if overrides:
         raise ConfigError(f"pack {NAME!r} has no settings; got {sorted(overrides)}")
-    specs = [ToolSpec(n, False, req) for n, req in READ_TOOLS.items()]
-    specs += [ToolSpec(n, True, req) for n, req in WRITE_TOOLS.items()]
-    return Policy.build(NAME, specs, predicates())
+    return Policy.from_catalog(load_catalog([TOOLS_FILE], strict=True), NAME)
 
 
 def make_gate(overrides: Mapping[str, Any] | None = None) -> ActionGate:

@@ -1,0 +1,358 @@
+"""Read the contracts of a tools file from one YAML beside it, keyed by tool name.
+
+A tools file ``tools.json`` (MCP ``tools/list``, OpenAI or Anthropic definitions) gets its
+contracts from ``tools.maitred.yaml`` in the same folder -- the same contract model a skill's
+``maitred.yaml`` fills, so a tool can be hidden before exposure and checked at call time::
+
+    settings:                         # optional: defaults for rule factories' parameters
+      refund_limit: 500
+    policies:                         # optional: rules declared once for several tools
+      - python: rules.py:must_read_order          # a PolicyPredicate naming its tools ...
+      - name: no_weekend_refunds                  # ... or CEL, with `tools`
+        expr: args.amount > 100 && state.calendar.weekend
+        code: SHOP_WEEKEND_REFUND
+        reads: [args.amount, state.calendar.weekend]
+        tools: [refund]
+        message: Large refunds wait for Monday.
+    tools:
+      refund:
+        mutates: true
+        cost: 1.5
+        family: orders
+        records: {reads: order_id}                # or {creates: {read_tool: get_order, key: id}}
+        exit_predicates:                          # visibility, as for skills (account state)
+          - name: refunds_disabled
+            expr: account.refunds_disabled
+            reads: [account.refunds_disabled]
+        policies:                                 # call policies: args.* / state.* / session.*
+          - name: refund_too_large
+            expr: args.amount > state.orders[args.order_id].paid
+            code: SHOP_REFUND_TOO_LARGE
+            reads: [args.amount, args.order_id, state.orders]
+            fields: [amount]
+            message: The refund is larger than what was paid.
+          - python: rules.py:refund_window        # file (relative to the YAML) or module path
+
+A ``python:`` entry names a :class:`~maitred.contract.policy.PolicyPredicate`, a list of them,
+or a *factory* -- a function whose parameters are filled from ``settings`` by name (the values
+given at load time override the file's defaults) -- returning one or a list. A predicate a
+factory made carries the settings it was given in its version. A tool of the file without an
+entry gets an empty contract (it does not mutate and has no rules); an entry naming no tool of
+the file is an error. Every error names the YAML file and the entry at fault.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import yaml
+
+from maitred._canonical import content_hash
+from maitred.contract.model import Contract, Records
+from maitred.contract.policy import PolicyPredicate, cel_rule
+from maitred.contract.predicate import Predicate
+from maitred.contract.sidecar import _predicate, _resolve
+from maitred.errors import ContractError, ProcedureError
+
+SUFFIX = ".maitred.yaml"
+_TOP_KEYS = {"settings", "policies", "tools"}
+_TOOL_KEYS = {"mutates", "cost", "family", "records", "exit_predicates", "policies"}
+_POLICY_KEYS = {
+    "name", "expr", "python", "code", "reads", "optional", "tools", "fields", "message",
+    "max_age_s",
+}  # fmt: skip
+
+
+def sidecar_for(tools_file: Path) -> Path:
+    """``tools.json`` -> ``tools.maitred.yaml`` (same folder)."""
+    return tools_file.with_name(tools_file.stem + SUFFIX)
+
+
+@dataclass(frozen=True)
+class ToolContracts:
+    """What a tools file's sidecar declares.
+
+    Attributes:
+        contracts: tool name -> its contract.
+        families: tool name -> family, for tools that declare one.
+        settings: the settings the rules were built with (defaults updated by overrides).
+        source: the sidecar's path (``""`` when there is none).
+    """
+
+    contracts: Mapping[str, Contract]
+    families: Mapping[str, str]
+    settings: Mapping[str, Any]
+    source: str = ""
+
+
+def load_tool_contracts(
+    tools_file: Path,
+    tool_names: Sequence[str],
+    settings: Mapping[str, Any] | None = None,
+) -> ToolContracts:
+    """Read ``tools_file``'s sidecar for the tools it defines (no sidecar: no contracts).
+
+    ``settings`` override the sidecar's own defaults of the same names (others are ignored
+    here; :func:`maitred.skills.load_catalog` refuses a setting no sidecar declares).
+
+    Raises:
+        ContractError: the sidecar is not valid YAML, has an unknown key, names a tool the file
+            does not define, or a rule cannot be built (each message names file and entry).
+    """
+    path = sidecar_for(tools_file)
+    if not path.is_file():
+        return ToolContracts({}, {}, {})
+    return _Reader(path, tool_names, settings or {}).read()
+
+
+class _Reader:
+    """One sidecar being read: its folder (for file references), modules and settings."""
+
+    def __init__(self, path: Path, tool_names: Sequence[str], overrides: Mapping[str, Any]):
+        self.path, self.where, self.folder = path, str(path), path.parent
+        self.tool_names = list(tool_names)
+        self.overrides = overrides
+        self.modules: dict[str, ModuleType] = {}
+        self.settings: dict[str, Any] = {}
+
+    def read(self) -> ToolContracts:
+        try:
+            data = yaml.safe_load(self.path.read_text(encoding="utf-8")) or {}
+        except (yaml.YAMLError, UnicodeDecodeError) as exc:
+            raise ContractError(f"{self.where}: not valid YAML: {exc}") from None
+        if not isinstance(data, dict):
+            raise ContractError(f"{self.where}: must be a mapping with keys {sorted(_TOP_KEYS)}")
+        self._unknown(data, _TOP_KEYS, "")
+        self.settings = self._settings(data.get("settings") or {})
+        entries = data.get("tools") or {}
+        if not isinstance(entries, dict):
+            raise ContractError(f"{self.where}: `tools` must map tool names to contracts")
+        stray = sorted(set(map(str, entries)) - set(self.tool_names))
+        if stray:
+            raise ContractError(
+                f"{self.where}: tools {stray} are not defined in the tools file; it defines "
+                f"{sorted(self.tool_names)}"
+            )
+        shared = self._policy_list(data.get("policies"), "policies", None)
+        contracts: dict[str, Contract] = {}
+        families: dict[str, str] = {}
+        for name in self.tool_names:
+            entry = entries.get(name)
+            own = _shared_for(shared, name)
+            contract, family = self._tool(name, entry or {}, own)
+            if entry is not None or own:
+                contracts[name] = contract
+            if family:
+                families[name] = family
+        for pred in shared:
+            unknown = sorted(set(pred.tools) - set(self.tool_names))
+            if unknown:
+                raise ContractError(
+                    f"{self.where}: policy {pred.name!r} names tools {unknown} that the tools "
+                    f"file does not define; it defines {sorted(self.tool_names)}"
+                )
+        return ToolContracts(contracts, families, dict(self.settings), self.where)
+
+    def _settings(self, defaults: Any) -> dict[str, Any]:
+        if not isinstance(defaults, dict):
+            raise ContractError(f"{self.where}: `settings` must be a mapping of name -> value")
+        given = {k: v for k, v in self.overrides.items() if k in defaults and v is not None}
+        return {**defaults, **given}
+
+    def _unknown(self, data: Mapping[str, Any], known: set[str], where: str) -> None:
+        unknown = sorted(set(map(str, data)) - known)
+        if unknown:
+            raise ContractError(
+                f"{self.where}: {where}unknown key(s) {unknown}; known keys: {sorted(known)}"
+            )
+
+    def _tool(
+        self, name: str, entry: Any, shared: Sequence[PolicyPredicate]
+    ) -> tuple[Contract, str | None]:
+        at = f"tools.{name}"
+        if not isinstance(entry, dict):
+            raise ContractError(f"{self.where}: `{at}` must be a mapping of contract keys")
+        self._unknown(entry, _TOOL_KEYS, f"{at}: ")
+        cost = entry.get("cost", 1.0)
+        if isinstance(cost, bool) or not isinstance(cost, (int, float)) or cost <= 0:
+            raise ContractError(f"{self.where}: {at}.cost must be a positive number, got {cost!r}")
+        mutates = entry.get("mutates", False)
+        if not isinstance(mutates, bool):
+            raise ContractError(f"{self.where}: {at}.mutates must be true or false")
+        family = entry.get("family")
+        if family is not None and not isinstance(family, str):
+            raise ContractError(f"{self.where}: {at}.family must be a string, got {family!r}")
+        exits = entry.get("exit_predicates") or []
+        if not isinstance(exits, list):
+            raise ContractError(f"{self.where}: {at}.exit_predicates must be a list")
+        predicates: list[Predicate] = [
+            _predicate(
+                self.folder, e, name, self.modules, f"{self.where}: {at}.exit_predicates[{i}]"
+            )
+            for i, e in enumerate(exits)
+        ]
+        own = self._policy_list(entry.get("policies"), f"{at}.policies", name)
+        policies = (*shared, *own)
+        names = [p.name for p in policies]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ContractError(f"{self.where}: {at}: policy name(s) {dupes} attached twice")
+        records = self._records(entry.get("records"), at)
+        contract = Contract(
+            float(cost), mutates, tuple(predicates), None, self.where, policies, records
+        )
+        return contract, family
+
+    def _records(self, value: Any, at: str) -> Records:
+        if value is None:
+            return Records()
+        shape = "{reads: <argument>} or {creates: {read_tool: <tool>, key: <result key>}}"
+        if not isinstance(value, dict) or set(value) - {"reads", "creates"}:
+            raise ContractError(f"{self.where}: {at}.records must be {shape}")
+        reads, creates = value.get("reads"), value.get("creates")
+        if reads is not None and not isinstance(reads, str):
+            raise ContractError(f"{self.where}: {at}.records.reads must name an argument")
+        made: tuple[str, str] | None = None
+        if creates is not None:
+            if not isinstance(creates, dict) or set(creates) != {"read_tool", "key"}:
+                raise ContractError(f"{self.where}: {at}.records must be {shape}")
+            made = (str(creates["read_tool"]), str(creates["key"]))
+        return Records(reads, made)
+
+    def _policy_list(self, value: Any, at: str, tool: str | None) -> list[PolicyPredicate]:
+        if value is None:
+            return []
+        if not isinstance(value, list):
+            raise ContractError(f"{self.where}: `{at}` must be a list of rules")
+        out: list[PolicyPredicate] = []
+        for i, entry in enumerate(value):
+            out.extend(self._policy(entry, f"{at}[{i}]", tool))
+        return out
+
+    def _policy(self, entry: Any, at: str, tool: str | None) -> list[PolicyPredicate]:
+        where = f"{self.where}: {at}"
+        if not isinstance(entry, dict):
+            raise ContractError(f"{where}: must be a mapping with `expr` or `python`")
+        self._unknown(entry, _POLICY_KEYS, f"{at}: ")
+        if ("expr" in entry) == ("python" in entry):
+            raise ContractError(f"{where}: give exactly one of `expr` (CEL) or `python`")
+        tools = entry.get("tools")
+        if tool is not None and tools is not None:
+            raise ContractError(f"{where}: a rule under one tool cannot name `tools`")
+        if tools is not None and (
+            not isinstance(tools, list) or not all(isinstance(t, str) for t in tools)
+        ):
+            raise ContractError(f"{where}: `tools` must be a list of tool names")
+        if "python" in entry:
+            found = self._python(str(entry["python"]), where)
+            if tools is not None:
+                found = [replace(p, tools=tuple(tools)) for p in found]
+        else:
+            found = [self._cel(entry, where, tools)]
+        if tool is None and any(not p.tools for p in found):
+            raise ContractError(
+                f"{where}: a rule in the top-level `policies` must name its `tools` (or sit "
+                "under a tool in `tools`)"
+            )
+        return found if tool is None else [replace(p, tools=(tool,)) for p in found]
+
+    def _cel(self, entry: Mapping[str, Any], where: str, tools: Any) -> PolicyPredicate:
+        for key in ("name", "code"):
+            if not isinstance(entry.get(key), str):
+                raise ContractError(f"{where}: a CEL rule needs `{key}` (a string)")
+        reads = entry.get("reads")
+        if not isinstance(reads, list) or not all(isinstance(k, str) for k in reads):
+            raise ContractError(f"{where} ({entry['name']}): `reads` must be a list of paths")
+        max_age = entry.get("max_age_s")
+        if max_age is not None and (
+            isinstance(max_age, bool) or not isinstance(max_age, (int, float))
+        ):
+            raise ContractError(f"{where} ({entry['name']}): `max_age_s` must be seconds")
+        try:
+            return cel_rule(
+                str(entry["expr"]),
+                name=entry["name"],
+                code=entry["code"],
+                reads=reads,
+                message=str(entry.get("message", "")),
+                tools=tuple(tools or ()),
+                fields=tuple(str(f) for f in entry.get("fields") or ()),
+                max_age_s=float(max_age) if max_age is not None else None,
+                source=f"{where} ({entry['name']})",
+                optional=tuple(str(k) for k in entry.get("optional") or ()),
+            )
+        except ContractError as exc:
+            if self.where in str(exc):
+                raise
+            raise ContractError(f"{where} ({entry['name']}): {exc}") from None
+
+    def _python(self, ref: str, where: str) -> list[PolicyPredicate]:
+        obj = self._object(ref, where)
+        given: dict[str, Any] = {}
+        if callable(obj) and not isinstance(obj, PolicyPredicate):
+            params = inspect.signature(obj).parameters
+            missing = [p for p in params if p not in self.settings]
+            if missing:
+                raise ContractError(
+                    f"{where}: the factory {ref!r} takes {missing}, which `settings` does not "
+                    f"give; settings: {sorted(self.settings)}"
+                )
+            given = {p: self.settings[p] for p in params}
+            try:
+                obj = obj(**given)
+            except Exception as exc:
+                raise ContractError(
+                    f"{where}: the factory {ref!r} failed: {type(exc).__name__}: {exc}"
+                ) from exc
+        found = list(obj) if isinstance(obj, (list, tuple)) else [obj]
+        bad = [type(o).__name__ for o in found if not isinstance(o, PolicyPredicate)]
+        if bad:
+            raise ContractError(
+                f"{where}: {ref!r} gave {bad[0]}, not a policy predicate (use @policy_rule or "
+                "cel_rule, or a factory returning them)"
+            )
+        if not given:
+            return found
+        return [_with_settings(p, given) for p in found]
+
+    def _object(self, ref: str, where: str) -> Any:
+        module_part, sep, attr = ref.partition(":")
+        if not sep or not attr:
+            raise ContractError(
+                f"{where}: {ref!r} must look like 'rules.py:name' or 'package.module:name'"
+            )
+        if module_part.endswith(".py"):
+            try:
+                return _resolve(self.folder, ref, self.path.stem, self.modules, where)
+            except ProcedureError as exc:
+                raise ContractError(str(exc)) from None
+        try:
+            module = importlib.import_module(module_part)
+        except ImportError as exc:
+            raise ContractError(f"{where}: cannot import {module_part!r}: {exc}") from None
+        if not hasattr(module, attr):
+            raise ContractError(f"{where}: module {module_part!r} has no attribute {attr!r}")
+        return getattr(module, attr)
+
+
+def _shared_for(shared: Sequence[PolicyPredicate], tool: str) -> list[PolicyPredicate]:
+    """The top-level rules that name ``tool``, attached to it alone."""
+    return [replace(p, tools=(tool,)) for p in shared if tool in p.tools]
+
+
+def _with_settings(pred: PolicyPredicate, given: Mapping[str, Any]) -> PolicyPredicate:
+    """``pred`` whose version also covers the settings its factory was given."""
+    version = content_hash([pred.version, dict(given)])
+    inner = pred.predicate
+    if hasattr(inner, "version") and not isinstance(inner, type):
+        try:
+            inner = replace(inner, version=version)  # type: ignore[type-var]
+        except TypeError:
+            return pred
+    return replace(pred, predicate=inner)

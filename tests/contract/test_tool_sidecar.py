@@ -1,0 +1,178 @@
+"""Contracts for tools: one YAML beside the tools file, keyed by tool name."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from maitred.actions import ActionGate, Policy, Session, ToolCall
+from maitred.errors import ContractError
+from maitred.skills import load_catalog
+from maitred.skills.catalog import load_catalog_report
+
+TOOLS = {
+    "tools": [
+        {
+            "name": "refund",
+            "description": "Refund part of an order.",
+            "inputSchema": {
+                "type": "object",
+                "properties": {"order_id": {"type": "string"}, "amount": {"type": "number"}},
+                "required": ["order_id", "amount"],
+            },
+        },
+        {
+            "name": "get_order",
+            "description": "Read an order.",
+            "inputSchema": {
+                "type": "object",
+                "properties": {"order_id": {"type": "string"}},
+                "required": ["order_id"],
+            },
+        },
+    ]
+}
+
+SIDECAR = """
+settings:
+  limit: 100
+policies:
+  - python: rules.py:must_read_order
+  - python: rules.py:limit_rule
+    tools: [refund]
+tools:
+  get_order:
+    records: {reads: order_id}
+  refund:
+    mutates: true
+    cost: 2
+    family: orders
+    exit_predicates:
+      - name: refunds_disabled
+        expr: account.refunds_disabled
+        reads: [account.refunds_disabled]
+        message: Refunds are switched off for this account.
+    policies:
+      - name: refund_too_large
+        expr: args.amount > state.orders[args.order_id].paid
+        code: SHOP_REFUND_TOO_LARGE
+        reads: [args.amount, args.order_id, state.orders]
+        fields: [amount]
+        message: The refund is larger than what was paid.
+"""
+
+RULES = """
+from maitred.actions import Violation, policy_rule
+from maitred.actions.session import must_read_before_write
+
+must_read_order = must_read_before_write(
+    ("refund",), id_arg="order_id", read_tool="get_order", code="SHOP_MUST_READ"
+)
+
+
+def limit_rule(limit):
+    @policy_rule(code="SHOP_OVER_LIMIT", reads=["args.amount"], fields=("amount",))
+    def over_limit(view):
+        if view["args.amount"] > limit:
+            return Violation(f"refunds above {limit} need a human", ("amount",))
+        return None
+
+    return over_limit
+"""
+
+
+def _write(tmp_path: Path, sidecar: str = SIDECAR) -> Path:
+    path = tmp_path / "shop.json"
+    path.write_text(json.dumps(TOOLS), encoding="utf-8")
+    (tmp_path / "shop.maitred.yaml").write_text(sidecar, encoding="utf-8")
+    (tmp_path / "rules.py").write_text(RULES, encoding="utf-8")
+    return path
+
+
+DOC = {"orders": {"o1": {"paid": 80}}, "account": {"refunds_disabled": False}}
+
+
+def test_a_tools_file_gets_contracts_from_its_sidecar(tmp_path: Path) -> None:
+    catalog = load_catalog([_write(tmp_path)])
+    refund = catalog["refund"]
+    assert refund.contract.mutates and refund.contract.cost == 2.0 and refund.family == "orders"
+    assert [p.name for p in refund.contract.exit_predicates] == ["refunds_disabled"]
+    assert [p.code for p in refund.contract.policies] == [
+        "SHOP_MUST_READ",
+        "SHOP_OVER_LIMIT",
+        "SHOP_REFUND_TOO_LARGE",
+    ]
+    assert catalog["get_order"].contract.records.reads == "order_id"
+    assert not catalog["get_order"].contract.mutates
+
+
+def test_the_gate_built_from_the_catalog_applies_every_rule(tmp_path: Path) -> None:
+    gate = ActionGate(Policy.from_catalog(load_catalog([_write(tmp_path)]), "shop"))
+    session = Session()
+    call = ToolCall("refund", {"order_id": "o1", "amount": 50})
+    assert gate.check(call, DOC, session).code == "SHOP_MUST_READ"
+    session.record(ToolCall("get_order", {"order_id": "o1"}), {}, gate.policy.tracking)
+    assert gate.check(call, DOC, session).allow
+    big = ToolCall("refund", {"order_id": "o1", "amount": 90})
+    assert gate.check(big, DOC, session).code == "SHOP_REFUND_TOO_LARGE"
+    disabled = {**DOC, "account": {"refunds_disabled": True}}
+    assert gate.check(call, disabled, session).code == "TOOL_NOT_EXECUTABLE"
+
+
+def test_settings_fill_factories_and_change_their_version(tmp_path: Path) -> None:
+    path = _write(tmp_path)
+    default = load_catalog([path])["refund"].contract.policies[1]
+    low = load_catalog([path], settings={"limit": 10})["refund"].contract.policies[1]
+    assert default.version != low.version
+    session = Session()
+    session.mark_read("get_order", "o1")
+    gate = ActionGate(Policy.from_catalog(load_catalog([path], settings={"limit": 10})))
+    d = gate.check(ToolCall("refund", {"order_id": "o1", "amount": 50}), DOC, session)
+    assert d.code == "SHOP_OVER_LIMIT" and "above 10" in d.message_for_model
+    with pytest.raises(ContractError, match="declares the setting"):
+        load_catalog([path], settings={"nope": 1})
+
+
+@pytest.mark.parametrize(
+    ("sidecar", "message"),
+    [
+        ("tools: {delete_all: {}}", r"\['delete_all'\] are not defined in the tools file"),
+        ("tools: {refund: {mutate: true}}", r"tools.refund: unknown key\(s\) \['mutate'\]"),
+        ("tools: [oops", "not valid YAML"),
+        (
+            "policies: [{name: x, expr: 'true', code: X, reads: [args.amount]}]",
+            "must name its `tools`",
+        ),
+        (
+            "tools: {refund: {policies: [{python: rules.py:nothing_here}]}}",
+            "has no attribute 'nothing_here'",
+        ),
+        (
+            "tools: {refund: {policies: [{name: x, expr: 'state.nope > 1', code: X, "
+            "reads: [args.amount]}]}}",
+            r"tools.refund.policies\[0\]",
+        ),
+    ],
+)
+def test_sidecar_errors_name_the_file_and_entry(tmp_path: Path, sidecar: str, message: str) -> None:
+    path = _write(tmp_path, sidecar)
+    with pytest.raises(ContractError, match=message) as err:
+        load_catalog([path], strict=True)
+    assert "shop.maitred.yaml" in str(err.value)
+
+
+def test_a_broken_sidecar_loads_none_of_its_tools(tmp_path: Path) -> None:
+    """Lenient loading still refuses to offer tools whose contract could not be read."""
+    path = _write(tmp_path, "tools: {delete_all: {}}")
+    catalog, report = load_catalog_report([path])
+    assert catalog is None or "refund" not in catalog
+    assert any("shop.maitred.yaml" in e.where for e in report.errors)
+
+
+def test_a_tools_file_without_sidecar_loads_with_empty_contracts(tmp_path: Path) -> None:
+    path = tmp_path / "plain.json"
+    path.write_text(json.dumps(TOOLS), encoding="utf-8")
+    catalog = load_catalog([path])
+    assert not catalog["refund"].contract.mutates and not catalog["refund"].contract.policies
