@@ -73,7 +73,7 @@ def test_missing_required_comes_first_with_its_own_code() -> None:
 
 
 def test_an_invalid_schema_is_a_contract_error() -> None:
-    with pytest.raises(ContractError, match="tool 'bad'.*not valid JSON Schema"):
+    with pytest.raises(ContractError, match=r"tool 'bad'.*not valid JSON Schema"):
         ArgumentChecker("bad", {"type": "object", "properties": {"a": {"type": "wat"}}})
 
 
