@@ -1,13 +1,17 @@
-"""The layering DESIGN.md promises, checked over the source with `ast`.
+"""The dependency rules of ARCHITECTURE.md ("Dependency rules"), checked over the source with
+`ast`.
 
 * recall never reads state; gates never call a model or recall;
 * the core never imports its adapters (CLI); analytics only reads the log;
+* no import cycle between any two modules of ``src/maitred`` (imports inside functions and
+  ``importlib.import_module("maitred...")`` count; ``if TYPE_CHECKING:`` imports do not);
 * the public ``__all__`` is sorted and every name in it exists.
 """
 
 from __future__ import annotations
 
 import ast
+import sys
 from pathlib import Path
 
 import pytest
@@ -79,3 +83,85 @@ def test_public_api_is_sorted_and_real() -> None:
     assert list(maitred.__all__) == sorted(maitred.__all__)
     missing = [name for name in maitred.__all__ if not hasattr(maitred, name)]
     assert not missing
+
+
+def _module_graph() -> dict[str, set[str]]:
+    """module -> the maitred modules it imports (at any depth of the file, see the docstring)."""
+    modules: dict[str, Path] = {}
+    for path in SRC.rglob("*.py"):
+        parts = list(path.relative_to(SRC.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        modules[".".join(parts)] = path
+    graph: dict[str, set[str]] = {m: set() for m in modules}
+    for module, path in modules.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        skipped = {
+            id(n)
+            for node in ast.walk(tree)
+            if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+            for n in ast.walk(node)
+        }
+        for node in ast.walk(tree):
+            if id(node) in skipped:
+                continue
+            targets: list[str] = []
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                targets = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+            elif isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif (
+                isinstance(node, ast.Call)
+                and getattr(node.func, "attr", "") == "import_module"
+                and node.args
+                and isinstance(node.args[0], ast.Constant)
+            ):
+                targets = [str(node.args[0].value)]
+            graph[module].update(t for t in targets if t in modules and t != module)
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp: list[str] = []
+            while True:
+                w = stack.pop()
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                found.append(sorted(comp))
+
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 10_000))
+    try:
+        for v in sorted(graph):
+            if v not in index:
+                visit(v)
+    finally:
+        sys.setrecursionlimit(limit)
+    return found
+
+
+def test_no_import_cycle_in_the_package() -> None:
+    assert _cycles(_module_graph()) == []
+
+
+def test_the_cycle_finder_finds_a_cycle() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert _cycles(graph) == [["a", "b", "c"]]

@@ -1,98 +1,90 @@
 """maitred: decide, for every turn of an LLM agent, what it is offered and what it may do.
 
-The pipeline, per message: state-blind **recall** ranks skills; the deterministic
+The pipeline, per message: state-blind **recall** ranks skills and tools; the deterministic
 **executability gate** hides those whose own exit predicates hold in the account's current
 state; a **depth** rule decides how many to expose; the **menu** renders them and counts their
-tokens; every decision goes to the **decision log**.
+tokens. When the model calls a tool, the **action gate** checks the call against the tool's
+schema and call policies before it runs. Every decision goes to the **decision log**.
 
 Quick start::
 
-    from maitred import Message, PipelineOptions, build_pipeline
+    from maitred import Maitred, PipelineOptions, ToolCall
 
-    pipeline = build_pipeline(["skills/"], "accounts.json", PipelineOptions(method="bm25"))
-    turn = pipeline.route(Message(id="m1", text="connect my domain", account="acc-1"))
+    options = PipelineOptions(method="bm25")
+    engine = Maitred.open(["skills/", "tools.json"], "accounts.json", options)
+    session = engine.session("acc-1")
+    turn = engine.turn("connect my domain", session=session)
     turn.menu.payload()          # the tools to hand the model
     turn.record.blocked          # what the gate removed, with the predicates that fired
+    engine.check(ToolCall("connect_domain", {"domain": "a.com"}), session=session)
+
+``import maitred`` is light: each public name is imported from its module on first use (see
+ARCHITECTURE.md for where each part lives).
 """
 
-from maitred.actions import (
-    ActionGate,
-    Decision,
-    GatedRegistry,
-    Policy,
-    Session,
-    ToolCall,
-    gate_tool,
-)
-from maitred.analytics.funnel import Funnel, funnel
-from maitred.build import PipelineOptions, build_pipeline
-from maitred.contract import (
-    CelPredicate,
-    Contract,
-    Predicate,
-    PredicateOutcome,
-    ProcedureContext,
-    PythonPredicate,
-    SkillExit,
-    evaluate,
-    exit_predicate,
-)
-from maitred.decision import Message, PairRecord, RunInfo, TurnRecord
-from maitred.depth import DepthRule, ExposeAll, FixedK
-from maitred.errors import MaitredError
-from maitred.gate import ExecutabilityGate, GateOutcome, GateResult
-from maitred.log import DecisionLog, open_log, verify
-from maitred.menu import Menu, MenuRenderer, count_tokens
-from maitred.pipeline import Pipeline, Turn
-from maitred.recall import Candidate, Cutoff, Recaller, make_recaller
-from maitred.skills import Catalog, Skill, load_catalog, validate
-from maitred.state import (
-    CallableStateProvider,
-    JsonStateProvider,
-    MemoryStateProvider,
-    Snapshot,
-    SqlStateProvider,
-    StateProvider,
-    TableSpec,
-    open_provider,
-)
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+
+#: public name -> the module that defines it (imported on first attribute access)
+_EXPORTS: dict[str, str] = {
+    "ActionGate": "maitred.actions.gate",
+    "CallableStateProvider": "maitred.state",
+    "Catalog": "maitred.skills.model",
+    "Contract": "maitred.contract.model",
+    "Decision": "maitred.actions.model",
+    "DecisionLog": "maitred.log.base",
+    "GatedRegistry": "maitred.actions.wrap",
+    "JsonStateProvider": "maitred.state",
+    "Maitred": "maitred.engine",
+    "MaitredError": "maitred.errors",
+    "MemoryStateProvider": "maitred.state",
+    "Message": "maitred.decision",
+    "Pipeline": "maitred.pipeline",
+    "PipelineOptions": "maitred.build",
+    "Policy": "maitred.actions.policy",
+    "ProcedureContext": "maitred.contract.procedure",
+    "Session": "maitred.actions.session",
+    "Skill": "maitred.skills.model",
+    "SkillExit": "maitred.contract.procedure",
+    "Snapshot": "maitred.state.snapshot",
+    "SqlStateProvider": "maitred.state",
+    "StateProvider": "maitred.state.snapshot",
+    "TableSpec": "maitred.state",
+    "ToolCall": "maitred.actions.model",
+    "Turn": "maitred.pipeline",
+    "TurnRecord": "maitred.decision",
+    "Violation": "maitred.contract.policy",
+    "build_pipeline": "maitred.build",
+    "cel_rule": "maitred.contract.policy",
+    "exit_predicate": "maitred.contract.predicate",
+    "gate_tool": "maitred.actions.wrap",
+    "load_catalog": "maitred.skills.catalog",
+    "open_log": "maitred.log.base",
+    "open_provider": "maitred.state",
+    "policy_rule": "maitred.contract.policy",
+}
 
 __all__ = [
     "ActionGate",
     "CallableStateProvider",
-    "Candidate",
     "Catalog",
-    "CelPredicate",
     "Contract",
-    "Cutoff",
     "Decision",
     "DecisionLog",
-    "DepthRule",
-    "ExecutabilityGate",
-    "ExposeAll",
-    "FixedK",
-    "Funnel",
-    "GateOutcome",
-    "GateResult",
     "GatedRegistry",
     "JsonStateProvider",
+    "Maitred",
     "MaitredError",
     "MemoryStateProvider",
-    "Menu",
-    "MenuRenderer",
     "Message",
-    "PairRecord",
     "Pipeline",
     "PipelineOptions",
     "Policy",
-    "Predicate",
-    "PredicateOutcome",
     "ProcedureContext",
-    "PythonPredicate",
-    "Recaller",
-    "RunInfo",
     "Session",
     "Skill",
     "SkillExit",
@@ -103,16 +95,55 @@ __all__ = [
     "ToolCall",
     "Turn",
     "TurnRecord",
+    "Violation",
     "build_pipeline",
-    "count_tokens",
-    "evaluate",
+    "cel_rule",
     "exit_predicate",
-    "funnel",
     "gate_tool",
     "load_catalog",
-    "make_recaller",
     "open_log",
     "open_provider",
-    "validate",
-    "verify",
+    "policy_rule",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'maitred' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later look-ups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
+
+
+if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerly
+    from maitred.actions.gate import ActionGate
+    from maitred.actions.model import Decision, ToolCall
+    from maitred.actions.policy import Policy
+    from maitred.actions.session import Session
+    from maitred.actions.wrap import GatedRegistry, gate_tool
+    from maitred.build import PipelineOptions, build_pipeline
+    from maitred.contract.model import Contract
+    from maitred.contract.policy import Violation, cel_rule, policy_rule
+    from maitred.contract.predicate import exit_predicate
+    from maitred.contract.procedure import ProcedureContext, SkillExit
+    from maitred.decision import Message, TurnRecord
+    from maitred.engine import Maitred
+    from maitred.errors import MaitredError
+    from maitred.log.base import DecisionLog, open_log
+    from maitred.pipeline import Pipeline, Turn
+    from maitred.skills.catalog import load_catalog
+    from maitred.skills.model import Catalog, Skill
+    from maitred.state import (
+        CallableStateProvider,
+        JsonStateProvider,
+        MemoryStateProvider,
+        SqlStateProvider,
+        TableSpec,
+        open_provider,
+    )
+    from maitred.state.snapshot import Snapshot, StateProvider

@@ -34,15 +34,78 @@ from maitred.state.snapshot import StateProvider, now
 
 @dataclass(frozen=True)
 class Turn:
-    """The result of routing one message."""
+    """The result of routing one message.
+
+    Attributes:
+        record: what the decision log stores (ranking, verdicts, snapshot, timings).
+        menu: what to hand the model.
+        gate: the executability gate's result (``None`` when nothing was recalled).
+        catalog: the catalog the turn was routed over (for predicate messages).
+    """
 
     record: TurnRecord
     menu: Menu
     gate: GateResult | None
+    catalog: Catalog | None = field(default=None, compare=False, repr=False)
 
     @property
     def exposed(self) -> tuple[str, ...]:
         return self.menu.skills
+
+    @property
+    def turn_id(self) -> str:
+        """The turn's id in the decision log (calls checked after it link to it)."""
+        return self.record.turn_id
+
+    def to_json(self) -> dict[str, Any]:
+        """The turn as JSON: what ``maitred route --json`` prints and the service returns.
+
+        ``blocked`` lists each blocked candidate with the predicates that fired, the state
+        values they read and each predicate's message for people.
+        """
+        rec = self.record
+        blocked = []
+        for pair in rec.blocked:
+            skill = self.catalog.get(pair.skill) if self.catalog is not None else None
+            predicates = skill.contract.predicates_by_name if skill is not None else {}
+            blocked.append(
+                {
+                    "skill": pair.skill,
+                    "rank": pair.rank,
+                    "predicates": [
+                        {
+                            **o.to_json(),
+                            "message": getattr(predicates.get(o.predicate), "message", ""),
+                        }
+                        for o in pair.fired
+                    ],
+                }
+            )
+        return {
+            "turn_id": rec.turn_id,
+            "message": rec.message.text,
+            "account": rec.message.account,
+            "matched": rec.matched,
+            "candidates": [
+                {
+                    "skill": p.skill,
+                    "rank": p.rank,
+                    "score": p.score,
+                    "components": dict(p.components),
+                }
+                for p in rec.pairs
+            ],
+            "visible": list(rec.visible),
+            "exposed": list(rec.exposed),
+            "blocked": blocked,
+            "menu_format": self.menu.format,
+            "menu_tokens": self.menu.tokens,
+            "menu": self.menu.payload(),
+            "snapshot_hash": rec.snapshot.hash if rec.snapshot else None,
+            "provider_error": rec.provider_error or None,
+            "catalog_version": rec.catalog_version,
+            "timings_us": dict(rec.timings_us),
+        }
 
 
 @dataclass
@@ -163,7 +226,7 @@ class Pipeline:
         )
         if self.log is not None:
             self.log.write(record)
-        return Turn(record, menu, gate)
+        return Turn(record, menu, gate, self.catalog)
 
     # -- many messages -----------------------------------------------------------------------
 

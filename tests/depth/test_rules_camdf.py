@@ -12,13 +12,13 @@ from maitred.depth.camdf import CamDFRule, load_model, save_model, train_camdf
 from maitred.depth.features import LITE_FEATURES
 from maitred.depth.payoff import DepthTask, oracle_depth, prefix_payoffs
 from maitred.depth.rules import (
-    DEPTH_RULES,
     ExposeAll,
     FixedK,
     Ranked,
     ScorePerCost,
     ScoreThreshold,
     make_depth_rule,
+    rule_names,
 )
 from maitred.errors import ConfigError
 
@@ -29,7 +29,7 @@ def test_names_and_aliases() -> None:
     assert make_depth_rule("all").name == "full"
     assert make_depth_rule("fixed-k", k=2).name == "fixed_k"
     assert isinstance(make_depth_rule("full"), ExposeAll)
-    assert {"full", "fixed_k", "score_threshold", "score_per_cost", "camdf"} <= set(DEPTH_RULES)
+    assert {"full", "fixed_k", "score_threshold", "score_per_cost", "camdf"} <= set(rule_names())
     with pytest.raises(ConfigError, match="choose one of"):
         make_depth_rule("nope")
     with pytest.raises(ConfigError, match="bad parameters"):

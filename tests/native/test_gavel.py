@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 
 from maitred.native.backbone import Backbone
+from maitred.native.baselines import calibrate_ruling
 from maitred.native.gavel import (
     DEFAULT_WEIGHTS,
     NativeRecaller,
     build_native,
-    calibrate_ruling,
     fill_shortlist,
     resolve_weights,
     shared_backbone,

@@ -43,9 +43,11 @@ def test_native_glance_ranks_every_skill(tiny_backbone: Backbone, tmp_path: Path
     assert result["n_queries"] == 1
 
 
-def test_registry_hook_loads_native_lazily() -> None:
-    factory = registry._native_factory("native-glance")
-    assert factory is not None and "native-glance" in registry.recaller_names()
+def test_native_methods_are_entry_points_loaded_on_demand() -> None:
+    from maitred import plugins
+
+    factory = plugins.load("recall", "native-glance")
+    assert callable(factory) and "native-glance" in registry.recaller_names()
     with pytest.raises(ConfigError, match="unknown recall method"):
         registry.make_recaller("native-nope", Catalog(SKILLS))
 

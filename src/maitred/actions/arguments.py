@@ -21,14 +21,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
-
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError, ValidationError
-from jsonschema.validators import extend
+from typing import TYPE_CHECKING, Any
 
 from maitred.actions.model import ARGS_INVALID, ARGS_MISSING
 from maitred.errors import ContractError
+
+if TYPE_CHECKING:  # jsonschema is imported when the first schema is compiled
+    from jsonschema.exceptions import ValidationError
 
 
 @dataclass(frozen=True)
@@ -54,6 +53,10 @@ class ArgumentChecker:
     """
 
     def __init__(self, tool: str, schema: Mapping[str, Any]) -> None:
+        from jsonschema import Draft202012Validator
+        from jsonschema.exceptions import SchemaError
+        from jsonschema.validators import extend
+
         self.tool = tool
         strict = dict(schema)
         if strict.get("type") == "object" and "properties" in strict:

@@ -82,6 +82,8 @@ class SnapshotState:
     """
 
     snapshot: Snapshot
+    #: why the state could not be read (the provider's error); ``""`` when it was read
+    unavailable: str = ""
 
     def lookup(self, path: Sequence[str]) -> Any:
         values = self.snapshot.values

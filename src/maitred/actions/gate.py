@@ -5,7 +5,8 @@ arguments, the authoritative state and the session's record, and returns a
 :class:`~maitred.actions.model.Decision`. In order:
 
 1. an unknown tool -> ``TOOL_UNKNOWN``; a tool outside this turn's ``offered`` set ->
-   ``TOOL_NOT_OFFERED``; a tool whose exit predicates hold now -> ``TOOL_NOT_EXECUTABLE``
+   ``TOOL_NOT_OFFERED``; state that could not be read at all -> ``STATE_UNAVAILABLE`` for a
+   mutating tool; a tool whose exit predicates hold now -> ``TOOL_NOT_EXECUTABLE``
    (hiding a tool is not enough: a call that names it is re-evaluated);
 2. the arguments checked against the tool's JSON schema (:mod:`.arguments`): a required one
    missing -> ``ARGS_MISSING``; a wrong type, a value outside its enum or bounds, an unknown
@@ -36,6 +37,7 @@ from maitred.actions.document import MISSING, ActionState, as_action_state, walk
 from maitred.actions.model import (
     FAIL_CLOSED_CODES,
     OK,
+    STATE_UNAVAILABLE,
     TOOL_NOT_EXECUTABLE,
     TOOL_NOT_OFFERED,
     TOOL_UNKNOWN,
@@ -150,15 +152,17 @@ class ActionGate:
         *,
         offered: Collection[str] | None = None,
         now: float | None = None,
+        turn_id: str = "",
     ) -> Decision:
         """Allow or reject ``call`` (see the module docstring for the order of checks).
 
-        The decision carries ``session.id``; with a ``log``, it is recorded before it is
-        returned (a log that fails raises, and the call must then not run).
+        The decision carries ``session.id`` and ``turn_id`` (the logged turn whose menu offered
+        the call); with a ``log``, it is recorded before it is returned (a log that fails
+        raises, and the call must then not run).
         """
         decision = self._decide(call, state, session, offered, now)
-        if session is not None and session.id:
-            decision = replace(decision, session_id=session.id)
+        if (session is not None and session.id) or turn_id:
+            decision = replace(decision, session_id=session.id if session else "", turn_id=turn_id)
         if self.log is not None:
             self.log.write_decisions((decision,))
         return decision
@@ -193,6 +197,17 @@ class ActionGate:
                 at,
             )
         src = as_action_state(state)
+        down = getattr(src, "unavailable", "")
+        if down and tool.mutates:
+            return self._reject(
+                call,
+                STATE_UNAVAILABLE,
+                f"the account's state could not be read ({down}); the gate fails closed for "
+                "changes. Try again later",
+                (),
+                True,
+                at,
+            )
         blocked = self._exit_outcomes(tool.exit_predicates, src, session, at)
         if blocked:
             detail = "; ".join(o.detail or o.predicate for o in blocked)

@@ -17,7 +17,9 @@ Gate-level codes (rule packs add their own, e.g. ``AIRLINE_CANCEL_NOT_ELIGIBLE``
 * ``ARGS_INVALID`` -- an argument breaks the tool's JSON schema (type, enum, bounds) or is not
   one of its arguments;
 * ``STATE_MISSING`` / ``STATE_STALE`` / ``PREDICATE_ERROR`` -- the gate could not decide and
-  failed closed.
+  failed closed;
+* ``STATE_UNAVAILABLE`` -- the state store could not be read (down, past its deadline): a
+  mutating call fails closed without evaluating anything.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ ARGS_INVALID = "ARGS_INVALID"
 STATE_MISSING = "STATE_MISSING"
 STATE_STALE = "STATE_STALE"
 PREDICATE_ERROR = "PREDICATE_ERROR"
+STATE_UNAVAILABLE = "STATE_UNAVAILABLE"
 
 #: the code a fail-closed outcome gets, by :attr:`PredicateOutcome.status`
 FAIL_CLOSED_CODES: Mapping[str, str] = {
@@ -86,6 +89,8 @@ class Decision:
         policy: the policy pack's name and version, ``"name@version"``.
         decision_id: unique id of this decision (for the decision log); not part of equality.
         session_id: the id of the session the call came from (``""`` when none was given).
+        turn_id: the decision-log id of the turn whose menu the call came from (``""`` when
+            the call was checked without one); links the call's decision to that turn.
     """
 
     call: ToolCall
@@ -100,6 +105,7 @@ class Decision:
     policy: str = ""
     decision_id: str = field(default_factory=lambda: uuid.uuid4().hex, compare=False)
     session_id: str = ""
+    turn_id: str = ""
 
     @property
     def allow(self) -> bool:
@@ -139,7 +145,7 @@ class Decision:
         """
         outcomes = [jsonable(o.to_json()) for o in self.outcomes]
         read = {o.predicate: jsonable(dict(o.values)) for o in self.outcomes}
-        return {
+        out = {
             "decision_id": self.decision_id,
             "session_id": self.session_id,
             "call": self.call.to_json(),
@@ -155,6 +161,9 @@ class Decision:
             "outcomes": outcomes,
             "values_hash": content_hash(read),
         }
+        if self.turn_id:  # only when linked, so unlinked decisions keep their earlier form
+            out["turn_id"] = self.turn_id
+        return out
 
 
 def jsonable(value: Any) -> Any:

@@ -15,7 +15,7 @@ the argument that identifies the record and the read tool that reads it.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,7 +35,7 @@ class ReadMark:
 
 @dataclass
 class Session:
-    """A session's reads and context (mutable: it is the record of what happened).
+    """One conversation as the gates know it (mutable: it is the record of what happened).
 
     Attributes:
         id: the session id (for logs).
@@ -43,6 +43,12 @@ class Session:
         read: read tool -> record id -> :class:`ReadMark` of its latest successful read.
         last_read: read tool -> the record id it read last.
         calls: how many successful calls were recorded.
+        account: whose state the gates read for this conversation.
+        offered: what the latest turn put in front of the model (``None``: no turn yet); a call
+            to anything else is ``TOOL_NOT_OFFERED`` when checked through
+            :class:`maitred.Maitred`.
+        turn_id: the decision-log id of that turn (decisions on calls link to it).
+        writes: the mutating tools that ran successfully, in order.
     """
 
     id: str = ""
@@ -51,6 +57,15 @@ class Session:
     last_read: dict[str, str] = field(default_factory=dict)
     calls: int = 0
     clock: Callable[[], float] = field(default=time.time, repr=False, compare=False)
+    account: str = ""
+    offered: frozenset[str] | None = None
+    turn_id: str = ""
+    writes: list[str] = field(default_factory=list)
+
+    def offer(self, names: Iterable[str], turn_id: str = "") -> None:
+        """Record what is now in front of the model (a routed turn's menu, or a tool list)."""
+        self.offered = frozenset(names)
+        self.turn_id = turn_id
 
     def mark_read(self, read_tool: str, record_id: str) -> None:
         """Record that ``read_tool`` returned the record ``record_id``."""
@@ -61,8 +76,12 @@ class Session:
     def has_read(self, read_tool: str, record_id: str) -> bool:
         return str(record_id) in self.read.get(read_tool, {})
 
-    def record(self, call: ToolCall, result: Any, tracking: Tracking) -> None:
+    def record(
+        self, call: ToolCall, result: Any, tracking: Tracking, *, mutates: bool = False
+    ) -> None:
         """Record a call that **succeeded** (never call this for a rejected or failed call)."""
+        if mutates:
+            self.writes.append(call.name)
         id_arg = tracking.reads.get(call.name)
         if id_arg is not None and id_arg in call.arguments:
             self.mark_read(call.name, str(call.arguments[id_arg]))

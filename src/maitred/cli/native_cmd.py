@@ -94,7 +94,8 @@ def calibrate_cmd(
     cache_dir: Path = typer.Option(Path(".maitred-cache"), "--cache-dir", help="Index cache."),
 ) -> None:
     """Calibrate the ruling's expert weights (`native`, `native-rerank`) on validation queries."""
-    from maitred.native.gavel import calibrate_ruling, ruling_weights_path
+    from maitred.native.baselines import calibrate_ruling
+    from maitred.native.gavel import ruling_weights_path
     from maitred.recall.evaluate import load_queries
     from maitred.recall.store import IndexStore
 

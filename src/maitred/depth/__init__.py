@@ -1,5 +1,5 @@
 """Stage 3: cost-aware depth -- how many gated candidates to expose."""
 
-from maitred.depth.rules import DEPTH_RULES, DepthRule, ExposeAll, FixedK, Ranked, make_depth_rule
+from maitred.depth.rules import DepthRule, ExposeAll, FixedK, Ranked, make_depth_rule, rule_names
 
-__all__ = ["DEPTH_RULES", "DepthRule", "ExposeAll", "FixedK", "Ranked", "make_depth_rule"]
+__all__ = ["DepthRule", "ExposeAll", "FixedK", "Ranked", "make_depth_rule", "rule_names"]

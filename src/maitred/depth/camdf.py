@@ -49,7 +49,7 @@ from maitred.depth.features import (
     feature_matrix,
 )
 from maitred.depth.payoff import DepthTask, stop_gaps, sufficiency
-from maitred.depth.rules import Ranked
+from maitred.depth.rules import DepthRule, PredictThenThreshold, Ranked
 from maitred.depth.tuning import select
 from maitred.errors import ConfigError
 
@@ -257,3 +257,13 @@ def load_model(path: Path | str) -> CamDFModel:
         str(data["data_hash"]),
         float(data["threshold"]),
     )
+
+
+def make_predict_then_threshold(model: str | Path, threshold: float = 0.5) -> DepthRule:
+    """The ``predict_then_threshold`` rule from a trained model file (entry point)."""
+    return PredictThenThreshold(load_model(model).sufficiency, threshold)
+
+
+def make_camdf_rule(model: str | Path) -> DepthRule:
+    """The ``camdf`` / ``camdf_lite`` rule from a trained model file (entry point)."""
+    return CamDFRule(load_model(model))

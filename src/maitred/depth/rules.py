@@ -21,13 +21,13 @@ in :func:`maitred.depth.payoff.oracle_depth`, for evaluation only.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Final, Protocol
 
 import numpy as np
 
+import maitred.plugins as plugins
 from maitred.depth.features import SufficiencyModel
 from maitred.errors import ConfigError
 
@@ -132,41 +132,22 @@ class PredictThenThreshold:
         return [float(p) for p in self.model.estimate(scores)]
 
 
-def _predict_then_threshold(model: str | Path, threshold: float = 0.5) -> DepthRule:
-    from maitred.depth.camdf import load_model
+def rule_names() -> list[str]:
+    """Every registered depth rule's name (entry-point group ``maitred.depth_rules``)."""
+    return plugins.names("depth")
 
-    return PredictThenThreshold(load_model(model).sufficiency, threshold)
-
-
-def _camdf(model: str | Path) -> DepthRule:
-    from maitred.depth.camdf import CamDFRule, load_model
-
-    return CamDFRule(load_model(model))
-
-
-DEPTH_RULES: dict[str, Callable[..., DepthRule]] = {
-    "full": ExposeAll,
-    "fixed_k": FixedK,
-    "score_threshold": ScoreThreshold,
-    "score_per_cost": ScorePerCost,
-    "predict_then_threshold": _predict_then_threshold,
-    "camdf": _camdf,
-    "camdf_lite": _camdf,
-}
-"""Rule name -> factory taking the rule's parameters as keywords."""
 
 ALIASES: Final = {"all": "full", "fixed-k": "fixed_k"}
 """Earlier names, still accepted by :func:`make_depth_rule`."""
 
 
 def make_depth_rule(name: str, **params: Any) -> DepthRule:
-    """Build a registered depth rule by name (or by an alias in :data:`ALIASES`)."""
-    try:
-        factory = DEPTH_RULES[ALIASES.get(name, name)]
-    except KeyError:
-        raise ConfigError(
-            f"unknown depth rule {name!r}; choose one of {sorted(DEPTH_RULES)}"
-        ) from None
+    """Build a registered depth rule by name (or by an alias in :data:`ALIASES`).
+
+    Rules are entry points in the group ``maitred.depth_rules`` (the built-ins are declared in
+    maitred's ``pyproject.toml``), so this module never imports the rules it does not define.
+    """
+    factory = plugins.load("depth", ALIASES.get(name, name), what="depth rule")
     try:
         return factory(**params)
     except TypeError as exc:

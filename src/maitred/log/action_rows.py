@@ -7,7 +7,8 @@ A row is derived from the decision's JSON alone (:meth:`maitred.actions.Decision
 * ``decision_hash`` -- :func:`~maitred._canonical.content_hash` of it (``c1:...``), so
   :func:`~maitred.log.verify.verify` recomputes it from the stored text;
 * the query columns (decision id, session, tool, verdict, code, fields, policy, predicate
-  versions, mutates, the gate's clock) -- copies of JSON values, which ``verify`` checks
+  versions, mutates, the gate's clock, and the id of the turn whose menu the call came from,
+  ``turn_id``, added by ``0007_action_turn_link``) -- copies of JSON values, which ``verify`` checks
   against the JSON with :func:`decision_columns`, so a column edited alone is caught too;
 * ``logged_at`` -- when the row was buffered (wall clock), the only value outside the hash.
 
@@ -37,11 +38,13 @@ ACTION_DECISION_COLUMNS: tuple[str, ...] = (
     "logged_at",
     "decision_json",
     "decision_hash",
+    "turn_id",
 )
 #: the columns that copy a value of the decision JSON (checked by ``verify``): all but the
 #: log's own timestamp, the JSON itself and its hash
-_LOGGED_AT = ACTION_DECISION_COLUMNS.index("logged_at")
-COPIED_COLUMNS: tuple[str, ...] = ACTION_DECISION_COLUMNS[:_LOGGED_AT]
+COPIED_COLUMNS: tuple[str, ...] = tuple(
+    c for c in ACTION_DECISION_COLUMNS if c not in ("logged_at", "decision_json", "decision_hash")
+)
 
 
 class LoggableDecision(Protocol):
@@ -69,6 +72,7 @@ def decision_columns(data: dict[str, Any]) -> dict[str, Any]:
         "versions_json": canonical_json(dict(data["versions"])),
         "mutates": bool(data["mutates"]),
         "decided_at": float(data["now"]),
+        "turn_id": str(data.get("turn_id", "")),
     }
 
 

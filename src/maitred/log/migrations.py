@@ -216,6 +216,12 @@ def _depth_decisions(integer: str) -> tuple[str, ...]:
     )
 
 
+#: an action decision names the turn whose menu its call came from (``""``: none known)
+_TURN_LINK = (
+    "ALTER TABLE action_decisions ADD COLUMN turn_id TEXT NOT NULL DEFAULT ''",
+    "CREATE INDEX action_decisions_turn ON action_decisions (turn_id)",
+)
+
 #: Every migration, in the order it is applied. Append only; never edit a released one.
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
@@ -243,6 +249,7 @@ MIGRATIONS: tuple[Migration, ...] = (
         sqlite=(*_depth_decisions("INTEGER"), *_guard_sqlite("depth_decisions")),
         postgres=(*_depth_decisions("BIGINT"), *_guard_postgres("depth_decisions")),
     ),
+    Migration("0007_action_turn_link", sqlite=_TURN_LINK, postgres=_TURN_LINK),
 )
 
 

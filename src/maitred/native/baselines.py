@@ -40,8 +40,16 @@ from maitred.errors import ConfigError
 from maitred.native import backbone as backbone_module
 from maitred.native.backbone import Progress
 from maitred.native.data import skill_text
-from maitred.native.gavel import DEFAULT_SHORTLIST, extra_experts, resolve_weights
-from maitred.native.ruling import RulingWeights, calibrate, fuse
+from maitred.native.gavel import (
+    DEFAULT_SHORTLIST,
+    EXPERTS,
+    NativeRecaller,
+    build_native,
+    extra_experts,
+    resolve_weights,
+    ruling_weights_path,
+)
+from maitred.native.ruling import RulingWeights, calibrate, fuse, save_weights
 from maitred.native.verdict import TASK_TOKENS, Verdict, layer_kv, make_cache
 from maitred.recall.base import Candidate
 from maitred.recall.dense import DenseRecaller, Embedder
@@ -475,3 +483,70 @@ def build_progressive(
     """Build ``native-progressive`` on the full LM (default SmolLM2-135M-Instruct)."""
     model, tokenizer, model_id = backbone_module.load_causal_lm(model_path)
     return ProgressiveRecaller(catalog, model, tokenizer, model_id, device=device)
+
+
+def calibrate_ruling(
+    catalog: Catalog,
+    queries: Sequence[Query],
+    *,
+    native: NativeRecaller | None = None,
+    rerank: RerankRecaller | None = None,
+    path: Path | None = None,
+    store: IndexStore | None = None,
+    progress: Progress | None = None,
+) -> list[RulingWeights]:
+    """Calibrate the ``native`` and ``native-rerank`` weights on labelled validation queries
+    and merge them into the weights file (what ``maitred native calibrate`` runs).
+
+    Args:
+        catalog: the skills (every gold must be one of them; others are skipped).
+        queries: validation queries -- never the ones you report on.
+        native: an already built ``native`` recaller (default :func:`build_native`).
+        rerank: an already built :class:`~maitred.native.baselines.RerankRecaller` (default
+            one sharing ``native``'s verdict and dense recaller).
+        path: the weights file (default :func:`ruling_weights_path`).
+        store: caches indexes when building recallers.
+        progress: ``progress(done, total)`` over the queries.
+
+    Returns:
+        The two saved entries (``native``, then ``native-rerank``).
+
+    Raises:
+        ConfigError: no query has its gold skills in the catalog.
+    """
+    index = {name: i for i, name in enumerate(catalog.names)}
+    usable = [q for q in queries if q.gold and all(g in index for g in q.gold)]
+    if not usable:
+        raise ConfigError("no validation query names a gold skill of this catalog")
+    native = native or build_native(catalog, store=store)
+    if rerank is None:
+        assert native.dense is not None
+        rerank = RerankRecaller(
+            native.dense,
+            native.verdict,
+            RulingWeights("native-rerank", {"judgment": 1.0}, native.shortlist, ""),
+            shortlist=native.shortlist,
+        )
+    gold = [{index[g] for g in q.gold} for q in usable]
+    vectors = []
+    for done, query in enumerate(usable, start=1):
+        vectors.append(native.experts(query.text)[1])
+        if progress is not None:
+            progress(done, len(usable))
+    names = [k for k in EXPERTS if k in vectors[0]]
+    weights, val_mrr = calibrate([{k: v[k] for k in names} for v in vectors], gold)
+    where = path or ruling_weights_path()
+    entry = RulingWeights(
+        "native",
+        weights,
+        native.shortlist,
+        native.verdict.model_id,
+        val_mrr=round(val_mrr, 4),
+        n_queries=len(usable),
+        meta={"experts": names},
+    )
+    save_weights(where, entry)
+    second = calibrate_rerank(rerank, usable, gold)
+    save_weights(where, second)
+    logger.info("calibrated %s and %s on %d queries -> %s", entry, second, len(usable), where)
+    return [entry, second]

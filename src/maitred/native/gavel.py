@@ -34,7 +34,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import SimpleNamespace
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 import numpy as np
 from numpy.typing import NDArray
@@ -46,22 +46,16 @@ from maitred.native.data import skill_text
 from maitred.native.recall import NativeGlanceRecaller, active_maps_path, build_recaller
 from maitred.native.ruling import (
     RulingWeights,
-    calibrate,
     fuse,
     load_weights,
-    save_weights,
 )
 from maitred.native.verdict import Verdict
 from maitred.recall.base import Candidate
 from maitred.recall.bm25 import BM25Recaller
 from maitred.recall.dense import DenseRecaller, Embedder
-from maitred.recall.evaluate import Query
 from maitred.recall.registry import make_recaller
 from maitred.recall.store import IndexStore
 from maitred.skills.model import Catalog
-
-if TYPE_CHECKING:
-    from maitred.native.baselines import RerankRecaller
 
 logger = logging.getLogger(__name__)
 
@@ -303,72 +297,3 @@ def build_native(
         "native", DEFAULT_WEIGHTS, verdict.model_id, path=weights_path, shortlist=shortlist
     )
     return NativeRecaller(glance, verdict, weights, dense=dense, bm25=bm25, shortlist=shortlist)
-
-
-def calibrate_ruling(
-    catalog: Catalog,
-    queries: Sequence[Query],
-    *,
-    native: NativeRecaller | None = None,
-    rerank: RerankRecaller | None = None,
-    path: Path | None = None,
-    store: IndexStore | None = None,
-    progress: Progress | None = None,
-) -> list[RulingWeights]:
-    """Calibrate the ``native`` and ``native-rerank`` weights on labelled validation queries
-    and merge them into the weights file (what ``maitred native calibrate`` runs).
-
-    Args:
-        catalog: the skills (every gold must be one of them; others are skipped).
-        queries: validation queries -- never the ones you report on.
-        native: an already built ``native`` recaller (default :func:`build_native`).
-        rerank: an already built :class:`~maitred.native.baselines.RerankRecaller` (default
-            one sharing ``native``'s verdict and dense recaller).
-        path: the weights file (default :func:`ruling_weights_path`).
-        store: caches indexes when building recallers.
-        progress: ``progress(done, total)`` over the queries.
-
-    Returns:
-        The two saved entries (``native``, then ``native-rerank``).
-
-    Raises:
-        ConfigError: no query has its gold skills in the catalog.
-    """
-    from maitred.native.baselines import RerankRecaller, calibrate_rerank
-
-    index = {name: i for i, name in enumerate(catalog.names)}
-    usable = [q for q in queries if q.gold and all(g in index for g in q.gold)]
-    if not usable:
-        raise ConfigError("no validation query names a gold skill of this catalog")
-    native = native or build_native(catalog, store=store)
-    if rerank is None:
-        assert native.dense is not None
-        rerank = RerankRecaller(
-            native.dense,
-            native.verdict,
-            RulingWeights("native-rerank", {"judgment": 1.0}, native.shortlist, ""),
-            shortlist=native.shortlist,
-        )
-    gold = [{index[g] for g in q.gold} for q in usable]
-    vectors = []
-    for done, query in enumerate(usable, start=1):
-        vectors.append(native.experts(query.text)[1])
-        if progress is not None:
-            progress(done, len(usable))
-    names = [k for k in EXPERTS if k in vectors[0]]
-    weights, val_mrr = calibrate([{k: v[k] for k in names} for v in vectors], gold)
-    where = path or ruling_weights_path()
-    entry = RulingWeights(
-        "native",
-        weights,
-        native.shortlist,
-        native.verdict.model_id,
-        val_mrr=round(val_mrr, 4),
-        n_queries=len(usable),
-        meta={"experts": names},
-    )
-    save_weights(where, entry)
-    second = calibrate_rerank(rerank, usable, gold)
-    save_weights(where, second)
-    logger.info("calibrated %s and %s on %d queries -> %s", entry, second, len(usable), where)
-    return [entry, second]

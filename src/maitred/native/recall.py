@@ -3,8 +3,9 @@ registered).
 
 Importing this module registers ``"native-glance"``, ``"native"`` (glance + verdict + ruling,
 :mod:`maitred.native.gavel`), ``"native-rerank"`` and ``"native-progressive"``
-(:mod:`maitred.native.baselines`) with :mod:`maitred.recall.registry` (the registry imports it
-lazily when asked for a name starting with ``native``, so the core never imports torch).
+(:mod:`maitred.native.baselines`) as entry points of the group ``maitred.recall_methods`` (see
+``pyproject.toml``): the registry loads this module only when such a name is asked for, so the
+core never imports it, nor torch.
 
 The glance recaller reads each query with the backbone, maps its token states to unit queries
 and ranks the whole catalog by token voting over the skills' key banks.
@@ -29,15 +30,16 @@ from typing import Final
 import numpy as np
 from numpy.typing import NDArray
 
+from maitred.native import require_torch
 from maitred.native.backbone import MAX_TOKENS, Backbone, Progress, native_cache_dir
 from maitred.native.data import SKILL_TEXT_CHARS, skill_text
 from maitred.native.glance import DEFAULT_TOP_K, GlanceMaps, KeyBank
 from maitred.native.states import load_states, save_states
-from maitred.recall.base import Candidate, Recaller
-from maitred.recall.dense import Embedder
-from maitred.recall.registry import register_recaller
+from maitred.recall.base import Candidate
 from maitred.recall.store import IndexStore
 from maitred.skills.model import Catalog
+
+require_torch()  # loaded only when a native method is asked for: fail with the install command
 
 logger = logging.getLogger(__name__)
 
@@ -195,59 +197,3 @@ def rank_many(
     """:meth:`NativeGlanceRecaller.rank` for many texts, reading them in batches."""
     states = recaller.backbone.states(texts, max_tokens=MAX_TOKENS, batch_size=batch_size)
     return [recaller.rank_states(s, k) for s in states]
-
-
-@register_recaller("native-glance")
-def _make_native_glance(
-    catalog: Catalog,
-    *,
-    store: IndexStore | None,
-    weights: Mapping[str, float] | None,
-    embedder: Embedder | None,
-    progress: Progress | None,
-) -> Recaller:
-    return build_recaller(catalog, store=store, progress=progress)
-
-
-@register_recaller("native")
-def _make_native(
-    catalog: Catalog,
-    *,
-    store: IndexStore | None,
-    weights: Mapping[str, float] | None,
-    embedder: Embedder | None,
-    progress: Progress | None,
-) -> Recaller:
-    from maitred.native.gavel import build_native
-
-    return build_native(
-        catalog, store=store, bm25_weights=weights, embedder=embedder, progress=progress
-    )
-
-
-@register_recaller("native-rerank")
-def _make_native_rerank(
-    catalog: Catalog,
-    *,
-    store: IndexStore | None,
-    weights: Mapping[str, float] | None,
-    embedder: Embedder | None,
-    progress: Progress | None,
-) -> Recaller:
-    from maitred.native.baselines import build_rerank
-
-    return build_rerank(catalog, store=store, embedder=embedder, progress=progress)
-
-
-@register_recaller("native-progressive")
-def _make_native_progressive(
-    catalog: Catalog,
-    *,
-    store: IndexStore | None,
-    weights: Mapping[str, float] | None,
-    embedder: Embedder | None,
-    progress: Progress | None,
-) -> Recaller:
-    from maitred.native.baselines import build_progressive
-
-    return build_progressive(catalog)

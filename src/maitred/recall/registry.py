@@ -24,6 +24,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Protocol
 
+import maitred.plugins as plugins
 from maitred.errors import ConfigError, EmptyCatalogError
 from maitred.recall.base import Recaller
 from maitred.recall.bm25 import DEFAULT_B, DEFAULT_K1, DEFAULT_STEMMER, BM25Recaller
@@ -79,18 +80,11 @@ def register_recaller(name: str) -> Callable[[RecallerFactory], RecallerFactory]
 #: ``METHOD+intents`` ranks each request of a multi-request message (see recall.intents)
 INTENTS_SUFFIX = "intents"
 
-#: methods of the optional ``native`` extra, registered when first asked for
-OPTIONAL_METHODS: tuple[str, ...] = (
-    "native",
-    "native-glance",
-    "native-progressive",
-    "native-rerank",
-)
-
 
 def recaller_names() -> tuple[str, ...]:
-    """Every recall method name, sorted: the registered ones and those an extra provides."""
-    return tuple(sorted(set(_REGISTRY) | set(OPTIONAL_METHODS)))
+    """Every recall method name, sorted: those registered in this process and those declared
+    as entry points (group ``maitred.recall_methods``), such as the native extra's."""
+    return tuple(sorted(set(_REGISTRY) | set(plugins.names("recall"))))
 
 
 def make_recaller(
@@ -138,12 +132,12 @@ def make_recaller(
         )
         return IntentSplitRecaller(inner)
     factory = _REGISTRY.get(method)
-    if factory is None and method.startswith("native"):
-        factory = _native_factory(method)
     if factory is None:
-        raise ConfigError(
-            f"unknown recall method {method!r}; choose one of {', '.join(recaller_names())}"
-        )
+        if method not in plugins.names("recall"):
+            raise ConfigError(
+                f"unknown recall method {method!r}; choose one of {', '.join(recaller_names())}"
+            )
+        factory = plugins.load("recall", method, what="recall method")
     if len(catalog) == 0:
         raise EmptyCatalogError(
             "the catalog holds no skills or tools, so there is nothing to recall; "
@@ -151,16 +145,6 @@ def make_recaller(
         )
     store = IndexStore(cache_dir) if cache_dir is not None else None
     return factory(catalog, store=store, weights=weights, embedder=embedder, progress=progress)
-
-
-def _native_factory(method: str) -> RecallerFactory | None:
-    """Import the optional native routing package, which registers its methods (lazily: the
-    core never imports torch). Raises MissingExtraError when the ``native`` extra is absent."""
-    import importlib
-
-    importlib.import_module("maitred.native").require_torch()
-    importlib.import_module("maitred.native.recall")
-    return _REGISTRY.get(method)
 
 
 def _bm25(

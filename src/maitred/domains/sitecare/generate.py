@@ -30,7 +30,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from maitred.domains.sitecare import _accounts
+import maitred.domains.sitecare._accounts as _accounts
 from maitred.domains.sitecare._messages import conversation
 
 #: The moment the generated data describes: 2026-06-01T00:00:00Z.

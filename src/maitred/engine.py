@@ -1,0 +1,284 @@
+"""The one entry object: :class:`Maitred` joins the five stages over one catalog.
+
+::
+
+    engine = Maitred.open(["skills/", "tools.json"], "sqlite:///accounts.db", log="log.sqlite")
+    session = engine.session("acc-1")
+    turn = engine.turn("refund my last order", session=session)   # stages 1-4
+    hand_to_model(turn.menu.payload())
+    decision = engine.check(ToolCall("refund", {...}), session=session)  # stage 5
+    if decision.allow:
+        result = run_the_tool(...)
+        engine.record(call, result, session=session)
+    else:
+        give_the_model(decision.tool_result())
+
+* :meth:`Maitred.turn` is recall -> executability gate -> depth -> menu (a
+  :class:`~maitred.pipeline.Pipeline`); with a ``session``, the session remembers the menu, so a
+  later :meth:`check` knows what was offered without being told.
+* :meth:`Maitred.check` is the action gate (an :class:`~maitred.actions.ActionGate` over
+  :meth:`Policy.from_catalog <maitred.actions.Policy.from_catalog>`): the same catalog, the same
+  contracts. A call to anything the session's latest turn did not offer is
+  ``TOOL_NOT_OFFERED``; a hidden tool named anyway is re-checked (``TOOL_NOT_EXECUTABLE``); the
+  arguments meet the tool's schema; then its call policies run. The decision carries the
+  session id and the turn id, so the log links the call to the turn that offered it.
+* State for :meth:`check` comes from the engine's provider (the keys the tool's predicates
+  declare, for the session's account) or, for rules over a whole document (the tau2 database),
+  from ``state=``. A provider that fails gives ``STATE_UNAVAILABLE`` for mutating calls.
+* Interactive calls are durable when they return: with a log, :meth:`turn` and :meth:`check`
+  flush it, so a decision a caller has seen is in the log. :meth:`run` batches instead.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from maitred.actions.document import ActionState, SnapshotState
+from maitred.actions.gate import ActionGate
+from maitred.actions.model import Decision, ToolCall
+from maitred.actions.policy import Policy, ToolPolicy
+from maitred.actions.session import Session
+from maitred.build import PipelineOptions, build_pipeline
+from maitred.decision import Message
+from maitred.errors import ConfigError, MaitredError
+from maitred.log.base import DecisionLog, open_log
+from maitred.pipeline import Pipeline, RunStats, Turn
+from maitred.recall.dense import Progress
+from maitred.skills.catalog import load_catalog
+from maitred.skills.model import Catalog
+from maitred.state.snapshot import Snapshot, StateProvider
+
+_STATE = "state."
+
+
+class Maitred:
+    """Decides, for every turn, what an agent is offered and, for every call, what may run.
+
+    Build it with :meth:`open` (from paths and specs) or from parts. It holds one catalog (skills
+    and tools with their contracts), one state provider, the pipeline's options and, optionally,
+    one decision log shared by both gates.
+
+    Args:
+        pipeline: stages 1-4 over the catalog (its provider and log are the engine's).
+        gate: stage 5 over the same catalog; defaults to one built from the catalog's contracts
+            with the pipeline's clock and log.
+        owns_log: close the log when the engine is closed (:meth:`open` sets it).
+    """
+
+    def __init__(
+        self, pipeline: Pipeline, gate: ActionGate | None = None, *, owns_log: bool = False
+    ) -> None:
+        self.pipeline = pipeline
+        self.gate = gate or ActionGate(
+            Policy.from_catalog(pipeline.catalog), clock=pipeline.clock, log=pipeline.log
+        )
+        self._owns_log = owns_log
+
+    @classmethod
+    def open(
+        cls,
+        catalogs: Catalog | Sequence[str | Path],
+        state: StateProvider | str,
+        options: PipelineOptions | None = None,
+        *,
+        tables: Mapping[str, Any] | None = None,
+        log: DecisionLog | str | None = None,
+        cache_dir: str | Path | None = None,
+        settings: Mapping[str, Any] | None = None,
+        progress: Progress | None = None,
+        clock: Callable[[], float] | None = None,
+    ) -> Maitred:
+        """An engine from paths and specs.
+
+        Args:
+            catalogs: skill folders and tools files (or a loaded catalog).
+            state: a provider, or a spec for :func:`maitred.state.open_provider`
+                (``"sqlite:///accounts.db"``, ``"postgresql://..."``, ``"accounts.json"``).
+            options: recall method, cut-off, family mode, depth rule, menu format.
+            tables: key root -> table, for a SQL provider spec.
+            log: an open decision log, or a path / URL to open (closed with the engine).
+            cache_dir: where recall indexes persist.
+            settings: values for rule factories in tools files' contract sidecars.
+            progress: ``progress(done, total)`` while the recall index is built.
+            clock: the gates' "now" (unix seconds); the wall clock by default.
+        """
+        catalog = (
+            catalogs
+            if isinstance(catalogs, Catalog)
+            else load_catalog(list(catalogs), settings=settings)
+        )
+        handle = open_log(log) if isinstance(log, str) else log
+        try:
+            pipeline = build_pipeline(
+                catalog,
+                state,
+                options,
+                tables=tables,
+                cache_dir=cache_dir,
+                log=handle,
+                progress=progress,
+            )
+        except BaseException:
+            if isinstance(log, str) and handle is not None:
+                handle.close()
+            raise
+        if clock is not None:
+            pipeline.clock = clock
+            pipeline.gate.clock = clock
+        return cls(pipeline, owns_log=isinstance(log, str))
+
+    # -- what it holds ------------------------------------------------------------------------
+
+    @property
+    def catalog(self) -> Catalog:
+        return self.pipeline.catalog
+
+    @property
+    def provider(self) -> StateProvider:
+        return self.pipeline.gate.provider
+
+    @property
+    def log(self) -> DecisionLog | None:
+        return self.pipeline.log
+
+    @property
+    def policy(self) -> Policy:
+        return self.gate.policy
+
+    def session(
+        self, account: str, *, id: str | None = None, context: Mapping[str, Any] | None = None
+    ) -> Session:
+        """A new conversation for ``account`` (what it is offered, reads and writes)."""
+        return Session(
+            id=id or uuid.uuid4().hex[:16],
+            context=dict(context or {}),
+            account=account,
+            clock=self.pipeline.clock,
+        )
+
+    # -- stages 1-4 ---------------------------------------------------------------------------
+
+    def turn(
+        self,
+        message: str | Message,
+        *,
+        session: Session | None = None,
+        account: str | None = None,
+        id: str | None = None,
+    ) -> Turn:
+        """Route one message: recall, executability gate, depth, menu (logged, then flushed).
+
+        Args:
+            message: the user's message (or a :class:`~maitred.Message`).
+            session: the conversation; its account is used and it remembers the menu.
+            account: whose state the gate reads, when no session is given.
+            id: the message id (unique within the run); a fresh one by default.
+        """
+        if isinstance(message, str):
+            who = session.account if session is not None else account
+            if not who:
+                raise ConfigError("turn() needs an account: pass session= or account=")
+            message = Message(id=id or uuid.uuid4().hex[:16], text=message, account=who)
+        elif session is not None and message.account != session.account:
+            raise ConfigError(
+                f"message {message.id!r} is for account {message.account!r}, but the session "
+                f"is for {session.account!r}"
+            )
+        turn = self.pipeline.route(message)
+        if self.log is not None:
+            self.log.flush()
+        if session is not None:
+            session.offer(turn.exposed, turn.turn_id)
+        return turn
+
+    def run(
+        self,
+        messages: Iterable[Message],
+        *,
+        progress: Callable[[int], None] | None = None,
+        run_id: str | None = None,
+    ) -> RunStats:
+        """Route many messages into the log (batched; see :meth:`Pipeline.run`)."""
+        return self.pipeline.run(messages, progress=progress, run_id=run_id)
+
+    # -- stage 5 ------------------------------------------------------------------------------
+
+    def check(
+        self,
+        call: ToolCall | Mapping[str, Any],
+        *,
+        session: Session,
+        state: ActionState | Snapshot | Mapping[str, Any] | None = None,
+    ) -> Decision:
+        """May this call run now? Allow, or reject with a code the model can act on.
+
+        Args:
+            call: the call (or ``{"name", "arguments"}``).
+            session: the conversation the call came from (what it was offered and read).
+            state: the state document the tool's rules read; by default the keys its
+                predicates declare are fetched from the engine's provider for the session's
+                account.
+        """
+        tc = call if isinstance(call, ToolCall) else _tool_call(call)
+        offered = session.offered if session.offered is not None else frozenset()
+        tool = self.policy.tools.get(tc.name)
+        src = state if state is not None or tool is None else self._fetch(tool, session.account)
+        decision = self.gate.check(
+            tc, src if src is not None else {}, session, offered=offered, turn_id=session.turn_id
+        )
+        if self.log is not None:
+            self.log.flush()
+        return decision
+
+    def record(self, call: ToolCall | Mapping[str, Any], result: Any, *, session: Session) -> None:
+        """Tell the session that an allowed call ran and succeeded (reads, writes, creations)."""
+        tc = call if isinstance(call, ToolCall) else _tool_call(call)
+        tool = self.policy.tools.get(tc.name)
+        session.record(tc, result, self.policy.tracking, mutates=bool(tool and tool.mutates))
+
+    def _fetch(self, tool: ToolPolicy, account: str) -> SnapshotState:
+        """The keys ``tool``'s predicates declare, for ``account``, in one provider call."""
+        keys = set(tool.tool.contract.reads)
+        for pred in tool.predicates:
+            keys.update(
+                k.removeprefix(_STATE) for k in pred.reads if k.startswith(_STATE) and "[" not in k
+            )
+        at = self.pipeline.clock()
+        if not keys:
+            return SnapshotState(Snapshot(account, {}, at))
+        try:
+            return SnapshotState(self.provider.fetch(account, keys))
+        except (MaitredError, OSError, TimeoutError) as exc:
+            error = f"{type(exc).__name__}: {exc}"
+        except Exception as exc:  # a broken provider must never become an allowed write
+            error = f"{type(exc).__name__}: {exc}"
+        missing = Snapshot(account, {}, at, missing=frozenset(keys), version="provider-error")
+        return SnapshotState(missing, unavailable=error)
+
+    # -- lifetime -----------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Flush the log, and close it when the engine opened it."""
+        if self.log is not None:
+            self.log.flush()
+            if self._owns_log:
+                self.log.close()
+
+    def __enter__(self) -> Maitred:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _tool_call(data: Mapping[str, Any]) -> ToolCall:
+    name = data.get("name")
+    if not isinstance(name, str) or not name:
+        raise ConfigError('a tool call needs a "name" (string) and "arguments" (object)')
+    args = data.get("arguments") or {}
+    if not isinstance(args, Mapping):
+        raise ConfigError(f"tool call {name!r}: arguments must be an object, got {args!r}")
+    return ToolCall(name, dict(args), str(data.get("id", "")))

@@ -1,0 +1,160 @@
+"""The entry object: a tools file from an MCP ``tools/list`` with a contract sidecar, routed,
+gated before exposure, checked at call time, and linked in the decision log."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from maitred import Maitred, PipelineOptions, ToolCall
+from maitred.errors import ConfigError
+from maitred.log import open_log
+
+TOOLS_LIST = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "result": {
+        "tools": [
+            {
+                "name": "connect_custom_domain",
+                "description": "Connect a custom domain name to the website.",
+                "inputSchema": {
+                    "type": "object",
+                    "properties": {"domain": {"type": "string"}},
+                    "required": ["domain"],
+                },
+            },
+            {
+                "name": "list_domains",
+                "description": "List the domain names connected to the website.",
+                "inputSchema": {"type": "object", "properties": {}},
+            },
+        ]
+    },
+}
+SIDECAR = """
+tools:
+  connect_custom_domain:
+    mutates: true
+    exit_predicates:
+      - name: on_free_plan
+        expr: account.plan == "free"
+        reads: [account.plan]
+        message: Custom domains need a paid plan.
+    policies:
+      - name: domain_too_long
+        expr: size(args.domain) > 63
+        code: DOMAIN_TOO_LONG
+        reads: [args.domain]
+        fields: [domain]
+        message: A domain label has at most 63 characters.
+  list_domains: {}
+"""
+
+
+def _accounts(path: Path, plan: str) -> None:
+    path.write_text(json.dumps({"acc-1": {"account": {"plan": plan}}}), encoding="utf-8")
+    stamp = path.stat().st_mtime_ns + 1_000_000_000  # a reload notices the change
+    os.utime(path, ns=(stamp, stamp))
+
+
+@pytest.fixture
+def shop(tmp_path: Path) -> dict[str, Path]:
+    tools = tmp_path / "tools.json"
+    tools.write_text(json.dumps(TOOLS_LIST), encoding="utf-8")
+    (tmp_path / "tools.maitred.yaml").write_text(SIDECAR, encoding="utf-8")
+    accounts = tmp_path / "accounts.json"
+    _accounts(accounts, "free")
+    return {"tools": tools, "accounts": accounts, "log": tmp_path / "log.sqlite"}
+
+
+def _engine(shop: dict[str, Path]) -> Maitred:
+    options = PipelineOptions(method="bm25", top_k=5)
+    return Maitred.open([shop["tools"]], str(shop["accounts"]), options, log=str(shop["log"]))
+
+
+def test_hidden_tool_is_not_offered_and_its_call_is_rejected_and_linked(
+    shop: dict[str, Path],
+) -> None:
+    with _engine(shop) as engine:
+        session = engine.session("acc-1")
+        turn = engine.turn("connect my custom domain name to my website", session=session)
+        assert "connect_custom_domain" not in turn.exposed
+        assert "connect_custom_domain" in [p.skill for p in turn.record.blocked]
+        call = ToolCall("connect_custom_domain", {"domain": "example.com"})
+        decision = engine.check(call, session=session)
+        assert decision.reject and decision.code == "TOOL_NOT_OFFERED"
+        assert decision.turn_id == turn.turn_id and decision.session_id == session.id
+    with open_log(str(shop["log"]), read_only=True) as log:
+        turns = {t["turn_id"] for t in log.iter_turns()}
+        rows = list(log.iter_action_decisions())
+    assert turn.turn_id in turns
+    assert [(r["decision_id"], r["turn_id"], r["code"]) for r in rows] == [
+        (decision.decision_id, turn.turn_id, "TOOL_NOT_OFFERED")
+    ]
+
+
+def test_offered_tool_is_re_checked_when_state_changes(shop: dict[str, Path]) -> None:
+    _accounts(shop["accounts"], "pro")
+    with _engine(shop) as engine:
+        session = engine.session("acc-1")
+        turn = engine.turn("connect my custom domain name to my website", session=session)
+        assert "connect_custom_domain" in turn.exposed
+        ok = engine.check(
+            {"name": "connect_custom_domain", "arguments": {"domain": "example.com"}},
+            session=session,
+        )
+        assert ok.allow and ok.turn_id == turn.turn_id
+        engine.record(ok.call, {"ok": True}, session=session)
+        assert session.writes == ["connect_custom_domain"]
+        too_long = engine.check(
+            ToolCall("connect_custom_domain", {"domain": "x" * 64}), session=session
+        )
+        assert (too_long.code, too_long.fields) == ("DOMAIN_TOO_LONG", ("domain",))
+        bad_type = engine.check(ToolCall("connect_custom_domain", {"domain": 7}), session=session)
+        assert (bad_type.code, bad_type.fields) == ("ARGS_INVALID", ("domain",))
+        _accounts(shop["accounts"], "free")  # downgraded after the menu was shown
+        late = engine.check(
+            ToolCall("connect_custom_domain", {"domain": "example.com"}), session=session
+        )
+        assert late.code == "TOOL_NOT_EXECUTABLE" and late.fired[0].predicate == "on_free_plan"
+
+
+def test_a_call_before_any_turn_was_offered_nothing(shop: dict[str, Path]) -> None:
+    with _engine(shop) as engine:
+        d = engine.check(ToolCall("list_domains", {}), session=engine.session("acc-1"))
+        assert d.code == "TOOL_NOT_OFFERED" and d.turn_id == ""
+        assert engine.check(ToolCall("rm_rf", {}), session=engine.session("acc-1")).code == (
+            "TOOL_UNKNOWN"
+        )
+
+
+class _Down:
+    def fetch(self, account: str, keys: Any) -> Any:
+        raise ConnectionError("state store at 127.0.0.1:1 refused the connection")
+
+
+def test_state_store_down_fails_closed_with_its_own_code(shop: dict[str, Path]) -> None:
+    _accounts(shop["accounts"], "pro")
+    with _engine(shop) as engine:
+        session = engine.session("acc-1")
+        engine.turn("connect my custom domain name to my website", session=session)
+        engine.pipeline.gate.provider = _Down()
+        d = engine.check(ToolCall("connect_custom_domain", {"domain": "a.com"}), session=session)
+        assert d.code == "STATE_UNAVAILABLE" and "refused" in d.message
+
+
+def test_turn_needs_an_account_and_the_turn_knows_its_json(shop: dict[str, Path]) -> None:
+    with _engine(shop) as engine:
+        with pytest.raises(ConfigError, match="needs an account"):
+            engine.turn("hello")
+        turn = engine.turn("list my domains", account="acc-1")
+        data = json.loads(json.dumps(turn.to_json()))
+        assert data["turn_id"] == turn.turn_id and data["exposed"] == list(turn.exposed)
+        blocked = {b["skill"]: b for b in data["blocked"]}
+        fired = blocked["connect_custom_domain"]["predicates"][0]
+        assert fired["message"] == "Custom domains need a paid plan."
