@@ -86,10 +86,14 @@ ORDER BY n DESC, predicate
 """
 
 
-def _cause_sql() -> str:
-    """SQL: the cause of a turn ``t`` with a non-empty ``provider_error`` (its text prefix)."""
+def cause_sql(column: str = "t.provider_error") -> str:
+    """SQL for the cause of a turn whose ``provider_error`` (``column``) is not empty.
+
+    The arms are generated from :data:`maitred.decision.CAUSES`; text without a known prefix
+    is ``state_unavailable``. Plain ``substr`` and ``CASE``: SQLite, PostgreSQL and DuckDB.
+    """
     arms = " ".join(
-        f"WHEN substr(t.provider_error, 1, {len(cause) + 1}) = '{cause}:' THEN '{cause}'"
+        f"WHEN substr({column}, 1, {len(cause) + 1}) = '{cause}:' THEN '{cause}'"
         for cause in CAUSES
         if cause != "state_unavailable"
     )
@@ -322,7 +326,7 @@ def _causes(
 ) -> dict[str, tuple[int, int]]:
     """cause -> (turns, blocked pairs), every cause present (zeros when none)."""
     and_run = "AND t.run_id = ?" if run_id is not None else ""
-    sql = _CAUSES.format(cause=_cause_sql(), and_run=and_run)
+    sql = _CAUSES.format(cause=cause_sql(), and_run=and_run)
     found = {str(c): (int(n), int(pairs or 0)) for c, n, pairs in log.query(sql, params)}
     return {cause: found.get(cause, (0, 0)) for cause in CAUSES}
 
