@@ -13,6 +13,7 @@ from typing import Any
 
 from maitred.depth.rules import make_depth_rule
 from maitred.errors import ConfigError
+from maitred.gate.executability import require_coverage
 from maitred.menu.render import MenuRenderer
 from maitred.pipeline import Pipeline
 from maitred.recall.base import Cutoff
@@ -80,6 +81,10 @@ def build_pipeline(
         cache_dir: where recall indexes persist (rebuilt only when the catalog changes).
         log: an open decision log, if turns should be logged.
         progress: ``progress(done, total)`` while the index is built.
+
+    Raises:
+        ConfigError: among others, a provider that has no source for a key root the catalog's
+            predicates read (:func:`~maitred.gate.executability.require_coverage`).
     """
     opts = options or PipelineOptions()
     components = COMPONENTS.get(opts.method)
@@ -90,6 +95,7 @@ def build_pipeline(
         )
     cat = catalog if isinstance(catalog, Catalog) else load_catalog(list(catalog))
     prov = open_provider(provider, tables) if isinstance(provider, str) else provider
+    require_coverage(cat, prov)
     recaller = make_recaller(opts.method, cat, cache_dir=cache_dir, progress=progress)
     return Pipeline(
         cat,

@@ -4,16 +4,46 @@ A :class:`TurnRecord` is everything one pass of the pipeline decided for one mes
 recall ranking, the gate's verdict on each candidate with the predicates that fired, which
 skills were exposed, what they cost in tokens, the snapshot the gate read and the time each stage
 took. It is immutable and JSON-serialisable, so it can be logged, replayed and diffed.
+
+A turn whose state could not be trusted has a :attr:`TurnRecord.cause` (``state_unavailable``,
+``account_not_found``): the gate then blocked every candidate that reads state without asking
+its predicates. The cause is carried by ``provider_error``, whose text starts with it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, get_args
 
 from maitred.contract.evaluate import PredicateOutcome
 from maitred.state.snapshot import Snapshot
+
+Cause = Literal["state_unavailable", "account_not_found"]
+"""Why a whole turn failed closed before any predicate was asked (see
+:mod:`maitred.gate.executability`): the state store failed, or has no record of the account."""
+
+CAUSES: tuple[Cause, ...] = get_args(Cause)
+
+
+def cause_text(cause: Cause, detail: str) -> str:
+    """The ``provider_error`` text of a turn with ``cause``: ``"<cause>: <detail>"``."""
+    return f"{cause}: {detail}"
+
+
+def cause_of_text(provider_error: str) -> Cause | None:
+    """The cause a turn's ``provider_error`` text records.
+
+    Text without a known prefix (logs written before causes existed) is a provider failure,
+    so any non-empty text is at least ``state_unavailable``.
+    """
+    if not provider_error:
+        return None
+    head = provider_error.partition(":")[0]
+    for cause in CAUSES:
+        if head == cause:
+            return cause
+    return "state_unavailable"
 
 
 @dataclass(frozen=True)
@@ -99,6 +129,11 @@ class TurnRecord:
     def blocked(self) -> tuple[PairRecord, ...]:
         return tuple(p for p in self.pairs if not p.visible)
 
+    @property
+    def cause(self) -> Cause | None:
+        """Why the whole turn failed closed (read from ``provider_error``), or None."""
+        return cause_of_text(self.provider_error)
+
     def to_json(self) -> dict[str, Any]:
         return {
             "turn_id": self.turn_id,
@@ -118,6 +153,7 @@ class TurnRecord:
             "timings_us": dict(self.timings_us),
             "ts": self.ts,
             "provider_error": self.provider_error,
+            "cause": self.cause,
             "menu_tokens": self.menu_tokens,
             "depth_probs": list(self.depth_probs),
         }

@@ -202,3 +202,48 @@ def test_invariants_hold_on_any_log(turns: list[list[tuple[int, bool, bool, str]
     assert f.tokens_exposed <= f.tokens_after_gate <= f.tokens_after_recall <= f.tokens_all_skills
     assert sum(n for _, n in f.top_predicates) == f.blocked_pairs
     assert 0.0 <= f.gate_token_reduction <= 1.0 and 0.0 <= f.token_reduction <= 1.0
+
+
+def _failed(run_id: str, n: int, error: str, *pairs: PairRecord) -> TurnRecord:
+    return TurnRecord(
+        f"{run_id}/{n}", run_id, Message(str(n), "text", "acct"), "c1:cat", "bm25", "k",
+        tuple(pairs), None, {}, 1000.0 + n, provider_error=error,
+    )  # fmt: skip
+
+
+def _withheld(skill: str, rank: int) -> PairRecord:
+    return PairRecord(skill, rank, 0.5, False, False, 10)
+
+
+def test_fail_closed_turns_are_counted_apart_per_cause(opener: Opener) -> None:
+    with opener() as log:
+        build_log(log)
+        log.begin_run(RunInfo("r3", 3.0, "c1:cat", 4, 1000))
+        log.write(
+            _failed("r3", 5, "state_unavailable: ProviderError: connection refused",
+                    _withheld("A", 1), _withheld("B", 2), _pair("C", 3, 30, exposed=True))
+        )  # fmt: skip
+        log.write(_failed("r3", 6, "ProviderTimeout: an error logged before causes existed"))
+        log.write(_failed("r3", 7, "account_not_found: no record", _withheld("A", 1)))
+        log.write(_turn("r3", 8, _pair("B", 1, 50, fired=("p1",))))
+    with opener(read_only=True) as log:
+        f = funnel(log, "r3")
+        everything = funnel(log)
+        clean = funnel(log, "r1")
+    assert (f.state_unavailable_turns, f.state_unavailable_pairs) == (2, 2)
+    assert (f.account_not_found_turns, f.account_not_found_pairs) == (1, 1)
+    assert f.fail_closed_turns == 3
+    assert f.blocked_pairs == 4 and f.predicate_blocked_pairs == 1
+    assert f.top_predicates == (("p1", 1),)
+    assert everything.state_unavailable_turns == 2 and everything.account_not_found_pairs == 1
+    assert clean.fail_closed_turns == 0
+    data = f.to_json()
+    assert data["fail_closed"] == {
+        "state_unavailable": {"turns": 2, "pairs": 2},
+        "account_not_found": {"turns": 1, "pairs": 1},
+    }
+    console = Console(record=True, width=160)
+    console.print(render_table(f))
+    text = console.export_text()
+    assert "fail-closed: state unavailable" in text and "2 turns" in text
+    assert "fail-closed: account not found" in text

@@ -12,6 +12,7 @@ import pytest
 from log.builders import make_run, make_turn  # tests/ is on sys.path (rootdir packages)
 from maitred.analytics import funnel
 from maitred.analytics.report import anonymise, collect, write_report
+from maitred.decision import PairRecord
 from maitred.errors import LogError
 from maitred.log import open_log
 
@@ -118,3 +119,41 @@ def test_report_renders_in_headless_chromium(log_path: Path, tmp_path: Path) -> 
         timeout=120,
     ).stdout
     assert "maitred funnel report" in dump and dump.count("<img") == 4
+
+
+def test_fail_closed_turns_are_counted_and_flagged(tmp_path: Path) -> None:
+    import dataclasses
+
+    path = tmp_path / "log.sqlite"
+    withheld = (
+        PairRecord("deploy-site", 1, 0.9, False, False, 120),
+        PairRecord("add-domain", 2, 0.5, False, False, 60),
+    )
+    with open_log(path) as log:
+        log.begin_run(make_run("run-1"))
+        log.write(make_turn(0))
+        down = dataclasses.replace(
+            make_turn(1, pairs=withheld), provider_error="state_unavailable: ProviderError: down"
+        )
+        log.write(down)
+        unknown = dataclasses.replace(
+            make_turn(2, pairs=withheld[:1]), provider_error="account_not_found: no record"
+        )
+        log.write(unknown)
+    data = collect(path, "run-1")
+    f = funnel(str(path), "run-1")
+    assert data.fail_closed == {
+        "state_unavailable": {"turns": 1, "pairs": 2},
+        "account_not_found": {"turns": 1, "pairs": 1},
+    }
+    assert data.fail_closed["state_unavailable"]["pairs"] == f.state_unavailable_pairs
+    assert data.fail_closed_turns == f.fail_closed_turns == 2
+    page = write_report(path, tmp_path / "out")["html"].read_text(encoding="utf-8")
+    assert "2 turn(s) failed closed" in page
+    assert "<td>state_unavailable</td><td>1</td>" in page
+    clean = tmp_path / "clean.sqlite"
+    with open_log(clean) as log:
+        log.begin_run(make_run("run-1"))
+        log.write(make_turn(0))
+    assert collect(clean).fail_closed_turns == 0
+    assert "failed closed because" not in write_report(clean, tmp_path / "c")["html"].read_text()

@@ -114,12 +114,21 @@ def test_route_without_json_prints_the_tables(invoke: Invoke, site: Sitecare, fr
     assert "on_free_plan" in result.stdout
 
 
-def test_unknown_account_routes_with_missing_state(invoke: Invoke, site: Sitecare):
-    """An account with no rows is not an error: the gate applies each on_missing policy."""
-    data = _route(invoke, site, "acc-999999", "--family", "--json")
-    assert data["provider_error"] is None
-    statuses = {p["status"] for b in data["blocked"] for p in b["predicates"]}
-    assert statuses == {"missing"}
+def test_unknown_account_fails_closed_as_account_not_found(invoke: Invoke, site: Sitecare):
+    """An account no table knows is its own outcome, not "every key missing": every skill that
+    reads state is withheld without asking its predicates, and the exit status is 3."""
+    args = [DOMAIN_MESSAGE, "--account", "acc-999999", *site.pipeline_args(), "--family"]
+    result = invoke("route", *args, "--json")
+    assert result.exit_code == 3
+    data = json.loads(result.stdout)
+    assert data["cause"] == "account_not_found"
+    assert data["provider_error"].startswith("account_not_found: ")
+    assert data["blocked"] and data["exposed"] == []
+    assert all(b["cause"] == "account_not_found" and not b["predicates"] for b in data["blocked"])
+    shown = invoke("route", *args)
+    assert shown.exit_code == 3
+    assert "failed closed: account_not_found" in shown.stderr
+    assert "Custom domains need a paid plan." not in shown.stdout  # no predicate message
 
 
 @pytest.mark.parametrize("option", [["--top-k", "0"], ["--top-k", "-3"]])

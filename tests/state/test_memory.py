@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from maitred.errors import ConfigError, ProviderError
-from maitred.state import JsonStateProvider, MemoryStateProvider, StateProvider
+from maitred.state import JsonStateProvider, MemoryStateProvider, Snapshot, StateProvider
 
 NOW = 1_000_000.0
 DATA: dict[str, Any] = {
@@ -174,3 +174,22 @@ def test_json_shape_errors_name_the_file(tmp_path: Path, content: str, match: st
 def test_missing_json_file(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"absent\.json.*cannot be read"):
         JsonStateProvider(tmp_path / "absent.json")
+
+
+def test_documents_say_whether_the_account_exists(tmp_path: Path) -> None:
+    provider = memory()
+    assert provider.fetch("acct-1", ["zone.x"]).account_found is True  # known, key missing
+    unknown = provider.fetch("acct-2", ["account.plan"])
+    assert unknown.account_found is False
+    assert unknown.hash == unknown.compute_hash()
+    path = tmp_path / "state.json"
+    write(path, DATA, 1_700_000_000)
+    from_file = JsonStateProvider(path)
+    assert from_file.fetch("acct-1", ["account.plan"]).account_found is True
+    assert from_file.fetch("acct-2", ["account.plan"]).account_found is False
+
+
+def test_a_known_account_keeps_the_snapshot_json_it_had_before_account_found() -> None:
+    snap = memory().fetch("acct-1", ["account.plan"])
+    assert "account_found" not in snap.to_json()
+    assert snap.hash == Snapshot(**{**snap.__dict__, "account_found": None, "hash": ""}).hash

@@ -281,3 +281,28 @@ def test_a_failing_factory_is_a_provider_error() -> None:
 
     with pytest.raises(ProviderError, match=r"could not connect.*no route to host"):
         SqlStateProvider(connect, {"a": "t"}, dialect="sqlite").fetch("x", ["a.b"])
+
+
+def test_account_found_when_any_mapped_table_has_its_row(sql_backend: SqlBackend) -> None:
+    seed(sql_backend)
+    provider = sql_backend.provider(TABLES)
+    assert provider.fetch("acct-1", ["billing.status"]).account_found is True
+    # acct-2 has no billing row, but the accounts table knows it: billing keys are missing data
+    sql_backend.statements.clear()
+    snap = provider.fetch("acct-2", ["billing.status"])
+    assert snap.account_found is True and snap.missing == {"billing.status"}
+    assert len(sql_backend.row_queries()) == 2  # billing, then the existence check
+    # an id no mapped table holds is an unknown account, not "every key missing"
+    snap = provider.fetch("nobody", ["account.plan", "billing.status"])
+    assert snap.account_found is False
+    assert snap.to_json()["account_found"] is False
+    # a turn that found its row asks nothing more
+    sql_backend.statements.clear()
+    provider.fetch("acct-1", ["account.plan"])
+    assert len(sql_backend.row_queries()) == 1
+
+
+def test_uncovered_names_keys_whose_root_has_no_table(sql_backend: SqlBackend) -> None:
+    provider = sql_backend.provider(TABLES)
+    keys = ["account.plan", "billing.status", "domain.registrar_lock", "site.published"]
+    assert provider.uncovered(keys) == {"domain.registrar_lock", "site.published"}

@@ -13,6 +13,14 @@ skill, how often it was a candidate and blocked and the tokens its blocks saved,
 predicates blocked the most pairs (from ``pairs.fired_json``). A ratio over an empty
 denominator is 0.0.
 
+Turns that **failed closed as a whole** are counted apart, per cause (``state_unavailable``:
+the state store failed; ``account_not_found``: it has no record of the account): how many
+turns, and how many of the blocked pairs were blocked for that cause rather than by a
+predicate. The cause is read from the prefix of ``turns.provider_error`` (see
+:mod:`maitred.decision`); an error text without a known prefix, from a log written before
+causes existed, counts as ``state_unavailable``. These pairs are part of ``blocked_pairs``
+(they were withheld) but never of ``top_predicates`` (no predicate fired on them).
+
 Invariants (tested): ``blocked <= candidates`` and ``tokens_after_gate <= tokens_after_recall``;
 ``tokens_after_recall <= tokens_all_skills`` holds whenever each turn's candidates are distinct
 catalog skills.
@@ -33,6 +41,7 @@ from typing import Any
 
 from rich.table import Table
 
+from maitred.decision import CAUSES
 from maitred.errors import ConfigError
 from maitred.log import DecisionLog, open_log
 
@@ -74,6 +83,31 @@ FROM pairs p {join} CROSS JOIN {unpack}
 WHERE NOT p.visible AND p.fired_json <> '[]' {and_run}
 GROUP BY {name}
 ORDER BY n DESC, predicate
+"""
+
+
+def cause_sql(column: str = "t.provider_error") -> str:
+    """SQL for the cause of a turn whose ``provider_error`` (``column``) is not empty.
+
+    The arms are generated from :data:`maitred.decision.CAUSES`; text without a known prefix
+    is ``state_unavailable``. Plain ``substr`` and ``CASE``: SQLite, PostgreSQL and DuckDB.
+    """
+    arms = " ".join(
+        f"WHEN substr({column}, 1, {len(cause) + 1}) = '{cause}:' THEN '{cause}'"
+        for cause in CAUSES
+        if cause != "state_unavailable"
+    )
+    return f"CASE {arms} ELSE 'state_unavailable' END"
+
+
+# (cause, turns with it, blocked pairs of those turns)
+_CAUSES = """
+SELECT {cause} AS cause,
+       COUNT(DISTINCT t.turn_id),
+       SUM(CASE WHEN p.turn_id IS NOT NULL AND NOT p.visible THEN 1 ELSE 0 END)
+FROM turns t LEFT JOIN pairs p ON p.turn_id = t.turn_id
+WHERE t.provider_error <> '' {and_run}
+GROUP BY 1
 """
 
 
@@ -143,6 +177,10 @@ class Funnel:
         menu_tokens: rendered menu tokens, as counted by the menu stage.
         per_skill: one row per skill, most candidates first.
         top_predicates: (predicate, blocked pairs it fired on), most first.
+        state_unavailable_turns: turns that failed closed because the state store failed.
+        state_unavailable_pairs: blocked pairs of those turns (withheld, no predicate asked).
+        account_not_found_turns: turns for an account the state store has no record of.
+        account_not_found_pairs: blocked pairs of those turns.
     """
 
     run_id: str | None
@@ -159,6 +197,20 @@ class Funnel:
     menu_tokens: int
     per_skill: tuple[SkillFunnel, ...]
     top_predicates: tuple[tuple[str, int], ...]
+    state_unavailable_turns: int = 0
+    state_unavailable_pairs: int = 0
+    account_not_found_turns: int = 0
+    account_not_found_pairs: int = 0
+
+    @property
+    def fail_closed_turns(self) -> int:
+        """Turns that failed closed as a whole, whatever the cause."""
+        return self.state_unavailable_turns + self.account_not_found_turns
+
+    @property
+    def predicate_blocked_pairs(self) -> int:
+        """Blocked pairs that a predicate blocked (not a whole-turn cause)."""
+        return self.blocked_pairs - self.state_unavailable_pairs - self.account_not_found_pairs
 
     @property
     def blocked_pair_share(self) -> float:
@@ -207,6 +259,17 @@ class Funnel:
             "gate_token_reduction": self.gate_token_reduction,
             "per_skill": {s.skill: s.to_json() for s in self.per_skill},
             "top_predicates": dict(self.top_predicates),
+            "predicate_blocked_pairs": self.predicate_blocked_pairs,
+            "fail_closed": {
+                "state_unavailable": {
+                    "turns": self.state_unavailable_turns,
+                    "pairs": self.state_unavailable_pairs,
+                },
+                "account_not_found": {
+                    "turns": self.account_not_found_turns,
+                    "pairs": self.account_not_found_pairs,
+                },
+            },
         }
 
 
@@ -235,6 +298,7 @@ def funnel(log: DecisionLog | str | os.PathLike[str], run_id: str | None = None)
     where = "WHERE t.run_id = ?" if run_id is not None else ""
     n_turns, matched, tokens_all, menu = log.query(_TURN_TOTALS.format(where=where), params)[0]
     recalled = sum(s.tokens for s in skills)
+    causes = _causes(log, run_id, params)
     return Funnel(
         run_id=run_id,
         messages=int(n_turns),
@@ -250,7 +314,21 @@ def funnel(log: DecisionLog | str | os.PathLike[str], run_id: str | None = None)
         menu_tokens=int(menu or 0),
         per_skill=skills,
         top_predicates=_top_predicates(log, run_id, params),
+        state_unavailable_turns=causes["state_unavailable"][0],
+        state_unavailable_pairs=causes["state_unavailable"][1],
+        account_not_found_turns=causes["account_not_found"][0],
+        account_not_found_pairs=causes["account_not_found"][1],
     )
+
+
+def _causes(
+    log: DecisionLog, run_id: str | None, params: Sequence[Any]
+) -> dict[str, tuple[int, int]]:
+    """cause -> (turns, blocked pairs), every cause present (zeros when none)."""
+    and_run = "AND t.run_id = ?" if run_id is not None else ""
+    sql = _CAUSES.format(cause=cause_sql(), and_run=and_run)
+    found = {str(c): (int(n), int(pairs or 0)) for c, n, pairs in log.query(sql, params)}
+    return {cause: found.get(cause, (0, 0)) for cause in CAUSES}
 
 
 def _check_run(log: DecisionLog, run_id: str) -> None:
@@ -341,6 +419,18 @@ def render_table(f: Funnel) -> Table:
         f"-{_pct(f.token_reduction)} tokens vs all skills",
     )
     table.add_row("exposed pairs (depth)", f"{f.exposed_pairs:,}", f"{f.tokens_exposed:,}", "")
+    for cause, turns, pairs in (
+        ("state unavailable", f.state_unavailable_turns, f.state_unavailable_pairs),
+        ("account not found", f.account_not_found_turns, f.account_not_found_pairs),
+    ):
+        style = "bold red" if turns else ""
+        table.add_row(
+            f"fail-closed: {cause}",
+            f"{turns:,} turns",
+            "",
+            f"{pairs:,} of the blocked pairs (no predicate asked)",
+            style=style,
+        )
     return table
 
 

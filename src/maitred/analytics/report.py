@@ -13,6 +13,11 @@ Charts:
   recall -> after the gate;
 * ``skills.png`` -- per skill: block rate, and description tokens the gate saved;
 * ``predicates.png`` -- the predicates that blocked the most pairs.
+
+Turns that failed closed as a whole (the state store was down: ``state_unavailable``; it had no
+record of the account: ``account_not_found``) are counted apart, turns and withheld pairs per
+cause, and the page says so in red at the top when there are any: an outage must not read as a
+gate that simply blocked a lot.
 """
 
 from __future__ import annotations
@@ -25,6 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from maitred.analytics.duck import connect_log
+from maitred.analytics.funnel import cause_sql
+from maitred.decision import CAUSES
 
 _WHERE_RUN = "WHERE t.run_id = ?"
 
@@ -42,6 +49,13 @@ class ReportData:
     skills: list[dict[str, Any]] = field(default_factory=list)
     predicates: list[dict[str, Any]] = field(default_factory=list)
     run_id: str | None = None
+    #: cause -> {"turns": n, "pairs": blocked pairs of those turns}, every cause listed
+    fail_closed: dict[str, dict[str, int]] = field(default_factory=dict)
+
+    @property
+    def fail_closed_turns(self) -> int:
+        """Turns that failed closed as a whole, whatever the cause."""
+        return sum(c["turns"] for c in self.fail_closed.values())
 
 
 def collect(location: str | os.PathLike[str], run_id: str | None = None) -> ReportData:
@@ -70,8 +84,17 @@ def collect(location: str | os.PathLike[str], run_id: str | None = None) -> Repo
             "GROUP BY ALL ORDER BY pairs DESC, p.skill, predicate LIMIT 15",
             params,
         ).fetchall()
+        cause_rows = conn.execute(
+            f"SELECT {cause_sql()} AS cause, COUNT(DISTINCT t.turn_id), "
+            "COALESCE(SUM(CASE WHEN p.turn_id IS NOT NULL AND p.visible = 0 THEN 1 ELSE 0 END), 0) "
+            "FROM log.turns t LEFT JOIN log.pairs p ON p.turn_id = t.turn_id "
+            f"{where + ' AND' if where else 'WHERE'} t.provider_error <> '' GROUP BY ALL",
+            params,
+        ).fetchall()
     finally:
         conn.close()
+    found = {str(c): {"turns": int(n), "pairs": int(pairs)} for c, n, pairs in cause_rows}
+    fail_closed = {str(c): found.get(c, {"turns": 0, "pairs": 0}) for c in CAUSES}
     skills = [
         {
             "skill": s,
@@ -96,6 +119,7 @@ def collect(location: str | os.PathLike[str], run_id: str | None = None) -> Repo
         skills,
         predicates,
         run_id,
+        fail_closed,
     )
 
 
@@ -124,6 +148,7 @@ def anonymise(data: ReportData) -> ReportData:
             for p in data.predicates
         ],
         data.run_id,
+        data.fail_closed,
     )
 
 
@@ -132,7 +157,7 @@ body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;margin:2rem auto;ma
 color:#1f2933;padding:0 1rem}h1{font-size:1.6rem}h2{font-size:1.15rem;margin-top:2rem}
 table{border-collapse:collapse;margin:.5rem 0}td,th{padding:.3rem .8rem;border-bottom:1px solid
 #d9e2ec;text-align:right}td:first-child,th:first-child{text-align:left}img{max-width:100%}
-.note{color:#52606d;font-size:.9rem}
+.note{color:#52606d;font-size:.9rem}.alarm{color:#b42318;font-weight:600}
 """
 
 
@@ -176,6 +201,17 @@ def render_html(data: ReportData, charts: dict[str, Path]) -> str:
         for s in data.skills
     ]
     pred_rows = [[p["skill"], p["predicate"], f"{p['pairs']:,}"] for p in data.predicates]
+    cause_rows = [
+        [cause, f"{c['turns']:,}", _share(c["turns"], data.messages), f"{c['pairs']:,}"]
+        for cause, c in data.fail_closed.items()
+    ]
+    alarm = (
+        f'<p class="alarm">{data.fail_closed_turns:,} turn(s) failed closed because state could '
+        "not be trusted (see Fail-closed turns): their skills were withheld without any "
+        "predicate being asked.</p>"
+        if data.fail_closed_turns
+        else ""
+    )
     reduction = _share(data.tokens_all - data.tokens_gate, data.tokens_all)
     scope = f"run {html.escape(data.run_id)}" if data.run_id else "every run in the log"
     return f"""<!doctype html>
@@ -184,9 +220,13 @@ def render_html(data: ReportData, charts: dict[str, Path]) -> str:
 <h1>maitred funnel report</h1>
 <p class="note">{scope}; every figure is a read-only DuckDB query over the decision log.
 Skill-description tokens fell by {reduction} against offering every skill with every message.</p>
+{alarm}
 <h2>Funnel</h2>
 <table><tr><th>stage</th><th>messages</th><th>share</th><th>description tokens</th></tr>
 {"".join(_row(r) for r in funnel_rows)}</table>
+<h2>Fail-closed turns</h2>
+<table><tr><th>cause</th><th>turns</th><th>share</th><th>pairs withheld</th></tr>
+{"".join(_row(r) for r in cause_rows)}</table>
 <img alt="message funnel" src="{_png_uri(charts["funnel_messages"])}">
 <img alt="token funnel" src="{_png_uri(charts["funnel_tokens"])}">
 <h2>Per skill</h2>

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -32,13 +33,21 @@ from maitred.actions.evaluate import (
 from maitred.actions.evaluate.agents import AGENTS
 from maitred.actions.evaluate.domains import Domain
 from maitred.actions.packs import PACKS, load_pack
+from maitred.actions.policy import Policy
 from maitred.actions.replay import load_trajectories, replay
 from maitred.cli._common import console, dump_json
 from maitred.errors import ConfigError
 from maitred.log.base import open_log
 
 
-def _load_db(path: Path) -> dict[str, Any]:
+def _load_db(path: Path, policy: Policy) -> dict[str, Any]:
+    """The state document at ``path``, refused unless it has every collection ``policy`` reads.
+
+    The required top-level collections are the ``state.<name>`` roots the pack's policy
+    predicates declare in their reads (``state.reservations[args.reservation_id]`` needs
+    ``reservations``), each a JSON object of records by id; an empty or wrong-shaped document
+    would otherwise replay with every lookup "not found", which reads like real verdicts.
+    """
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as exc:
@@ -48,8 +57,33 @@ def _load_db(path: Path) -> dict[str, Any]:
             f"{path}:{exc.lineno}: the database is not JSON ({exc.msg}); pass the tau2 "
             "airline db.json"
         ) from None
+    needed = sorted(
+        {
+            re.split(r"[.\[]", key[len("state.") :], maxsplit=1)[0]
+            for tool in policy.tools.values()
+            for pred in tool.predicates
+            for key in pred.reads
+            if key.startswith("state.")
+        }
+    )
     if not isinstance(data, dict):
-        raise ConfigError(f"{path}: expected a JSON object with flights, users, reservations")
+        raise ConfigError(
+            f"{path}: the database must be a JSON object with the collections {needed} "
+            f"(what pack {policy.name!r} reads), not a {type(data).__name__}"
+        )
+    missing = [name for name in needed if name not in data]
+    wrong = [
+        f"{name} is a {type(data[name]).__name__}"
+        for name in needed
+        if name in data and not isinstance(data[name], dict)
+    ]
+    if missing or wrong:
+        problems = ([f"missing {missing}"] if missing else []) + wrong
+        raise ConfigError(
+            f"{path}: not a database for pack {policy.name!r}: {'; '.join(problems)}; it needs "
+            f"the top-level collections {needed}, each an object of records by id "
+            f'({{"{needed[0]}": {{"<id>": {{...}}}}, ...}})'
+        )
     return data
 
 
@@ -65,7 +99,7 @@ def check(
     entry = load_pack(pack)
     settings: dict[str, Any] = {"now": now} if now else {}
     gate = entry.make_gate(settings)
-    state = _load_db(db)
+    state = _load_db(db, gate.policy)
     items = load_trajectories(trajectories)
     full = gate.policy.settings
     for row in replay(gate, state, items, lambda work: entry.make_executor(work, full)):

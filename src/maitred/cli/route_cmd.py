@@ -1,4 +1,10 @@
-"""`maitred route` (one message) and `maitred run` (a message file into the decision log)."""
+"""`maitred route` (one message) and `maitred run` (a message file into the decision log).
+
+Exit status: 0 when every turn was decided on trusted state; **3** (``EXIT_FAIL_CLOSED``) when
+at least one turn failed closed as a whole -- the state store could not be read
+(``state_unavailable``) or had no record of the account (``account_not_found``). The output is
+complete either way (the decision, the log, the funnel); a line on stderr gives the counts.
+"""
 
 from __future__ import annotations
 
@@ -39,6 +45,9 @@ SCORE_ON_OPT = typer.Option(
 FAMILY_OPT = typer.Option(
     False, "--family", help="Family-level recall: a matched family brings all its skills."
 )
+EXIT_FAIL_CLOSED = 3
+"""Exit status of a route / run in which some turn failed closed for a cause (see above)."""
+
 FORMAT_OPT = typer.Option(
     "openai", "--format", help="Menu format: openai, anthropic, mcp, agentskills."
 )
@@ -71,6 +80,7 @@ def turn_json(pipeline: Pipeline, turn: Turn) -> dict[str, Any]:
                     {**o.to_json(), "message": getattr(predicates.get(o.predicate), "message", "")}
                     for o in pair.fired
                 ],
+                "cause": None if pair.fired else rec.cause,
             }
         )
     return {
@@ -89,6 +99,7 @@ def turn_json(pipeline: Pipeline, turn: Turn) -> dict[str, Any]:
         "menu": turn.menu.payload(),
         "snapshot_hash": rec.snapshot.hash if rec.snapshot else None,
         "provider_error": rec.provider_error or None,
+        "cause": rec.cause,
         "catalog_version": rec.catalog_version,
         "timings_us": dict(rec.timings_us),
     }
@@ -110,6 +121,8 @@ def _print_turn(data: dict[str, Any]) -> None:
         for col in ("skill", "predicate", "status", "why", "state read"):
             table.add_column(col)
         for item in data["blocked"]:
+            if item["cause"]:
+                table.add_row(item["skill"], "-", item["cause"], "state not trusted", "")
             for p in item["predicates"]:
                 table.add_row(
                     item["skill"],
@@ -120,7 +133,7 @@ def _print_turn(data: dict[str, Any]) -> None:
                 )
         console.print(table)
     if data["provider_error"]:
-        err_console.print(f"[yellow]state provider failed:[/] {escape(data['provider_error'])}")
+        err_console.print(f"[bold red]failed closed:[/] {escape(data['provider_error'])}")
 
 
 def route(
@@ -138,7 +151,10 @@ def route(
     cache_dir: Path | None = CACHE_OPT,
     as_json: bool = typer.Option(False, "--json", help="Print the decision as JSON."),
 ) -> None:
-    """Route one message for one account: the menu offered and every skill blocked, with why."""
+    """Route one message for one account: the menu offered and every skill blocked, with why.
+
+    Exits with status 3 when the turn failed closed (state unavailable, account not found).
+    """
     pipeline = build_pipeline(
         skills,
         state,
@@ -153,6 +169,8 @@ def route(
         dump_json(data)
     else:
         _print_turn(data)
+    if data["cause"]:
+        raise typer.Exit(EXIT_FAIL_CLOSED)
 
 
 def run(
@@ -171,7 +189,10 @@ def run(
     limit: int | None = typer.Option(None, "--limit", help="Route only the first N messages."),
     as_json: bool = typer.Option(False, "--json", help="Print the funnel as JSON."),
 ) -> None:
-    """Route every message of a file and write each decision to the log."""
+    """Route every message of a file and write each decision to the log.
+
+    Exits with status 3 when some turns failed closed (state unavailable, account not found).
+    """
     settings = Settings.from_env()
     options = _options(method, top_k, min_score, score_on, family, fmt)
     target = log or settings.log
@@ -206,6 +227,14 @@ def run(
         dump_json(result.to_json())
     else:
         console.print(render_table(result))
+    if result.fail_closed_turns:
+        err_console.print(
+            f"[bold red]failed closed:[/] of {result.messages} turns, "
+            f"{result.state_unavailable_turns} state_unavailable and "
+            f"{result.account_not_found_turns} account_not_found (exit status 3)",
+            highlight=False,
+        )
+        raise typer.Exit(EXIT_FAIL_CLOSED)
 
 
 def _count_lines(path: Path, limit: int | None) -> int:

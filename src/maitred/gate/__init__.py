@@ -1,5 +1,11 @@
 """Stage 2: the deterministic executability gate."""
 
-from maitred.gate.executability import ExecutabilityGate, GateOutcome, GateResult
+from maitred.decision import CAUSES, Cause
+from maitred.gate.executability import (
+    ExecutabilityGate,
+    GateOutcome,
+    GateResult,
+    require_coverage,
+)
 
-__all__ = ["ExecutabilityGate", "GateOutcome", "GateResult"]
+__all__ = ["CAUSES", "Cause", "ExecutabilityGate", "GateOutcome", "GateResult", "require_coverage"]

@@ -6,9 +6,24 @@ snapshot with :func:`maitred.contract.evaluate` -- the function the skills' own 
 A candidate is blocked when any predicate holds; every outcome that holds is kept, with the
 values it read, so the log can say exactly why.
 
-If the provider fails, the gate builds a snapshot in which every requested key is missing, so
-each predicate's ``on_missing`` policy decides (fail-closed by default) -- and the error text is
-kept on the result. The gate never calls a model and never reads recall's internals.
+When the state itself cannot be trusted the predicates are not asked at all, because their
+``on_missing`` policies are written for *a key* this account lacks, not for a state store that
+is down or an account that does not exist (an ``on_missing: offer`` predicate would otherwise
+turn an outage into an offer). The turn then has a **cause**, and every candidate that reads
+state is blocked with it (a candidate that reads nothing is decided as usual):
+
+* ``state_unavailable`` -- the provider raised (down, timed out, misconfigured table);
+* ``account_not_found`` -- the provider answered, but has no record of the account at all
+  (``Snapshot.account_found`` is False).
+
+The cause is data: it is on each :class:`GateOutcome`, and the turn's ``provider_error`` text
+starts with it (``"state_unavailable: ProviderError: ..."``), which is how the decision log keeps
+it without a new column and how :attr:`maitred.decision.TurnRecord.cause` reads it back.
+
+:func:`require_coverage` is the load-time half of the same promise: a provider that can tell
+which keys it can never serve (:class:`~maitred.state.snapshot.CoverageAware`) must serve every
+key the catalog's predicates read, or the pipeline is not built. The gate never calls a model
+and never reads recall's internals.
 """
 
 from __future__ import annotations
@@ -17,9 +32,22 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from maitred.contract.evaluate import PredicateOutcome, evaluate
-from maitred.errors import MaitredError
+from maitred.decision import Cause, cause_of_text, cause_text
+from maitred.errors import ConfigError, MaitredError
 from maitred.skills.model import Catalog
-from maitred.state.snapshot import Snapshot, StateProvider, now
+from maitred.state.snapshot import CoverageAware, Snapshot, StateProvider, now
+
+#: ``Snapshot.version`` of the all-missing snapshot the gate records when the provider failed.
+PROVIDER_ERROR_VERSION = "provider-error"
+
+
+def snapshot_cause(snapshot: Snapshot) -> Cause | None:
+    """The cause a snapshot alone shows (what replays and audits see)."""
+    if snapshot.version == PROVIDER_ERROR_VERSION:
+        return "state_unavailable"
+    if snapshot.account_found is False:
+        return "account_not_found"
+    return None
 
 
 @dataclass(frozen=True)
@@ -28,20 +56,26 @@ class GateOutcome:
 
     Attributes:
         skill: the candidate.
-        visible: True when no exit predicate holds.
-        fired: the outcomes that hold (why it is blocked); empty when visible.
+        visible: True when no exit predicate holds and the turn has no cause.
+        fired: the outcomes that hold (why it is blocked); empty when visible or when it was
+            blocked for the turn's cause (no predicate was asked then).
         soft: outcomes that did not hold but were decided by a fail-open policy (logged).
+        cause: set when the candidate was blocked because state could not be trusted.
     """
 
     skill: str
     visible: bool
     fired: tuple[PredicateOutcome, ...] = ()
     soft: tuple[PredicateOutcome, ...] = ()
+    cause: Cause | None = None
 
 
 @dataclass(frozen=True)
 class GateResult:
-    """All verdicts of one turn, the snapshot they were made on and the provider error, if any."""
+    """All verdicts of one turn, the snapshot they were made on and the provider error, if any.
+
+    ``provider_error`` starts with the turn's cause when it has one (see the module docstring).
+    """
 
     snapshot: Snapshot
     outcomes: tuple[GateOutcome, ...]
@@ -54,6 +88,11 @@ class GateResult:
     @property
     def blocked(self) -> tuple[str, ...]:
         return tuple(o.skill for o in self.outcomes if not o.visible)
+
+    @property
+    def cause(self) -> Cause | None:
+        """Why the turn failed closed as a whole, if it did."""
+        return cause_of_text(self.provider_error)
 
 
 class ExecutabilityGate:
@@ -88,22 +127,66 @@ class ExecutabilityGate:
             error = f"{type(exc).__name__}: {exc}"
         except Exception as exc:  # a broken provider must not become a silent offer
             error = f"{type(exc).__name__}: {exc}"
-        return Snapshot(account, {}, t, missing=keys, version="provider-error"), error
+        snapshot = Snapshot(account, {}, t, missing=keys, version=PROVIDER_ERROR_VERSION)
+        return snapshot, error
 
     def check(self, account: str, skills: Sequence[str]) -> GateResult:
         """Decide visibility for each of ``skills`` (in order) for ``account``."""
         snapshot, error = self.fetch(account, skills)
         t = self.clock()
-        return GateResult(snapshot, tuple(self.decide(s, snapshot, t) for s in skills), error)
+        outcomes = tuple(self.decide(s, snapshot, t) for s in skills)
+        cause = snapshot_cause(snapshot)
+        if cause == "state_unavailable":
+            error = cause_text(cause, error)
+        elif cause == "account_not_found":
+            error = cause_text(
+                cause,
+                f"the state provider has no record of account {account!r}; every skill that "
+                "reads state is withheld (check the account id, or that the account is synced)",
+            )
+        return GateResult(snapshot, outcomes, error)
 
     def decide(self, skill: str, snapshot: Snapshot, at: float) -> GateOutcome:
         """The verdict on one skill for a snapshot taken already (used by replays and audits)."""
+        contract = self.catalog[skill].contract
+        cause = snapshot_cause(snapshot)
+        if cause is not None and contract.reads:
+            return GateOutcome(skill, False, cause=cause)
         fired: list[PredicateOutcome] = []
         soft: list[PredicateOutcome] = []
-        for predicate in self.catalog[skill].contract.exit_predicates:
+        for predicate in contract.exit_predicates:
             outcome = evaluate(predicate, snapshot, at)
             if outcome.holds:
                 fired.append(outcome)
             elif outcome.status != "ok":
                 soft.append(outcome)
         return GateOutcome(skill, not fired, tuple(fired), tuple(soft))
+
+
+def require_coverage(catalog: Catalog, provider: StateProvider) -> None:
+    """Refuse a provider that can never serve some key the catalog's predicates read.
+
+    Providers that cannot tell ahead of time (documents, whose accounts carry their own fields)
+    are not :class:`~maitred.state.snapshot.CoverageAware` and pass.
+
+    Raises:
+        ConfigError: naming each uncovered key, the skills whose predicates read it, and the
+            key roots to add to the provider's mapping.
+    """
+    if not isinstance(provider, CoverageAware):
+        return
+    readers: dict[str, list[str]] = {}
+    for skill in catalog:
+        for key in skill.contract.reads:
+            readers.setdefault(key, []).append(skill.name)
+    uncovered = sorted(provider.uncovered(readers))
+    if not uncovered:
+        return
+    roots = sorted({key.partition(".")[0] for key in uncovered})
+    listing = "; ".join(f"{key} (read by {', '.join(sorted(readers[key]))})" for key in uncovered)
+    raise ConfigError(
+        f"state provider {getattr(provider, 'name', type(provider).__name__)!r} has no source "
+        f"for key root(s) {roots}, which exit predicates read: {listing}. Every account would "
+        "look as if it had no such record, so fail-open predicates would offer skills that "
+        f"must be blocked: add {roots} to the tables mapping (or the fetchers)"
+    )

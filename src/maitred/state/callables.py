@@ -25,7 +25,12 @@ Invariants:
   names the fetchers still running (their threads cannot be killed; they finish in the
   background and their results are dropped); a fetcher that raises gives
   :class:`~maitred.errors.ProviderError` naming the fetcher and the account. Either way the
-  gate treats the turn's keys as missing -- a failing service never becomes a silent offer.
+  gate blocks every candidate that reads state, with the cause ``state_unavailable`` -- a
+  failing service never becomes a silent offer;
+* fetchers cannot say whether an account exists, so snapshots carry ``account_found=None``
+  (a fetcher returning None only means "none of this root");
+* :meth:`CallableStateProvider.uncovered` names the keys no fetcher serves, so a pipeline
+  refuses a catalog whose predicates read them.
 
 Thread-safety: ``fetch`` may be called from many threads; the pool is shared and created on the
 first fetch. :meth:`CallableStateProvider.close` shuts it down.
@@ -118,6 +123,10 @@ class CallableStateProvider:
             else:
                 values[key] = value
         return Snapshot(account, values, as_of, {}, frozenset(missing), self.version)
+
+    def uncovered(self, keys: Collection[str]) -> frozenset[str]:
+        """The keys no fetcher serves (no fetcher is named by any dotted prefix of them)."""
+        return frozenset(key for key in keys if self._route(key) is None)
 
     def close(self) -> None:
         """Shut the pool down without waiting for fetchers still running."""

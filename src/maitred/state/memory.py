@@ -7,8 +7,9 @@ names a group of fields (``billing.address``) returns that group as a dict.
 
 Invariants:
 
-* every requested key comes back as a value or in ``missing`` -- an unknown account simply has
-  every key missing (that is data for the gate's ``on_missing`` policy, not an error);
+* every requested key comes back as a value or in ``missing``; an unknown account has every key
+  missing **and** ``account_found=False``, so the gate fails closed with the cause
+  ``account_not_found`` instead of letting ``on_missing`` policies decide (data, not an error);
 * values are copied out, so nothing a caller does to a snapshot changes the provider;
 * a JSON file is re-read when its modification time, size or inode changes, and never served
   half-read: a file that stops parsing raises :class:`~maitred.errors.ProviderError` (so the
@@ -54,7 +55,8 @@ def snapshot_from_tree(
         version: the source's version marker.
 
     Returns:
-        A snapshot with a value or a ``missing`` entry for every requested key.
+        A snapshot with a value or a ``missing`` entry for every requested key, and
+        ``account_found`` False when there is no tree for the account.
     """
     values: dict[str, Any] = {}
     missing: set[str] = set()
@@ -68,7 +70,9 @@ def snapshot_from_tree(
         stamp = _longest_prefix(key_as_of, key) if key_as_of else None
         if stamp is not None:
             dates[key] = stamp
-    return Snapshot(account, values, as_of, dates, frozenset(missing), version)
+    return Snapshot(
+        account, values, as_of, dates, frozenset(missing), version, account_found=tree is not None
+    )
 
 
 def _longest_prefix(table: Mapping[str, float], key: str) -> float | None:

@@ -2,8 +2,14 @@
 
 A :class:`Snapshot` holds exactly the keys the gate asked for in one turn, fetched in one
 batch: the values, when each was last known to be true (``key_as_of``), which keys the source
-did not have, the source's own version (an etag, a row version, a file mtime) and a content hash
-of all of it. The hash is what the decision log keeps so a turn can be replayed and audited.
+did not have, the source's own version (an etag, a row version, a file mtime), whether the source
+knows the account at all, and a content hash of all of it. The hash is what the decision log
+keeps so a turn can be replayed and audited.
+
+"A key is missing" and "the account does not exist" are different facts: the first is data for
+a predicate's ``on_missing`` policy (a customer with no domain record yet), the second means
+every value the gate would read is unknown, so the gate fails closed with its own cause
+(``account_not_found``) instead of letting ``on_missing: offer`` predicates pass.
 """
 
 from __future__ import annotations
@@ -28,7 +34,10 @@ class Snapshot:
             a key without an entry is taken as current at ``as_of``.
         missing: the requested keys the source did not have.
         version: the source's own version marker, if it has one.
-        hash: content hash of (account, values, key_as_of, missing); see :meth:`compute_hash`.
+        account_found: True when the source knows the account, False when it has no record of
+            it at all, None when the source cannot tell (see :class:`StateProvider`).
+        hash: content hash of (account, values, key_as_of, missing, and ``account_found``
+            when it is False); see :meth:`compute_hash`.
     """
 
     account: str
@@ -38,6 +47,7 @@ class Snapshot:
     missing: frozenset[str] = frozenset()
     version: str = ""
     hash: str = ""
+    account_found: bool | None = None
 
     def __post_init__(self) -> None:
         if not self.hash:
@@ -52,7 +62,12 @@ class Snapshot:
         return max(0.0, now - self.key_as_of.get(key, self.as_of))
 
     def to_json(self, *, with_hash: bool = True) -> dict[str, Any]:
-        """The snapshot as a JSON object (what the log stores)."""
+        """The snapshot as a JSON object (what the log stores).
+
+        ``account_found`` is written only when it is False: a snapshot of a known account (or
+        from a source that cannot tell) keeps exactly the JSON, and so the hash, it had before
+        the field existed, and every stored snapshot still verifies.
+        """
         out: dict[str, Any] = {
             "account": self.account,
             "values": dict(self.values),
@@ -61,6 +76,8 @@ class Snapshot:
             "missing": sorted(self.missing),
             "version": self.version,
         }
+        if self.account_found is False:
+            out["account_found"] = False
         if with_hash:
             out["hash"] = self.hash
         return out
@@ -76,6 +93,7 @@ class Snapshot:
             missing=frozenset(data.get("missing", ())),
             version=str(data.get("version", "")),
             hash=str(data.get("hash", "")),
+            account_found=False if data.get("account_found") is False else None,
         )
 
 
@@ -84,12 +102,30 @@ class StateProvider(Protocol):
     """A source of authoritative account state.
 
     ``fetch`` is called once per turn with every key the turn's candidates need. It must return
-    a snapshot listing, for each requested key, either a value or the key in ``missing``. It
-    raises :class:`~maitred.errors.ProviderError` when the source fails; the gate then treats
-    every key as missing (and says so in the log).
+    a snapshot listing, for each requested key, either a value or the key in ``missing``, and
+    should set ``account_found`` (False when the source has no record of the account at all;
+    None when it cannot tell). It raises :class:`~maitred.errors.ProviderError` when the source
+    fails; the gate then blocks every candidate that reads state, with the cause
+    ``state_unavailable`` (and says so in the log).
     """
 
     def fetch(self, account: str, keys: Collection[str]) -> Snapshot: ...
+
+
+@runtime_checkable
+class CoverageAware(Protocol):
+    """A provider that knows, before any fetch, which keys it can never serve.
+
+    SQL providers map key roots to tables and callable providers map names to fetchers: a key
+    whose root has no table (or no fetcher) is missing for *every* account, which silently
+    turns ``on_missing: offer`` predicates into offers. The gate asks such providers, when a
+    pipeline is built, whether they cover every key the catalog's predicates read
+    (:func:`maitred.gate.executability.require_coverage`).
+    """
+
+    def uncovered(self, keys: Collection[str]) -> frozenset[str]:
+        """The subset of ``keys`` this provider has no source for."""
+        ...
 
 
 def now() -> float:

@@ -31,6 +31,16 @@ Invariants:
   :class:`~maitred.errors.ProviderTimeout` naming the provider, the account and the keys.
 * **Values are JSON-safe**: ``Decimal`` becomes ``int`` or ``float`` (by the column's scale),
   dates and times ISO-8601 strings, JSON columns dicts and lists; binary columns are refused.
+* **An account no table knows does not exist.** The snapshot's ``account_found`` is True as
+  soon as one table read for the turn has the account's row. When none has, the provider asks
+  the other mapped tables too (``SELECT 1 ... LIMIT 1`` each, same transaction, stopping at the
+  first row), so a customer with no billing row but an accounts row is *found* (its billing
+  keys are merely missing), while an id that no mapped table holds gives
+  ``account_found=False`` and the gate fails closed with the cause ``account_not_found``.
+  The extra queries run only for turns in which every table read lacked the row.
+* **Coverage is known before any fetch**: :meth:`SqlStateProvider.uncovered` names the keys
+  whose root has no table, so a pipeline refuses a mapping that misses a root its predicates
+  read (:func:`maitred.gate.executability.require_coverage`).
 * **Freshness comes from the table.** With ``updated_column`` set, every key of that root gets
   ``key_as_of`` from it (unix seconds, ISO-8601 text or a date/time; naive times are UTC). A
   NULL there means "unknown", recorded as ``0.0`` -- infinitely old -- so predicates with a
@@ -120,6 +130,7 @@ class _RootPlan:
     root: str
     spec: TableSpec
     columns: dict[str, str] = field(default_factory=dict)
+    queried: bool = False  # its row was asked for (so it needs no existence check)
 
 
 @dataclass
@@ -130,6 +141,7 @@ class _Read:
     key_as_of: dict[str, float] = field(default_factory=dict)
     missing: set[str] = field(default_factory=set)
     newest: float | None = None
+    found: bool | None = None
 
 
 class SqlStateProvider:
@@ -218,12 +230,26 @@ class SqlStateProvider:
                 self._read(conn, dialect, account, plans, read)
             except dialect.errors() as exc:
                 self._discard(conn)
-                self._forget_columns(plan.spec.table for plan in plans)
+                self._forget_columns(spec.table for spec in self.tables.values())
                 raise self._driver_error(exc, dialect, account, requested, plans) from exc
         version = "" if read.newest is None else f"max-updated:{read.newest!r}"
         return Snapshot(
-            account, read.values, as_of, read.key_as_of, frozenset(read.missing), version
+            account,
+            read.values,
+            as_of,
+            read.key_as_of,
+            frozenset(read.missing),
+            version,
+            account_found=read.found,
         )
+
+    def uncovered(self, keys: Collection[str]) -> frozenset[str]:
+        """The keys no table can ever serve: their root has no :class:`TableSpec` here.
+
+        (A column the table lacks is found only when the table is read; roots are what a
+        mapping file gets wrong.)
+        """
+        return frozenset(key for key in keys if split_key(key)[0] not in self.tables)
 
     def refresh_columns(self) -> None:
         """Forget the cached table columns (call after adding a column to a live table)."""
@@ -275,15 +301,30 @@ class SqlStateProvider:
             conn.execute(dialect.begin)
             for plan in plans:
                 self._read_root(conn, dialect, account, plan, read)
+            if not read.found:
+                read.found = self._account_exists(conn, dialect, account, plans)
         finally:
             dialect.disarm(conn)
             self._end_transaction(conn, dialect)
 
-    def _read_root(
-        self, conn: Any, dialect: Dialect, account: str, plan: _RootPlan, read: _Read
-    ) -> None:
-        spec = plan.spec
-        columns = self._table_columns(conn, spec)
+    def _account_exists(
+        self, conn: Any, dialect: Dialect, account: str, plans: list[_RootPlan]
+    ) -> bool:
+        """Whether any mapped table has a row for ``account`` (tables not yet asked, in root
+        order; called only when no table read for this fetch had the row)."""
+        asked = {plan.root for plan in plans if plan.queried}
+        for root in sorted(set(self.tables) - asked):
+            spec = self.tables[root]
+            self._check_spec_columns(root, spec, self._table_columns(conn, spec))
+            query = (
+                f"SELECT 1 FROM {_quote(spec.table)} "
+                f"WHERE {_quote(spec.id_column)} = {dialect.placeholder} LIMIT 1"
+            )
+            if conn.execute(query, (account,)).fetchall():
+                return True
+        return False
+
+    def _check_spec_columns(self, root: str, spec: TableSpec, columns: frozenset[str]) -> None:
         for needed, what in (
             (spec.id_column, "id_column"),
             (spec.updated_column, "updated_column"),
@@ -291,13 +332,21 @@ class SqlStateProvider:
             if needed is not None and needed not in columns:
                 raise ProviderError(
                     f"SQL state provider {self.name!r}: table {spec.table!r} (key root "
-                    f"{plan.root!r}) has no column {needed!r} for its {what}; it has "
+                    f"{root!r}) has no column {needed!r} for its {what}; it has "
                     f"{sorted(columns)}: fix the TableSpec or the table"
                 )
+
+    def _read_root(
+        self, conn: Any, dialect: Dialect, account: str, plan: _RootPlan, read: _Read
+    ) -> None:
+        spec = plan.spec
+        columns = self._table_columns(conn, spec)
+        self._check_spec_columns(plan.root, spec, columns)
         wanted = sorted(c for c in plan.columns if c in columns)
         read.missing.update(key for c, key in plan.columns.items() if c not in columns)
         if not wanted:
             return
+        plan.queried = True
         selected = [*wanted, *([spec.updated_column] if spec.updated_column else [])]
         query = (
             f"SELECT {', '.join(_quote(c) for c in selected)} FROM {_quote(spec.table)} "
@@ -307,6 +356,7 @@ class SqlStateProvider:
         if not rows:
             read.missing.update(plan.columns.values())
             return
+        read.found = True
         if len(rows) > 1:
             raise ProviderError(
                 f"SQL state provider {self.name!r}: table {spec.table!r} has more than one row "
