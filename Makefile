@@ -23,7 +23,8 @@ install: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/maitred demo --messages $(DEMO_MESSAGES) --out demo-out
 
-test: $(STAMP)
+# what a reviewer runs: lint, strict typing, then every test
+test: lint typecheck
 	$(BIN)/python -m pytest -n 2 -q
 
 # the `browser` tests need Debian's chromium; `make test` skips them where it is absent

@@ -25,6 +25,9 @@ def test_library_example_runs(capsys: object) -> None:
     # acc-1 is on the free plan: the domain skills are recalled but the gate hides them
     assert "connect-domain" in blocked and "connect-domain" not in exposed
     assert exposed, "something the free account can do is still offered"
+    decision = namespace["decision"]
+    assert decision.code == "TOOL_NOT_OFFERED"  # type: ignore[attr-defined]
+    assert decision.turn_id == turn.turn_id  # type: ignore[attr-defined]
 
 
 def test_procedure_example_compiles() -> None:

@@ -39,6 +39,7 @@ from typing import Any
 from maitred.actions.document import ActionState, SnapshotState
 from maitred.actions.gate import ActionGate
 from maitred.actions.model import Decision, ToolCall
+from maitred.actions.packs import Pack, load_pack
 from maitred.actions.policy import Policy, ToolPolicy
 from maitred.actions.session import Session
 from maitred.build import PipelineOptions, build_pipeline
@@ -47,9 +48,11 @@ from maitred.errors import ConfigError, MaitredError
 from maitred.log.base import DecisionLog, open_log
 from maitred.pipeline import Pipeline, RunStats, Turn
 from maitred.recall.dense import Progress
+from maitred.recall.registry import make_recaller
 from maitred.skills.catalog import load_catalog
 from maitred.skills.model import Catalog
-from maitred.state.snapshot import Snapshot, StateProvider
+from maitred.state.memory import MemoryStateProvider
+from maitred.state.snapshot import Snapshot, StateProvider, now
 
 _STATE = "state."
 
@@ -129,6 +132,32 @@ class Maitred:
             pipeline.clock = clock
             pipeline.gate.clock = clock
         return cls(pipeline, owns_log=isinstance(log, str))
+
+    @classmethod
+    def for_pack(
+        cls,
+        pack: Pack | str,
+        settings: Mapping[str, Any] | None = None,
+        *,
+        log: DecisionLog | None = None,
+    ) -> Maitred:
+        """An engine over a policy pack's tools (``"tau2-airline"``), on the pack's clock.
+
+        Its rules read a state document (``check(..., state=db)``); turns rank the pack's tools
+        with BM25 and read no account state.
+        """
+        found = load_pack(pack) if isinstance(pack, str) else pack
+        catalog = found.catalog(settings)
+        clock = found.now(settings) or now
+        pipeline = Pipeline(
+            catalog,
+            make_recaller("bm25", catalog),
+            MemoryStateProvider({}),
+            log=log,
+            clock=clock,
+        )
+        policy = Policy.from_catalog(catalog, found.name, found.settings(settings))
+        return cls(pipeline, ActionGate(policy, clock=clock, log=log))
 
     # -- what it holds ------------------------------------------------------------------------
 

@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 
 from maitred.actions.packs import load_pack, tau2_airline
 from maitred.actions.replay import load_trajectories, replay
+from maitred.actions.sim import make_executor
 from maitred.actions.sim.airline import AirlineSim, generate_db, make_tasks, violations
 from maitred.actions.sim.airline.tools import state_hash
 from maitred.cli.main import app
@@ -30,9 +31,9 @@ def _replay(db: dict[str, Any], items: list[dict[str, Any]]) -> tuple[list[Any],
 
     def make(work: dict[str, Any]) -> Any:
         kept["db"] = work
-        return entry.make_executor(work, gate.policy.settings)
+        return make_executor("tau2-airline", work, gate.policy.settings)
 
-    return list(replay(gate, db, items, make)), kept["db"]
+    return list(replay(gate, db, items, make, carry_state=True)), kept["db"]
 
 
 def test_generator_is_seeded() -> None:
@@ -138,3 +139,21 @@ def test_cli_errors_name_the_problem(tmp_path: Path) -> None:
         tau2_airline.make_gate({"now": "yesterday"})
     with pytest.raises(ConfigError, match="no setting"):
         tau2_airline.make_gate({"clock": 1})
+
+
+def test_each_trajectory_starts_from_the_initial_database() -> None:
+    """A write in one trajectory is not seen by the next unless carry_state is asked for."""
+    db = make_db()
+    gate = tau2_airline.make_gate()
+    cancel = {"name": "cancel_reservation", "arguments": {"reservation_id": "BIZ"}}
+    read = {"name": "get_reservation_details", "arguments": {"reservation_id": "BIZ"}}
+    items = [{"id": "first", "calls": [read, cancel]}, {"id": "second", "calls": [read, cancel]}]
+
+    def make(work: dict[str, Any]) -> Any:
+        return make_executor("tau2-airline", work, gate.policy.settings)
+
+    fresh = [r.code for r in replay(gate, db, items, make)]
+    carried = [r.code for r in replay(gate, db, items, make, carry_state=True)]
+    assert fresh == ["OK", "OK"]
+    assert carried == ["OK", "AIRLINE_CANCEL_ALREADY_CANCELLED"]
+    assert db["reservations"]["BIZ"].get("status") != "cancelled"  # the input is untouched

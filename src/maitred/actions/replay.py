@@ -1,10 +1,12 @@
 """Shadow replay: what would the gates have done to these trajectories?
 
 Each trajectory (``{"id", "context": {"cancel_reason"?}, "calls": [{"name", "arguments"}]}``)
-runs in order against the replay's **own in-memory copy** of the database: reads run (a read
-that fails is not recorded in the session), every mutating call is checked, and an allowed write
-is applied so later calls see its effects. A rejected write is not applied. One
-:class:`ReplayRow` per mutating call is produced; the input database is never changed.
+starts from the initial database, in its **own in-memory copy**: reads run (a read that fails is
+not recorded in the session), every mutating call is checked, and an allowed write is applied so
+the trajectory's later calls see its effects. A rejected write is not applied. One
+:class:`ReplayRow` per mutating call is produced; the input database is never changed, and a
+trajectory's verdicts never depend on the ones before it in the file (``carry_state=True`` lets
+writes carry over from one trajectory to the next, in file order, when that is wanted).
 """
 
 from __future__ import annotations
@@ -72,18 +74,27 @@ def replay(
     db: Mapping[str, Any],
     trajectories: Iterable[Mapping[str, Any]],
     make_executor: Callable[[dict[str, Any]], Executor],
+    *,
+    carry_state: bool = False,
 ) -> Iterator[ReplayRow]:
-    """Replay trajectories through ``gate`` on a deep copy of ``db`` (which is not modified).
+    """Replay trajectories through ``gate``, each on a fresh deep copy of ``db`` (which is not
+    modified).
 
     Args:
         gate: the action gate.
         db: the database.
         trajectories: as read by :func:`load_trajectories`.
         make_executor: ``(db_copy) -> executor``: runs a tool by name on the copy.
+        carry_state: one copy for the whole file, so writes carry over between trajectories.
     """
     work: dict[str, Any] = copy.deepcopy(dict(db))
     run = make_executor(work)
+    fresh = False
     for item in trajectories:
+        if fresh and not carry_state:
+            work = copy.deepcopy(dict(db))
+            run = make_executor(work)
+        fresh = True
         tid = str(item.get("id", ""))
         session = Session(id=tid, context=dict(item.get("context") or {}))
         for index, raw in enumerate(item["calls"]):

@@ -32,10 +32,12 @@ from maitred.actions.evaluate import (
 )
 from maitred.actions.evaluate.agents import AGENTS
 from maitred.actions.evaluate.domains import Domain
-from maitred.actions.packs import PACKS, load_pack
+from maitred.actions.packs import load_pack, pack_names
 from maitred.actions.policy import Policy
 from maitred.actions.replay import load_trajectories, replay
+from maitred.actions.sim import make_executor
 from maitred.cli._common import console, dump_json
+from maitred.engine import Maitred
 from maitred.errors import ConfigError
 from maitred.log.base import open_log
 
@@ -88,21 +90,35 @@ def _load_db(path: Path, policy: Policy) -> dict[str, Any]:
 
 
 def check(
-    pack: str = typer.Option(..., "--pack", help=f"Policy pack: {', '.join(sorted(PACKS))}."),
+    pack: str = typer.Option(..., "--pack", help=f"Policy pack: {', '.join(pack_names())}."),
     db: Path = typer.Option(..., "--db", help="The state document (JSON), e.g. tau2 db.json."),
     trajectories: Path = typer.Option(
         ..., "--trajectories", "-t", help='JSONL {"id", "context", "calls": [...]}.'
     ),
-    now: str | None = typer.Option(None, "--now", help="The pack's clock (ISO time)."),
+    now: str | None = typer.Option(
+        None, "--now", help="The pack's clock (ISO time; default: the pack's own)."
+    ),
+    carry_state: bool = typer.Option(
+        False,
+        "--carry-state",
+        help="Let writes carry over from one trajectory to the next (default: each starts "
+        "from the initial database).",
+    ),
 ) -> None:
     """What would the gates have done to these calls? One JSON line per mutating call."""
-    entry = load_pack(pack)
     settings: dict[str, Any] = {"now": now} if now else {}
-    gate = entry.make_gate(settings)
-    state = _load_db(db, gate.policy)
+    engine = Maitred.for_pack(load_pack(pack), settings)
+    state = _load_db(db, engine.policy)
     items = load_trajectories(trajectories)
-    full = gate.policy.settings
-    for row in replay(gate, state, items, lambda work: entry.make_executor(work, full)):
+    full = engine.policy.settings
+    rows = replay(
+        engine.gate,
+        state,
+        items,
+        lambda work: make_executor(pack, work, full),
+        carry_state=carry_state,
+    )
+    for row in rows:
         sys.stdout.write(json.dumps(row.to_json(), ensure_ascii=False) + "\n")
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Protocol
+from typing import Any, Final, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -41,6 +41,7 @@ class Ranked:
     cost: float
 
 
+@runtime_checkable
 class DepthRule(Protocol):
     """Decides the prefix of visible candidates to expose."""
 
@@ -149,6 +150,9 @@ def make_depth_rule(name: str, **params: Any) -> DepthRule:
     """
     factory = plugins.load("depth", ALIASES.get(name, name), what="depth rule")
     try:
-        return factory(**params)
+        rule = factory(**params)
     except TypeError as exc:
         raise ConfigError(f"depth rule {name!r}: bad parameters {sorted(params)}: {exc}") from None
+    if not isinstance(rule, DepthRule):
+        raise ConfigError(f"depth rule {name!r}: its entry point did not make a depth rule")
+    return rule

@@ -1,54 +1,99 @@
-"""Policy packs by name: a pack turns settings into an :class:`~maitred.actions.ActionGate`
-and, where maitred has a simulator of the domain, into an executor for shadow replay."""
+"""Policy packs: ready-made catalogs of tools with their contracts, found by name.
+
+A pack is an ordinary tools file and its contract sidecar (``tools.json`` +
+``tools.maitred.yaml``), plus the settings its rules take and, for packs whose rules read a
+business clock, that clock. Packs are entry points of the group ``maitred.policy_packs`` (the
+built-ins in ``pyproject.toml``), each naming a :class:`Pack`; :func:`load_pack` finds one by
+name, and a third-party package can add its own.
+
+Running the tools (for shadow replay) is not the pack's business: the simulators that execute
+the packs' tools live with the evaluation code (:mod:`maitred.actions.sim`).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+import maitred.plugins as plugins
 from maitred.actions.gate import ActionGate
+from maitred.actions.policy import Policy
 from maitred.errors import ConfigError
+from maitred.skills.catalog import load_catalog
+from maitred.skills.model import Catalog
 
 Executor = Callable[[str, Mapping[str, Any]], Any]
+"""Runs a tool by name on a state document (the simulators provide these)."""
 
 
 @dataclass(frozen=True)
-class PackEntry:
-    """How to build a pack's gate and (for replay) an executor over a state document."""
+class Pack:
+    """A policy pack.
 
-    make_gate: Callable[[Mapping[str, Any] | None], ActionGate]
-    make_executor: Callable[[dict[str, Any], Mapping[str, Any]], Executor]
+    Attributes:
+        name: the pack's name (``tau2-airline``).
+        tools_file: its tool definitions; the contracts are in the sidecar beside it.
+        defaults: every setting and its default; settings other than ``now`` fill the rule
+            factories of the sidecar.
+        clock: ``settings -> now in unix seconds`` for a pack with a business clock (the
+            ``now`` setting); ``None``: the wall clock.
+        check: validates settings (raises :class:`~maitred.errors.ConfigError`).
+    """
+
+    name: str
+    tools_file: Path
+    defaults: Mapping[str, Any] = field(default_factory=dict)
+    clock: Callable[[Mapping[str, Any]], float] | None = None
+    check: Callable[[Mapping[str, Any]], None] | None = None
+
+    def settings(self, overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """The defaults updated by ``overrides`` (unknown names and bad values refused)."""
+        out = dict(self.defaults)
+        for key, value in (overrides or {}).items():
+            if key not in self.defaults:
+                raise ConfigError(
+                    f"pack {self.name!r} has no setting {key!r}; choose one of "
+                    f"{sorted(self.defaults) or 'none (it has no settings)'}"
+                )
+            if value is not None:
+                out[key] = value
+        if self.check is not None:
+            self.check(out)
+        return out
+
+    def catalog(self, overrides: Mapping[str, Any] | None = None) -> Catalog:
+        """The pack's tools with their contracts, loaded as any tools file is."""
+        rules = {k: v for k, v in self.settings(overrides).items() if k != "now"}
+        return load_catalog([self.tools_file], strict=True, settings=rules)
+
+    def policy(self, overrides: Mapping[str, Any] | None = None) -> Policy:
+        """The pack as the action gate's :class:`Policy`."""
+        return Policy.from_catalog(self.catalog(overrides), self.name, self.settings(overrides))
+
+    def now(self, overrides: Mapping[str, Any] | None = None) -> Callable[[], float] | None:
+        """The gates' clock under these settings (``None``: the wall clock)."""
+        if self.clock is None:
+            return None
+        at = self.clock(self.settings(overrides))
+        return lambda: at
+
+    def make_gate(self, overrides: Mapping[str, Any] | None = None) -> ActionGate:
+        """An :class:`ActionGate` for the pack, on the pack's clock."""
+        clock = self.now(overrides)
+        policy = self.policy(overrides)
+        return ActionGate(policy) if clock is None else ActionGate(policy, clock=clock)
 
 
-def _tau2_airline() -> PackEntry:
-    from maitred.actions.packs import tau2_airline
-    from maitred.actions.sim.airline.tools import AirlineSim
-
-    def executor(db: dict[str, Any], settings: Mapping[str, Any]) -> Executor:
-        return AirlineSim(db, now=str(settings.get("now") or tau2_airline.DEFAULT_NOW)).call
-
-    return PackEntry(tau2_airline.make_gate, executor)
+def pack_names() -> list[str]:
+    """Every registered pack's name."""
+    return plugins.names("packs")
 
 
-def _retail_control() -> PackEntry:
-    from maitred.actions.packs import retail_control
-    from maitred.actions.sim.retail.tools import RetailSim
-
-    def executor(db: dict[str, Any], settings: Mapping[str, Any]) -> Executor:
-        return RetailSim(db).call
-
-    return PackEntry(retail_control.make_gate, executor)
-
-
-PACKS: Mapping[str, Callable[[], PackEntry]] = {
-    "retail-control": _retail_control,
-    "tau2-airline": _tau2_airline,
-}
-
-
-def load_pack(name: str) -> PackEntry:
+def load_pack(name: str) -> Pack:
     """The pack registered as ``name`` (the error lists the registered names)."""
-    if name not in PACKS:
-        raise ConfigError(f"unknown policy pack {name!r}; choose one of {sorted(PACKS)}")
-    return PACKS[name]()
+    pack = plugins.load("packs", name, what="policy pack")
+    if not isinstance(pack, Pack):
+        raise ConfigError(f"policy pack {name!r} is declared, but its entry point is not a Pack")
+    return pack

@@ -18,10 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from maitred.actions.gate import ActionGate
+from maitred.actions.packs import Pack
 from maitred.actions.policy import Policy, PolicyPredicate, Violation, policy_rule
 from maitred.contract.predicate import StateView
-from maitred.errors import ConfigError
-from maitred.skills.catalog import load_catalog
 
 NAME = "retail-control"
 #: the tool definitions; their contracts are in ``tools.maitred.yaml`` beside them
@@ -124,13 +123,15 @@ def predicates() -> list[PolicyPredicate]:
     ]
 
 
+PACK = Pack(NAME, TOOLS_FILE)
+"""The pack (entry point ``retail-control`` of ``maitred.policy_packs``); it has no settings."""
+
+
 def build_policy(overrides: Mapping[str, Any] | None = None) -> Policy:
     """The pack as a :class:`Policy` (it has no settings)."""
-    if overrides:
-        raise ConfigError(f"pack {NAME!r} has no settings; got {sorted(overrides)}")
-    return Policy.from_catalog(load_catalog([TOOLS_FILE], strict=True), NAME)
+    return PACK.policy(overrides)
 
 
 def make_gate(overrides: Mapping[str, Any] | None = None) -> ActionGate:
     """An :class:`ActionGate` for the pack (wall clock; no rule reads the time)."""
-    return ActionGate(build_policy(overrides))
+    return PACK.make_gate(overrides)

@@ -29,10 +29,10 @@ from pathlib import Path
 from typing import Any
 
 from maitred.actions.gate import ActionGate
+from maitred.actions.packs import Pack
 from maitred.actions.packs.tau2_airline._common import DEFAULT_NOW, wall_seconds
 from maitred.actions.policy import Policy, Tracking
 from maitred.errors import ConfigError
-from maitred.skills.catalog import load_catalog
 from maitred.skills.model import Catalog
 
 NAME = "tau2-airline"
@@ -41,42 +41,37 @@ TOOLS_FILE = Path(__file__).with_name("tools.json")
 DEFAULTS: Mapping[str, Any] = {"now": DEFAULT_NOW, "insurance_needs_reason": True}
 
 
-def settings_with(overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """The pack's settings: :data:`DEFAULTS` updated by ``overrides`` (unknown names refused)."""
-    out = dict(DEFAULTS)
-    for key, value in (overrides or {}).items():
-        if key not in DEFAULTS:
-            raise ConfigError(
-                f"pack {NAME!r} has no setting {key!r}; choose one of {sorted(DEFAULTS)}"
-            )
-        if value is not None:
-            out[key] = value
+def _check(settings: Mapping[str, Any]) -> None:
     try:
-        wall_seconds(str(out["now"]))
+        wall_seconds(str(settings["now"]))
     except ValueError:
         raise ConfigError(
-            f"pack {NAME!r}: now={out['now']!r} is not an ISO time such as {DEFAULT_NOW}"
+            f"pack {NAME!r}: now={settings['now']!r} is not an ISO time such as {DEFAULT_NOW}"
         ) from None
-    return out
+
+
+PACK = Pack(NAME, TOOLS_FILE, DEFAULTS, lambda s: wall_seconds(str(s["now"])), _check)
+"""The pack (entry point ``tau2-airline`` of ``maitred.policy_packs``)."""
+
+
+def settings_with(overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The pack's settings: :data:`DEFAULTS` updated by ``overrides`` (unknown names refused)."""
+    return PACK.settings(overrides)
 
 
 def load_tools(overrides: Mapping[str, Any] | None = None) -> Catalog:
     """The airline tools with their contracts, loaded as any tools file is."""
-    settings = settings_with(overrides)
-    rules = {k: v for k, v in settings.items() if k != "now"}
-    return load_catalog([TOOLS_FILE], strict=True, settings=rules)
+    return PACK.catalog(overrides)
 
 
 def build_policy(overrides: Mapping[str, Any] | None = None) -> Policy:
     """The pack as a :class:`Policy` (settings as in :func:`settings_with`)."""
-    return Policy.from_catalog(load_tools(overrides), NAME, settings_with(overrides))
+    return PACK.policy(overrides)
 
 
 def make_gate(overrides: Mapping[str, Any] | None = None) -> ActionGate:
     """An :class:`ActionGate` for the pack whose clock is the pack's fixed ``now``."""
-    policy = build_policy(overrides)
-    at = wall_seconds(str(policy.settings["now"]))
-    return ActionGate(policy, clock=lambda: at)
+    return PACK.make_gate(overrides)
 
 
 def tracking() -> Tracking:
@@ -93,6 +88,7 @@ __all__ = [
     "DEFAULTS",
     "DEFAULT_NOW",
     "NAME",
+    "PACK",
     "TOOLS_FILE",
     "build_policy",
     "codes",
