@@ -24,7 +24,7 @@ from typing import Any
 
 from maitred.actions import Session, ToolCall
 from maitred.actions.packs import tau2_airline
-from maitred.actions.sim.airline import AirlineSim, generate_db, make_tasks, violations
+from maitred.lab.sim.airline import AirlineSim, generate_db, make_tasks, violations
 
 GOAL_US = 500.0
 

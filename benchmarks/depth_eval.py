@@ -28,12 +28,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from maitred.depth.domain_tasks import domain_queries
-from maitred.depth.evaluate import BASELINES, RULES, evaluate_depth
-from maitred.depth.grid import grid_markdown, plot_grid, run_grid
 from maitred.depth.payoff import DepthTask
-from maitred.depth.tasks import CostModel, catalog_costs, load_tasks, make_tasks, write_tasks
-from maitred.domains import get_domain
+from maitred.lab.depth.domain_tasks import domain_queries
+from maitred.lab.depth.evaluate import BASELINES, RULES, evaluate_depth
+from maitred.lab.depth.grid import grid_markdown, plot_grid, run_grid
+from maitred.lab.depth.tasks import CostModel, catalog_costs, load_tasks, make_tasks, write_tasks
+from maitred.lab.domains import get_domain
 from maitred.recall.evaluate import Query, load_queries
 from maitred.recall.registry import make_recaller
 from maitred.skills.catalog import load_catalog

@@ -11,10 +11,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from maitred.lab.native.train import TrainConfig, train_maps
 from maitred.native.backbone import default_gguf, file_sha256
 from maitred.native.glance import GlanceMaps, KeyBank
 from maitred.native.states import load_states
-from maitred.native.train import TrainConfig, train_maps
 from maitred.recall.evaluate import evaluate_routing, load_queries, query_metrics
 from maitred.recall.registry import make_recaller
 from maitred.skills.catalog import load_catalog
@@ -123,7 +123,7 @@ for method in ("bm25", "dense"):
         k: round(v, 4) for k, v in evaluate_routing(r, val, method).items() if k in M
     }
 # sitecare: maps trained on MetaTool (transfer) and untrained PCA on sitecare skill tokens
-sc = load_catalog("src/maitred/domains/sitecare/skills")
+sc = load_catalog("src/maitred/lab/domains/sitecare/skills")
 sq = load_queries(OUT / "sitecare/queries.jsonl")
 for la in (18, 24):
     sn, sk = st("sitecare/skills", la)

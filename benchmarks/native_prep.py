@@ -6,7 +6,7 @@ import json
 import time
 from pathlib import Path
 
-from maitred.domains.sitecare.generate import generate_messages
+from maitred.lab.domains.sitecare.generate import generate_messages
 from maitred.native.backbone import Backbone
 from maitred.native.data import sample, skill_text, split_by_tool
 from maitred.native.states import save_states
@@ -37,7 +37,7 @@ sets = {
 for side, items in sets.items():
     write(OUT / f"metatool/{side}.jsonl", items)
 print({k: len(v) for k, v in sides.items()}, {k: len(v) for k, v in sets.items()}, flush=True)
-sc = load_catalog("src/maitred/domains/sitecare/skills")
+sc = load_catalog("src/maitred/lab/domains/sitecare/skills")
 msgs = [m for m in generate_messages(2000, 50, seed=7) if m["gold"]]
 seen = set()
 sq = []

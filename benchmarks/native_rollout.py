@@ -3,7 +3,7 @@
 What it does, in order:
 
 1. **Builds trajectories** (``bench-out/native/rollout/*.jsonl``, the format of
-   :mod:`maitred.native.trajectories`). A positive is an unrelated opening (one or two chit-chat
+   :mod:`maitred.lab.native.trajectories`). A positive is an unrelated opening (one or two chit-chat
    sentences from sitecare's phrase banks) followed by a labelled request, so the need appears
    after k tokens; a negative is the same kind of opening continued without a request.
 
@@ -58,8 +58,18 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from maitred.domains.sitecare._phrases_chat import FOLLOW_UPS, GREETINGS, OFF_TOPIC, THANKS
-from maitred.domains.sitecare.generate import generate_messages
+from maitred.lab.domains.sitecare._phrases_chat import FOLLOW_UPS, GREETINGS, OFF_TOPIC, THANKS
+from maitred.lab.domains.sitecare.generate import generate_messages
+from maitred.lab.native.trajectories import (
+    TRAJECTORY_TOKENS,
+    Trace,
+    Trajectory,
+    calibrate_threshold,
+    evaluate_firing,
+    load_trajectories,
+    onset_token,
+    score_trace,
+)
 from maitred.native.backbone import Backbone, load_causal_lm
 from maitred.native.data import sample, split_by_tool
 from maitred.native.glance import DEFAULT_TOP_K, GlanceMaps, KeyBank
@@ -70,16 +80,6 @@ from maitred.native.rollout import (
     decay_for,
     generate_with_skills,
 )
-from maitred.native.trajectories import (
-    TRAJECTORY_TOKENS,
-    Trace,
-    Trajectory,
-    calibrate_threshold,
-    evaluate_firing,
-    load_trajectories,
-    onset_token,
-    score_trace,
-)
 from maitred.recall.evaluate import load_queries
 from maitred.recall.store import IndexStore
 from maitred.skills.catalog import load_catalog
@@ -89,7 +89,7 @@ OUT = REPO / "bench-out/native/rollout"
 HALF_LIVES = (4.0, 8.0, 16.0, 32.0, math.inf)
 CATALOGS = (
     ("metatool", "bench-out/metatool/tools.jsonl"),
-    ("sitecare", "src/maitred/domains/sitecare/skills"),
+    ("sitecare", "src/maitred/lab/domains/sitecare/skills"),
 )
 F32 = NDArray[np.float32]
 CHAT = [s for s in OFF_TOPIC["chit-chat"] + GREETINGS if "{" not in s]

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from maitred.lab.native.train import TrainConfig, train_maps
 from maitred.native.backbone import default_gguf, file_sha256, load_causal_lm
 from maitred.native.baselines import ProgressiveRecaller, menu_token_count
 from maitred.native.data import sample, skill_text
@@ -37,7 +38,6 @@ from maitred.native.gavel import DEFAULT_WEIGHTS, dense_scores, fill_shortlist
 from maitred.native.glance import GlanceMaps, KeyBank
 from maitred.native.ruling import ablation, calibrate, fuse, mean_metrics, standardise
 from maitred.native.states import load_states
-from maitred.native.train import TrainConfig, train_maps
 from maitred.native.verdict import Verdict
 from maitred.recall.bm25 import BM25Recaller
 from maitred.recall.dense import DenseRecaller

@@ -24,7 +24,7 @@ SRC = Path(maitred.__file__).parent
 def _imports(package: str) -> set[tuple[str, str]]:
     found: set[tuple[str, str]] = set()
     for path in (SRC / package).rglob("*.py"):
-        if "skills" in path.parts[len(SRC.parts) :][1:] and package == "domains":
+        if "skills" in path.parts[len(SRC.parts) :][1:] and package.endswith("domains"):
             continue  # skill procedures are user code, loaded by path
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.ImportFrom) and node.module:
@@ -70,11 +70,31 @@ def test_core_never_imports_cli() -> None:
                 assert not node.module.startswith("maitred.cli"), f"{rel} imports the CLI"
 
 
+def test_the_core_never_imports_the_lab() -> None:
+    """ARCHITECTURE.md, "Where each part lives": experiments live in ``maitred.lab``; only the
+    lab itself and the CLI may import it."""
+    bad = []
+    for path in SRC.rglob("*.py"):
+        rel = path.relative_to(SRC)
+        if rel.parts[0] in ("lab", "cli"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = []
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            bad += [
+                (str(rel), n) for n in names if n == "maitred.lab" or n.startswith("maitred.lab.")
+            ]
+    assert not bad, f"the core imports the lab: {bad}"
+
+
 def test_no_torch_outside_native() -> None:
     for path in SRC.rglob("*.py"):
         rel = path.relative_to(SRC)
-        if rel.parts[0] == "native":
-            continue
+        if rel.parts[0] == "native" or rel.parts[:2] == ("lab", "native"):
+            continue  # native routing and its training experiments
         text = path.read_text(encoding="utf-8")
         assert "import torch" not in text and "from transformers" not in text, rel
 

@@ -15,7 +15,10 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from maitred.actions import ToolCall
-from maitred.actions.evaluate import (
+from maitred.actions.packs import retail_control
+from maitred.cli.main import app
+from maitred.errors import ConfigError
+from maitred.lab.agents import (
     GoldAgent,
     LLMAgent,
     RecklessAgent,
@@ -24,11 +27,8 @@ from maitred.actions.evaluate import (
     paired_bootstrap,
     pass_hat_k,
 )
-from maitred.actions.evaluate.run import run_task
-from maitred.actions.packs import retail_control
-from maitred.actions.sim.retail import RetailSim, RetailToolError, generate_db, violations
-from maitred.cli.main import app
-from maitred.errors import ConfigError
+from maitred.lab.agents.run import run_task
+from maitred.lab.sim.retail import RetailSim, RetailToolError, generate_db, violations
 from maitred.log import open_log, verify
 
 

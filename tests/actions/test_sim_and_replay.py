@@ -12,11 +12,11 @@ from typer.testing import CliRunner
 
 from maitred.actions.packs import load_pack, tau2_airline
 from maitred.actions.replay import load_trajectories, replay
-from maitred.actions.sim import make_executor
-from maitred.actions.sim.airline import AirlineSim, generate_db, make_tasks, violations
-from maitred.actions.sim.airline.tools import state_hash
 from maitred.cli.main import app
 from maitred.errors import ConfigError, InputError
+from maitred.lab.sim import make_executor
+from maitred.lab.sim.airline import AirlineSim, generate_db, make_tasks, violations
+from maitred.lab.sim.airline.tools import state_hash
 
 from .builders import make_db
 

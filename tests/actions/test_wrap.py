@@ -7,7 +7,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from maitred.actions import ActionGate, GatedRegistry, Session, gate_tool
-from maitred.actions.sim.airline import AirlineSim
+from maitred.lab.sim.airline import AirlineSim
 
 
 def _registry(gate: ActionGate, db: Any, **kw: Any) -> tuple[GatedRegistry, list[str]]:

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from maitred.audit import audit_blocked, wilson_interval
 from maitred.audit.forced import blocked_pairs
 from maitred.cli.main import app
-from maitred.domains import sitecare
+from maitred.lab.domains import sitecare
 from maitred.log import open_log
 from maitred.skills import load_catalog
 

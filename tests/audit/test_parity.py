@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from maitred.audit import audit_catalog, audit_domain
 from maitred.cli.main import app
-from maitred.domains.sitecare import skills_dir
+from maitred.lab.domains.sitecare import skills_dir
 
 from .conftest import catalog_of, write_skill
 

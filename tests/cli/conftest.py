@@ -25,7 +25,7 @@ from click.testing import Result
 from typer.testing import CliRunner
 
 from maitred.cli.main import app, main
-from maitred.domains import sitecare
+from maitred.lab.domains import sitecare
 
 N_ACCOUNTS = 200
 N_MESSAGES = 300

@@ -8,10 +8,10 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from maitred.cli.main import app
-from maitred.depth.evaluate import RULES
 from maitred.depth.payoff import DepthTask
-from maitred.depth.tasks import load_tasks, write_tasks
-from maitred.domains.sitecare import skills_dir
+from maitred.lab.depth.evaluate import RULES
+from maitred.lab.depth.tasks import load_tasks, write_tasks
+from maitred.lab.domains.sitecare import skills_dir
 
 
 def _run(*args: str) -> str:

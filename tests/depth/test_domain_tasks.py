@@ -10,9 +10,9 @@ import pytest
 from typer.testing import CliRunner
 
 from maitred.cli.main import app
-from maitred.depth.domain_tasks import domain_queries, multi_skill_queries
-from maitred.domains import DOMAINS, get_domain
 from maitred.errors import ConfigError
+from maitred.lab.depth.domain_tasks import domain_queries, multi_skill_queries
+from maitred.lab.domains import DOMAINS, get_domain
 from maitred.recall.evaluate import Query, load_queries
 from maitred.skills.catalog import load_catalog
 

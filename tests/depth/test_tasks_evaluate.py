@@ -8,12 +8,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from maitred.depth.domain_tasks import domain_queries
-from maitred.depth.evaluate import RULES, evaluate_depth, flip_required, tost
-from maitred.depth.grid import grid_markdown, plot_grid, run_grid
 from maitred.depth.payoff import DepthTask
-from maitred.depth.tasks import load_tasks, recost, seeded_cost, write_tasks
 from maitred.errors import ConfigError, InputError
+from maitred.lab.depth.domain_tasks import domain_queries
+from maitred.lab.depth.evaluate import RULES, evaluate_depth, flip_required, tost
+from maitred.lab.depth.grid import grid_markdown, plot_grid, run_grid
+from maitred.lab.depth.tasks import load_tasks, recost, seeded_cost, write_tasks
 
 
 def test_task_file_roundtrip_and_bad_lines(train_tasks: list[DepthTask], tmp_path: Path) -> None:
@@ -101,8 +101,8 @@ def test_recost_keeps_ranking(train_tasks: list[DepthTask]) -> None:
 def test_sufficiency_guard_holds_every_tuned_rule_on_training_data(
     train_tasks: list[DepthTask],
 ) -> None:
-    from maitred.depth.evaluate import apply_rules, fit_rules
-    from maitred.depth.tuning import sufficiency_floor
+    from maitred.lab.depth.evaluate import apply_rules, fit_rules
+    from maitred.lab.depth.tuning import sufficiency_floor
 
     lam, guard = 0.08, 0.02
     floor = sufficiency_floor(train_tasks, guard)
@@ -122,7 +122,7 @@ def test_sufficiency_guard_holds_every_tuned_rule_on_training_data(
 
 
 def test_select_falls_back_to_the_most_sufficient_value(train_tasks: list[DepthTask]) -> None:
-    from maitred.depth.tuning import select
+    from maitred.lab.depth.tuning import select
 
     # a floor nobody reaches: the deepest prefix (most sufficient) wins, not the best payoff
     k = select(

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from maitred.contract import Contract, load_sidecar
-from maitred.domains.sitecare import (
+from maitred.lab.domains.sitecare import (
     AS_OF,
     COLUMNS,
     generate_messages,

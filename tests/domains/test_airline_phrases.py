@@ -6,10 +6,10 @@ import string
 
 import pytest
 
-from maitred.domains import DOMAINS, get_domain
-from maitred.domains.airline import skills_dir
-from maitred.domains.airline._phrases import REQUESTS, SKILL_WEIGHTS, SLOT_VALUES
 from maitred.errors import ConfigError
+from maitred.lab.domains import DOMAINS, get_domain
+from maitred.lab.domains.airline import skills_dir
+from maitred.lab.domains.airline._phrases import REQUESTS, SKILL_WEIGHTS, SLOT_VALUES
 from maitred.skills.catalog import load_catalog
 
 SKILLS = sorted(p.name for p in skills_dir().iterdir() if p.is_dir())

@@ -10,8 +10,8 @@ import random
 
 import pytest
 
-from maitred.domains.airline import skills_dir
-from maitred.domains.airline._phrases import REQUESTS, SLOT_VALUES
+from maitred.lab.domains.airline import skills_dir
+from maitred.lab.domains.airline._phrases import REQUESTS, SLOT_VALUES
 from maitred.recall.dense import DenseRecaller, MiniLMEmbedder
 from maitred.skills.catalog import load_catalog
 

@@ -9,8 +9,8 @@ import pytest
 
 from maitred.contract import Contract, load_sidecar
 from maitred.contract.evaluate import evaluate
-from maitred.domains import get_domain
-from maitred.domains.airline import skills_dir
+from maitred.lab.domains import get_domain
+from maitred.lab.domains.airline import skills_dir
 from maitred.skills.catalog import load_catalog, validate
 from maitred.state import Snapshot
 

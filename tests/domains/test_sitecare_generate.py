@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from maitred.domains.sitecare import (
+from maitred.lab.domains.sitecare import (
     AS_OF,
     COLUMNS,
     TABLES,
@@ -21,7 +21,7 @@ from maitred.domains.sitecare import (
     write_accounts,
     write_messages,
 )
-from maitred.domains.sitecare._messages import REQUESTS, SKILL_WEIGHTS
+from maitred.lab.domains.sitecare._messages import REQUESTS, SKILL_WEIGHTS
 from maitred.state import Snapshot
 
 from .sitecare_funnel import funnel, load_contracts, read_state, snapshot

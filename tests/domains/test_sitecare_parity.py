@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from maitred.contract import Contract, load_sidecar
-from maitred.domains.sitecare import skills_dir
+from maitred.lab.domains.sitecare import skills_dir
 from maitred.state import Snapshot
 
 NOW = 1_780_272_000

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from maitred.contract import CelPredicate, PythonPredicate, load_sidecar
-from maitred.domains.sitecare import skills_dir
+from maitred.lab.domains.sitecare import skills_dir
 
 SKILLS = sorted(p for p in skills_dir().iterdir() if p.is_dir())
 NAME = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")

@@ -158,3 +158,18 @@ def test_turn_needs_an_account_and_the_turn_knows_its_json(shop: dict[str, Path]
         blocked = {b["skill"]: b for b in data["blocked"]}
         fired = blocked["connect_custom_domain"]["predicates"][0]
         assert fired["message"] == "Custom domains need a paid plan."
+
+
+def test_an_engine_over_a_policy_pack_uses_its_clock_and_rules() -> None:
+    from maitred.actions.packs import tau2_airline
+    from maitred.actions.packs.tau2_airline._common import wall_seconds
+
+    engine = Maitred.for_pack("tau2-airline")
+    assert engine.policy.name == "tau2-airline"
+    assert engine.gate.clock() == wall_seconds(tau2_airline.DEFAULT_NOW)
+    session = engine.session("user")
+    session.offer(engine.catalog.names)  # a front end that lists every tool says so
+    call = ToolCall("cancel_reservation", {"reservation_id": "NOPE"})
+    db: dict[str, Any] = {"reservations": {}, "flights": {}, "users": {}}
+    d = engine.check(call, session=session, state=db)
+    assert d.code == "AIRLINE_MUST_READ_RESERVATION"

@@ -28,8 +28,8 @@ from maitred.analytics.funnel import funnel
 from maitred.cli.main import app
 from maitred.contract import CelPredicate, Contract
 from maitred.decision import Message
-from maitred.domains import sitecare
 from maitred.errors import ConfigError
+from maitred.lab.domains import sitecare
 from maitred.log import open_log
 from maitred.pipeline import Pipeline
 from maitred.recall.base import Candidate

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from maitred.build import PipelineOptions, build_pipeline
-from maitred.domains import sitecare
 from maitred.errors import ConfigError
+from maitred.lab.domains import sitecare
 
 BM25 = PipelineOptions(method="bm25")
 

@@ -14,9 +14,9 @@ import pytest
 from maitred._canonical import canonical_json, content_hash
 from maitred.actions import ActionGate, Decision, GatedRegistry, Session, ToolCall
 from maitred.actions.packs import tau2_airline
-from maitred.actions.sim.airline import AirlineSim, generate_db, make_tasks, violations
 from maitred.contract.evaluate import PredicateOutcome
 from maitred.errors import ConfigError, LogError
+from maitred.lab.sim.airline import AirlineSim, generate_db, make_tasks, violations
 from maitred.log import open_log, verify
 from maitred.log._sql import SqlLog
 from maitred.log.action_rows import ACTION_DECISION_COLUMNS

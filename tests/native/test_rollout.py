@@ -8,6 +8,15 @@ import pytest
 import torch
 
 from maitred.errors import ConfigError
+from maitred.lab.native.trajectories import (
+    Trace,
+    Trajectory,
+    calibrate_threshold,
+    evaluate_firing,
+    load_trajectories,
+    onset_token,
+    replay,
+)
 from maitred.native.backbone import Backbone, _capture
 from maitred.native.glance import GlanceMaps, KeyBank
 from maitred.native.rollout import (
@@ -19,15 +28,6 @@ from maitred.native.rollout import (
     centred_votes,
     decay_for,
     generate_with_skills,
-)
-from maitred.native.trajectories import (
-    Trace,
-    Trajectory,
-    calibrate_threshold,
-    evaluate_firing,
-    load_trajectories,
-    onset_token,
-    replay,
 )
 from maitred.skills.model import Skill
 
@@ -304,7 +304,7 @@ def test_calibration_and_metrics_on_hand_made_traces() -> None:
 @pytest.mark.model
 @pytest.mark.slow
 def test_smollm2_loads_a_skill_mid_generation() -> None:
-    from maitred.domains import sitecare
+    from maitred.lab.domains import sitecare
     from maitred.native.backbone import default_gguf, load_causal_lm
     from maitred.native.data import skill_text
     from maitred.skills.catalog import load_catalog

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from maitred.errors import ConfigError
+from maitred.lab.native.train import TrainConfig, train_maps
 from maitred.native.glance import GlanceMaps, KeyBank
-from maitred.native.train import TrainConfig, train_maps
 
 
 def _task(seed: int) -> tuple[list[np.ndarray], list[int], list[np.ndarray]]:

@@ -13,7 +13,7 @@ from urllib.error import URLError
 import pytest
 
 from maitred.build import PipelineOptions, build_pipeline
-from maitred.domains import sitecare
+from maitred.lab.domains import sitecare
 from maitred.log import open_log
 from maitred.messages import read_messages
 from maitred.replay import MenuItem, OpenAICompatibleModel, ThreadFanout, replay, sample

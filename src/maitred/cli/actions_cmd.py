@@ -6,7 +6,7 @@ database so later calls see their effects; the database file is never written.
 
 `eval agent` runs generated tasks K times with gates on and off and prints pass^1 and pass^K
 with paired-bootstrap intervals, stratified by whether a gate fired (library:
-:mod:`maitred.actions.evaluate`).
+:mod:`maitred.lab.agents`).
 """
 
 from __future__ import annotations
@@ -20,7 +20,13 @@ from typing import Any
 
 import typer
 
-from maitred.actions.evaluate import (
+from maitred.actions.packs import load_pack, pack_names
+from maitred.actions.policy import Policy
+from maitred.actions.replay import load_trajectories, replay
+from maitred.cli._common import console, dump_json
+from maitred.engine import Maitred
+from maitred.errors import ConfigError
+from maitred.lab.agents import (
     DOMAINS,
     Agent,
     EvalReport,
@@ -30,15 +36,9 @@ from maitred.actions.evaluate import (
     evaluate_agent,
     load_domain,
 )
-from maitred.actions.evaluate.agents import AGENTS
-from maitred.actions.evaluate.domains import Domain
-from maitred.actions.packs import load_pack, pack_names
-from maitred.actions.policy import Policy
-from maitred.actions.replay import load_trajectories, replay
-from maitred.actions.sim import make_executor
-from maitred.cli._common import console, dump_json
-from maitred.engine import Maitred
-from maitred.errors import ConfigError
+from maitred.lab.agents.agents import AGENTS
+from maitred.lab.agents.domains import Domain
+from maitred.lab.sim import make_executor
 from maitred.log.base import open_log
 
 

@@ -13,8 +13,8 @@ import typer
 from maitred.audit.forced import audit_blocked
 from maitred.audit.parity import audit_domain
 from maitred.cli._common import console, dump_json, err_console
-from maitred.domains.sitecare import skills_dir
 from maitred.errors import ConfigError
+from maitred.lab.domains.sitecare import skills_dir
 from maitred.log.base import open_log
 from maitred.settings import Settings
 from maitred.skills.catalog import load_catalog

@@ -17,7 +17,7 @@ from maitred.analytics.funnel import funnel as compute_funnel
 from maitred.analytics.funnel import render_table
 from maitred.build import PipelineOptions, build_pipeline
 from maitred.cli._common import console, err_console, index_progress, progress_bar
-from maitred.domains import sitecare
+from maitred.lab.domains import sitecare
 from maitred.log.base import open_log
 from maitred.messages import read_messages
 

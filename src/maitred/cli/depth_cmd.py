@@ -21,15 +21,15 @@ from maitred.cli._common import (
     index_progress,
 )
 from maitred.depth.camdf import save_model, train_camdf
-from maitred.depth.domain_tasks import domain_queries
-from maitred.depth.evaluate import RULES, evaluate_depth
-from maitred.depth.grid import grid_markdown, plot_grid, run_grid
 from maitred.depth.payoff import DepthTask
-from maitred.depth.tasks import COST_MODELS, CostModel, catalog_costs, load_tasks, make_tasks
-from maitred.depth.tasks import write_tasks as write_task_file
-from maitred.depth.tuning import sufficiency_floor
-from maitred.domains import DOMAINS
 from maitred.errors import ConfigError, InputError
+from maitred.lab.depth.domain_tasks import domain_queries
+from maitred.lab.depth.evaluate import RULES, evaluate_depth
+from maitred.lab.depth.grid import grid_markdown, plot_grid, run_grid
+from maitred.lab.depth.tasks import COST_MODELS, CostModel, catalog_costs, load_tasks, make_tasks
+from maitred.lab.depth.tasks import write_tasks as write_task_file
+from maitred.lab.depth.tuning import sufficiency_floor
+from maitred.lab.domains import DOMAINS
 from maitred.recall.evaluate import load_queries
 from maitred.recall.registry import make_recaller
 from maitred.skills.catalog import load_catalog

@@ -131,11 +131,11 @@ def train_cmd(
     out: Path | None = typer.Option(None, "--out", help="Maps file (default: the active one)."),
 ) -> None:
     """Train the query and key maps on one frozen read of the pairs and skills."""
+    from maitred.lab.native.train import TrainConfig, train_maps
     from maitred.native.backbone import Backbone
     from maitred.native.data import skill_text
     from maitred.native.glance import GlanceMaps
     from maitred.native.recall import SKILL_TOKENS, active_maps_path
-    from maitred.native.train import TrainConfig, train_maps
     from maitred.recall.evaluate import load_queries
 
     cat = load_catalog(catalog)
@@ -185,11 +185,11 @@ def rollout_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
 ) -> None:
     """Mid-rollout firing: stream each trajectory token by token and gate the glance."""
+    from maitred.lab.native.trajectories import evaluate_trajectories
     from maitred.native.backbone import Backbone
     from maitred.native.glance import GlanceMaps
     from maitred.native.recall import active_maps_path, build_recaller
     from maitred.native.rollout import DEFAULT_HALF_LIFE, decay_for
-    from maitred.native.trajectories import evaluate_trajectories
     from maitred.recall.store import IndexStore
 
     if (val is None) == (threshold is None):

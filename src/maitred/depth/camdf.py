@@ -48,9 +48,8 @@ from maitred.depth.features import (
     decision_features,
     feature_matrix,
 )
-from maitred.depth.payoff import DepthTask, stop_gaps, sufficiency
+from maitred.depth.payoff import DepthTask, select, stop_gaps, sufficiency
 from maitred.depth.rules import DepthRule, PredictThenThreshold, Ranked
-from maitred.depth.tuning import select
 from maitred.errors import ConfigError
 
 MODEL_FORMAT: Final = "maitred-camdf/1"
@@ -195,7 +194,7 @@ def train_camdf(
         suff: a sufficiency model already fitted on ``tasks`` (fitted here when ``None``).
         tune: tune the stop threshold on ``tasks`` (else keep 0.5).
         floor: only thresholds whose mean training sufficiency reaches it compete (see
-            :mod:`maitred.depth.tuning`).
+            :mod:`maitred.lab.depth.tuning`).
     """
     if lam < 0:
         raise ConfigError(f"lambda must be >= 0, got {lam}")

@@ -31,9 +31,9 @@ divided by the catalog's mean (so the mean skill costs 1 and ``λ`` is "payoff p
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -125,3 +125,38 @@ def stop_gaps(task: DepthTask, lam: float) -> NDArray[np.float64]:
     best_after = np.maximum.accumulate(u[::-1])[::-1][1:]
     gaps: NDArray[np.float64] = u[:-1] - best_after
     return gaps
+
+
+P = TypeVar("P", int, float)
+
+
+def select(
+    tasks: Sequence[DepthTask],
+    lam: float,
+    params: Sequence[P],
+    depth_of: Callable[[P], Sequence[int]],
+    *,
+    floor: float | None = None,
+) -> P:
+    """The parameter with the best mean training payoff over ``tasks`` at cost weight ``lam``.
+
+    Every tuned rule (each baseline's k or threshold, CAM-DF's stop threshold) is chosen here.
+
+    Ties go to less exposure, then to the first tried; with ``floor``, only parameters whose
+    mean training sufficiency reaches it compete (the most sufficient wins when none does).
+    """
+    payoffs = [prefix_payoffs(t, lam) for t in tasks]
+    suffs = [sufficiency(t) for t in tasks]
+    best_key: tuple[bool, float, float, float] | None = None
+    best_param = params[0]
+    for param in params:
+        depths = depth_of(param)
+        mean_u = float(np.mean([u[k] for u, k in zip(payoffs, depths, strict=True)]))
+        mean_s = float(np.mean([s[k] for s, k in zip(suffs, depths, strict=True)]))
+        eligible = floor is None or mean_s >= floor - 1e-12
+        # an ineligible value competes on sufficiency first: the most sufficient wins
+        first, second = (mean_u, 0.0) if eligible else (mean_s, mean_u)
+        key = (eligible, round(first, 12), round(second, 12), -float(np.mean(depths)))
+        if best_key is None or key > best_key:
+            best_key, best_param = key, param
+    return best_param

@@ -14,7 +14,7 @@ registered name (:data:`DEPTH_RULES`, :func:`make_depth_rule`):
 * ``camdf`` / ``camdf_lite`` -- the learned cost-aware stopper (:mod:`maitred.depth.camdf`),
   built from a saved model: ``make_depth_rule("camdf", model="model.json")``.
 
-Thresholds and ``k`` are tuned per ``λ`` on training tasks (:mod:`maitred.depth.tuning`). The
+Thresholds and ``k`` are tuned per ``λ`` on training tasks (:mod:`maitred.lab.depth.tuning`). The
 ``oracle`` (best prefix in hindsight) needs the required set, so it is not a rule here: it lives
 in :func:`maitred.depth.payoff.oracle_depth`, for evaluation only.
 """

@@ -13,15 +13,15 @@ Modules, in pipeline order:
 - :mod:`~maitred.native.layers`: hidden-state entropy per layer, to choose the read-out layer;
 - :mod:`~maitred.native.cover`: the farthest-first epsilon-cover that compresses a key bank;
 - :mod:`~maitred.native.glance`: the maps, the key banks and the token-voting score;
-- :mod:`~maitred.native.train`: contrastive training of the two maps on cached states;
+- :mod:`~maitred.lab.native.train`: contrastive training of the two maps on cached states;
 - :mod:`~maitred.native.recall`: ``native-glance`` as a maitred recall method;
 - :mod:`~maitred.native.verdict`: resume a skill's cached forward pass with the task appended and
   read the task's likelihood and a yes/no judgment;
 - :mod:`~maitred.native.ruling`: the weighted product of experts and its calibration;
 - :mod:`~maitred.native.gavel`: ``native``, the full ruling (glance, verdict, dense, BM25);
 - :mod:`~maitred.native.baselines`: ``native-rerank`` and ``native-progressive`` on the same model;
-- :mod:`~maitred.native.rollout` / :mod:`~maitred.native.trajectories`: mid-rollout firing and its
-  evaluation;
+- :mod:`~maitred.native.rollout` / :mod:`~maitred.lab.native.trajectories`: mid-rollout firing
+  and its evaluation;
 - :mod:`~maitred.native.data`: the MetaTool split *by tool* (zero-shot evaluation).
 
 This is the only package that may import torch or transformers (the ``native`` extra). Its

@@ -5,8 +5,8 @@
 a causal LM carry activations hundreds of times larger than the rest and would otherwise decide
 every cosine. Then two bias-free linear maps of shape ``[d, H]`` give a query ``Wq z`` (task
 tokens) and a key ``Wk z`` (skill tokens), each scaled to unit length. They are the only trained
-parameters (:mod:`maitred.native.train`); :meth:`GlanceMaps.pca` builds the untrained start, both
-maps equal to the top-d principal components of standardised training tokens, so that before
+parameters (:mod:`maitred.lab.native.train`); :meth:`GlanceMaps.pca` builds the untrained start,
+both maps equal to the top-d principal components of standardised training tokens, so that before
 training the glance is plain cosine in the model's dominant subspace.
 
 **Banks.** A skill's bank holds the unit keys of every token of its text (one forward pass per

@@ -39,7 +39,7 @@ MetaTool, 1.00 vs 0.88 on sitecare). A fired skill never fires again in the roll
 while it still leads no other skill can fire (the streak restarts): only a skill that
 overtakes the loaded one fires next, so one load does not cascade to the runner-up. The
 threshold is calibrated on validation trajectories
-(:func:`maitred.native.trajectories.calibrate_threshold`).
+(:func:`maitred.lab.native.trajectories.calibrate_threshold`).
 
 **Generation.** :func:`generate_with_skills` decodes greedily with the full causal LM and a KV
 cache, feeds the trigger the read-out layer's state of the prompt (one block, or token by

@@ -6,8 +6,11 @@
     open_provider("postgresql://db:5432/app", tables={"account": "accounts"}, timeout_s=0.5)
     open_provider("json:fixtures/state.json")   # or just "fixtures/state.json"
 
-The "choose one of" list in the error for an unknown spec is generated from this registry, so it
-always names exactly the schemes that work. Providers built in code
+Schemes are entry points of the group ``maitred.state_providers``, each naming a
+:class:`ProviderScheme` (the built-ins are declared in ``pyproject.toml``; another package adds
+its own the same way), and :func:`register_provider` adds one in-process. The "choose one of" list
+in the error for an unknown spec is generated from them, so it always names exactly the schemes
+that work. Providers built in code
 (:class:`~maitred.state.memory.MemoryStateProvider`,
 :class:`~maitred.state.callables.CallableStateProvider`) have no spec and are not listed.
 """
@@ -19,6 +22,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import maitred.plugins as plugins
 from maitred.errors import ConfigError
 from maitred.state.memory import JsonStateProvider
 from maitred.state.snapshot import StateProvider
@@ -58,14 +62,29 @@ def register_provider(scheme: str, example: str, opener: Opener) -> None:
     key = scheme.lower()
     if not _SCHEME.match(f"{key}:"):
         raise ConfigError(f"state provider scheme {scheme!r} is not a valid URL scheme")
-    if key in _REGISTRY:
+    if key in _REGISTRY or key in plugins.names("state"):
         raise ConfigError(f"state provider scheme {scheme!r} is already registered")
     _REGISTRY[key] = ProviderScheme(key, example, opener)
 
 
+def _scheme(name: str) -> ProviderScheme | None:
+    """The scheme registered in-process or declared as an entry point, or None."""
+    if name in _REGISTRY:
+        return _REGISTRY[name]
+    if name not in plugins.names("state"):
+        return None
+    found = plugins.load("state", name, what="state provider scheme")
+    if not isinstance(found, ProviderScheme):
+        raise ConfigError(
+            f"state provider scheme {name!r}: its entry point is not a ProviderScheme"
+        )
+    return found
+
+
 def provider_schemes() -> tuple[ProviderScheme, ...]:
     """Every registered scheme, in name order."""
-    return tuple(_REGISTRY[name] for name in sorted(_REGISTRY))
+    names = sorted(set(_REGISTRY) | set(plugins.names("state")))
+    return tuple(s for s in (_scheme(n) for n in names) if s is not None)
 
 
 def open_provider(
@@ -85,9 +104,9 @@ def open_provider(
         MissingExtraError: PostgreSQL without the ``postgres`` extra.
     """
     match = _SCHEME.match(spec)
-    entry = _REGISTRY.get(match.group(1).lower()) if match else None
+    entry = _scheme(match.group(1).lower()) if match else None
     if entry is None and spec.lower().endswith(".json"):
-        entry = _REGISTRY["json"]
+        entry = _scheme("json")
         spec = f"json:{spec}"
     if entry is None:
         choices = ", ".join(item.example for item in provider_schemes())
@@ -123,7 +142,8 @@ def _open_json(spec: str, tables: Tables | None, timeout_s: float | None) -> Sta
     return JsonStateProvider(path)
 
 
-register_provider("json", "json:path/to/state.json", _open_json)
-register_provider("postgres", "postgres://user@host:5432/db", _open_sql)
-register_provider("postgresql", "postgresql://user@host:5432/db", _open_sql)
-register_provider("sqlite", "sqlite:///path/to/state.db", _open_sql)
+# the built-in schemes (entry points of ``maitred.state_providers`` in pyproject.toml)
+JSON = ProviderScheme("json", "json:path/to/state.json", _open_json)
+POSTGRES = ProviderScheme("postgres", "postgres://user@host:5432/db", _open_sql)
+POSTGRESQL = ProviderScheme("postgresql", "postgresql://user@host:5432/db", _open_sql)
+SQLITE = ProviderScheme("sqlite", "sqlite:///path/to/state.db", _open_sql)

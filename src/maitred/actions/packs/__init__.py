@@ -7,7 +7,7 @@ built-ins in ``pyproject.toml``), each naming a :class:`Pack`; :func:`load_pack`
 name, and a third-party package can add its own.
 
 Running the tools (for shadow replay) is not the pack's business: the simulators that execute
-the packs' tools live with the evaluation code (:mod:`maitred.actions.sim`).
+the packs' tools live with the evaluation code (:mod:`maitred.lab.sim`).
 """
 
 from __future__ import annotations

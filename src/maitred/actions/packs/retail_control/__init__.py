@@ -1,6 +1,6 @@
 """Policy pack ``retail-control``: gates over the self-enforcing retail tools (the control).
 
-The rules are exactly the ones :mod:`maitred.actions.sim.retail.tools` already enforces, so a
+The rules are exactly the ones :mod:`maitred.lab.sim.retail.tools` already enforces, so a
 call these gates reject is one the tool would have refused anyway, loudly and without a change.
 Putting them in front of the tools must therefore not move task success: this pack exists to
 show that the airline lift comes from silent wrong states, not from having gates at all.

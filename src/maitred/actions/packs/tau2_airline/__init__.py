@@ -1,6 +1,6 @@
 """Policy pack ``tau2-airline``: the tau2-bench airline policy as action-gate predicates.
 
-Put it in front of the tau2 airline tools (or :mod:`maitred.actions.sim.airline`, which
+Put it in front of the tau2 airline tools (or :mod:`maitred.lab.sim.airline`, which
 implements the same tools over the same database schema)::
 
     from maitred.actions import Session, ToolCall

@@ -1,0 +1,1 @@
+"""Depth experiments: task builders, tuned baselines, payoff evaluation and grids."""

@@ -1,0 +1,1 @@
+"""Native-routing experiments: training the glance maps and mid-rollout trajectory sets."""
