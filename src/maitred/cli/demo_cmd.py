@@ -15,10 +15,10 @@ import typer
 
 from maitred.analytics.funnel import funnel as compute_funnel
 from maitred.analytics.funnel import render_table
-from maitred.build import PipelineOptions, build_pipeline
+from maitred.build import PipelineOptions
 from maitred.cli._common import console, err_console, index_progress, progress_bar
+from maitred.engine import Maitred
 from maitred.lab.domains import sitecare
-from maitred.log.base import open_log
 from maitred.messages import read_messages
 
 #: the demo's recall set-up: dense ranking (the best method on MetaTool and on sitecare's own
@@ -45,18 +45,19 @@ def demo(
     sitecare.write_messages(msgs, messages, accounts, seed)
     (out / "tables.json").write_text(json.dumps(sitecare.TABLES, indent=2) + "\n")
     state = f"sqlite:///{db.resolve()}"
-    with open_log(log_path) as decision_log:
-        pipeline = build_pipeline(
-            [str(sitecare.skills_dir())],
+    with (
+        Maitred.open(
+            [sitecare.skills_dir()],
             state,
             DEMO_OPTIONS,
             tables=sitecare.TABLES,
             cache_dir=out / "index",
-            log=decision_log,
+            log=str(log_path),
             progress=index_progress(),
-        )
-        with progress_bar("routing", messages) as advance:
-            stats = pipeline.run(read_messages(msgs), progress=advance)
+        ) as engine,
+        progress_bar("routing", messages) as advance,
+    ):
+        stats = engine.run(read_messages(msgs), progress=advance)
     err_console.print(
         f"routed {stats.messages} messages in {stats.seconds:.1f}s "
         f"({stats.messages / max(stats.seconds, 1e-9):.0f} msg/s)",
