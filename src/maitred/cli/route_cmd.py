@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -171,7 +172,12 @@ def run(
     limit: int | None = typer.Option(None, "--limit", help="Route only the first N messages."),
     as_json: bool = typer.Option(False, "--json", help="Print the funnel as JSON."),
 ) -> None:
-    """Route every message of a file and write each decision to the log."""
+    """Route every message of a file and write each decision to the log.
+
+    Bad lines (unreadable JSON, a missing field, an id used twice) are reported with file and
+    line and skipped; the good ones are routed and logged. The exit status is 1 when any line
+    was bad, 0 otherwise.
+    """
     settings = Settings.from_env()
     options = _options(method, top_k, min_score, score_on, family, fmt)
     target = log or settings.log
@@ -180,22 +186,24 @@ def run(
         total = _count_lines(messages, limit)
     except OSError as exc:
         raise InputError(str(messages), 0, f"cannot read the message file: {exc}") from None
-    with open_log(target) as decision_log:
-        pipeline = build_pipeline(
-            skills,
-            state,
-            options,
-            tables=load_tables(tables),
-            cache_dir=cache_dir or settings.cache_dir,
-            log=decision_log,
-            progress=index_progress(),
-        )
-        stream = read_messages(messages, on_error=bad.append)
-        if limit is not None:
-            stream = (m for i, m in enumerate(stream) if i < limit)
-        with progress_bar("routing", total) as advance:
-            stats = pipeline.run(stream, progress=advance)
-    _report_bad_lines(bad)
+    try:
+        with open_log(target) as decision_log:
+            pipeline = build_pipeline(
+                skills,
+                state,
+                options,
+                tables=load_tables(tables),
+                cache_dir=cache_dir or settings.cache_dir,
+                log=decision_log,
+                progress=index_progress(),
+            )
+            stream = read_messages(messages, on_error=bad.append)
+            if limit is not None:
+                stream = islice(stream, limit)  # stops reading (and reporting) at the limit
+            with progress_bar("routing", total) as advance:
+                stats = pipeline.run(stream, progress=advance)
+    finally:  # the lines already found bad are reported even when the run fails
+        _report_bad_lines(bad)
     err_console.print(
         f"routed {stats.messages} messages in {stats.seconds:.1f}s "
         f"({stats.messages / max(stats.seconds, 1e-9):.0f} msg/s); log: {target}",
@@ -206,6 +214,8 @@ def run(
         dump_json(result.to_json())
     else:
         console.print(render_table(result))
+    if bad:
+        raise typer.Exit(1)
 
 
 def _count_lines(path: Path, limit: int | None) -> int:
@@ -217,7 +227,9 @@ def _count_lines(path: Path, limit: int | None) -> int:
 def _report_bad_lines(bad: list[InputError]) -> None:
     if not bad:
         return
-    err_console.print(f"[yellow]skipped {len(bad)} bad line(s):[/]")
+    err_console.print(
+        f"[yellow]skipped {len(bad)} bad line(s) (exit status 1; the good lines were routed):[/]"
+    )
     for err in bad[:10]:
         err_console.print(f"  {escape(str(err))}", highlight=False)
     if len(bad) > 10:

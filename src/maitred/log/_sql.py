@@ -1,9 +1,9 @@
 """What the SQL backends share: buffering, batching, run checks and the read queries.
 
 A backend subclasses :class:`SqlLog` and supplies the connection-level pieces (``execute``,
-``query``, ``table_exists``, ``transaction``, ``_insert_batch``, ``_close_connection``). SQL
-here is written with ``?`` placeholders in the subset SQLite and PostgreSQL share; the
-PostgreSQL backend rewrites the placeholders.
+``query``, ``table_exists``, ``tables``, ``transaction``, ``_insert_batch``,
+``_close_connection``). SQL here is written with ``?`` placeholders in the subset SQLite and
+PostgreSQL share; the PostgreSQL backend rewrites the placeholders.
 
 Writes: :meth:`SqlLog.write` encodes a turn (computing its row hash) and appends its rows to an
 in-memory buffer; once ``batch_pairs`` pair rows (or as many turns) are waiting, the whole
@@ -121,6 +121,10 @@ class SqlLog:
 
     def table_exists(self, name: str) -> bool:
         """Whether the log's schema has a table of that name."""
+        raise NotImplementedError
+
+    def tables(self) -> list[str]:
+        """The names of every table in the log's database (SQLite) or schema (PostgreSQL)."""
         raise NotImplementedError
 
     def transaction(self) -> AbstractContextManager[None]:

@@ -264,6 +264,10 @@ class MigrationTarget(Protocol):
         """Whether the log's schema has a table of that name."""
         ...
 
+    def tables(self) -> list[str]:
+        """The names of every table in the log's database or schema."""
+        ...
+
     def transaction(self) -> AbstractContextManager[None]:
         """A write transaction that also serialises concurrent migrators."""
         ...
@@ -313,9 +317,12 @@ def migrate(
             migration failed (its transaction is rolled back).
         LogError: read-only and the location holds no decision log at all.
     """
-    todo = pending(applied(target), migrations)
+    done = applied(target)
+    todo = pending(done, migrations)
     if not todo:
         return []
+    if not done and not read_only:
+        refuse_foreign(target)
     if read_only:
         if not target.table_exists(MIGRATIONS_TABLE):
             raise LogError(
@@ -330,6 +337,33 @@ def migrate(
     for migration in todo:
         _apply(target, migration)
     return [m.name for m in todo]
+
+
+def refuse_foreign(target: MigrationTarget) -> None:
+    """Refuse to create a log where other tables already live.
+
+    A log is created only in an empty database (SQLite file) or schema (PostgreSQL), never
+    beside someone else's tables: pointing ``--log`` at, say, the accounts database by mistake
+    must not add maitred's tables to it.
+
+    Raises:
+        SchemaError: the location holds tables and no ``maitred_migrations`` table.
+    """
+    found = target.tables()
+    if not found or MIGRATIONS_TABLE in found:  # empty, or a log another process just created
+        return
+    shown = ", ".join(found[:10]) + (f" and {len(found) - 10} more" if len(found) > 10 else "")
+    where = "schema" if target.dialect == "postgres" else "database"
+    hint = (
+        "give another schema (`?schema=NAME` in the URL) or database"
+        if target.dialect == "postgres"
+        else "give the path of a new file"
+    )
+    raise SchemaError(
+        f"{target.location} is not a maitred decision log and not empty: its {where} holds "
+        f"{len(found)} other table(s) ({shown}); maitred will not add its tables beside them. "
+        f"Check the --log path or URL, or {hint}"
+    )
 
 
 def _apply(target: MigrationTarget, migration: Migration) -> None:

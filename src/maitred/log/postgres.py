@@ -154,6 +154,14 @@ class PostgresLog(SqlLog):
             )
         )
 
+    def tables(self) -> list[str]:
+        """Every table and view of the current schema, by name."""
+        rows = self.query(
+            "SELECT table_name FROM information_schema.tables "
+            "WHERE table_schema = current_schema() ORDER BY table_name"
+        )
+        return [str(r[0]) for r in rows]
+
     @contextmanager
     def transaction(self) -> Iterator[None]:
         """A server transaction: commit on success, roll back on any exception."""

@@ -118,6 +118,14 @@ class SqliteLog(SqlLog):
             self.query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,))
         )
 
+    def tables(self) -> list[str]:
+        """Every table of the file (SQLite's own ``sqlite_*`` tables left out), by name."""
+        rows = self.query(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite%' "
+            "ORDER BY name"
+        )
+        return [str(r[0]) for r in rows]
+
     @contextmanager
     def transaction(self) -> Iterator[None]:
         """``BEGIN IMMEDIATE`` (takes the write lock up front) ... ``COMMIT`` / ``ROLLBACK``."""
