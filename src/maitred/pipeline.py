@@ -202,13 +202,18 @@ class Pipeline:
         *,
         progress: Callable[[int], None] | None = None,
         run_id: str | None = None,
+        batch: int = 256,
     ) -> RunStats:
-        """Route every message, log every turn, and return counts."""
+        """Route every message, log every turn, and return counts.
+
+        ``batch`` messages are recalled together (see :meth:`route_many`); give 1 for a live
+        stream, so that each message is routed (and logged) as soon as it arrives.
+        """
         if not self.run_id or run_id:
             self.begin_run(run_id)
         stats = RunStats()
         start = time.perf_counter()
-        for turn in self.route_many(messages):
+        for turn in self.route_many(messages, batch):
             rec = turn.record
             stats.messages += 1
             stats.matched += rec.matched

@@ -201,7 +201,9 @@ def run(
             if limit is not None:
                 stream = islice(stream, limit)  # stops reading (and reporting) at the limit
             with progress_bar("routing", total) as advance:
-                stats = pipeline.run(stream, progress=advance)
+                # a pipe or FIFO is a live stream: route each line as it arrives
+                batch = 256 if messages.is_file() else 1
+                stats = pipeline.run(stream, progress=advance, batch=batch)
     finally:  # the lines already found bad are reported even when the run fails
         _report_bad_lines(bad)
     err_console.print(
@@ -218,7 +220,10 @@ def run(
         raise typer.Exit(1)
 
 
-def _count_lines(path: Path, limit: int | None) -> int:
+def _count_lines(path: Path, limit: int | None) -> int | None:
+    """Non-blank lines of a regular file (capped at ``limit``); None for a pipe or FIFO."""
+    if path.exists() and not path.is_file():
+        return limit  # a stream: reading it here would consume it
     with open(path, "rb") as handle:
         n = sum(1 for line in handle if line.strip())
     return min(n, limit) if limit is not None else n

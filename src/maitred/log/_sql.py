@@ -6,9 +6,11 @@ A backend subclasses :class:`SqlLog` and supplies the connection-level pieces (`
 PostgreSQL share; the PostgreSQL backend rewrites the placeholders.
 
 Writes: :meth:`SqlLog.write` encodes a turn (computing its row hash) and appends its rows to an
-in-memory buffer; once ``batch_pairs`` pair rows (or as many turns) are waiting, the whole
-buffer is inserted in one transaction. A failed batch is rolled back and discarded, and the
-error says how many turns were lost. Action decisions (:meth:`SqlLog.write_decisions`) are
+in-memory buffer; once ``batch_pairs`` pair rows (or as many turns) are waiting, or the oldest
+buffered row has waited ``max_batch_seconds`` (:mod:`maitred.log._flusher`, a background
+thread, so also when no further write comes), the whole buffer is inserted in one
+transaction. A failed batch is rolled back and discarded, and the error says how many turns
+were lost. Action decisions (:meth:`SqlLog.write_decisions`) are
 buffered the same way and land in the same batches (no run is needed for them). Snapshots are
 inserted if absent (content-addressed), and each session remembers a bounded set of hashes it
 already wrote so repeats cost nothing. Writing and flushing hold a lock, so several threads may
@@ -25,6 +27,7 @@ from typing import Any
 
 from maitred.decision import RunInfo, TurnRecord
 from maitred.errors import ConfigError, LogError
+from maitred.log._flusher import Flusher
 from maitred.log.action_rows import ACTION_DECISION_COLUMNS, LoggableDecision, encode_decision
 from maitred.log.migrations import Dialect, applied, migrate
 from maitred.log.rows import (
@@ -43,6 +46,8 @@ from maitred.log.rows import (
 from maitred.state.snapshot import Snapshot
 
 DEFAULT_BATCH_PAIRS = 20_000
+#: the age bound of a buffered row: a written turn is committed at most this long afterwards
+DEFAULT_MAX_BATCH_SECONDS = 1.0
 #: columns of the ``replays`` table (migration ``0004_replays``)
 REPLAY_COLUMNS: tuple[str, ...] = (
     "replay_id",
@@ -89,18 +94,33 @@ class SqlLog:
     location: str
     read_only: bool
 
-    def __init__(self, location: str, *, read_only: bool, batch_pairs: int) -> None:
+    def __init__(
+        self,
+        location: str,
+        *,
+        read_only: bool,
+        batch_pairs: int,
+        max_batch_seconds: float = DEFAULT_MAX_BATCH_SECONDS,
+    ) -> None:
         if batch_pairs < 1:
             raise ConfigError(
                 f"decision log {location}: batch_pairs must be at least 1 (got {batch_pairs}); "
                 f"pass the number of pair rows to buffer per transaction (default "
                 f"{DEFAULT_BATCH_PAIRS})"
             )
+        if not max_batch_seconds > 0 or max_batch_seconds == float("inf"):
+            raise ConfigError(
+                f"decision log {location}: max_batch_seconds must be a positive number of "
+                f"seconds (got {max_batch_seconds}); it bounds how long a written turn may wait "
+                f"uncommitted (default {DEFAULT_MAX_BATCH_SECONDS})"
+            )
         self.location = location
         self.read_only = read_only
         self.batch_pairs = batch_pairs
         self._lock = threading.RLock()
+        self._flusher = Flusher(self._lock, self._flush_locked, max_batch_seconds)
         self._turns: list[Row] = []
+        self._buffered_ids: set[str] = set()  # turn ids in the buffer (a repeat fails alone)
         self._pairs: list[Row] = []
         self._snapshots: list[Row] = []
         self._decisions: list[Row] = []
@@ -157,6 +177,7 @@ class SqlLog:
     # -- writing ------------------------------------------------------------------------------
 
     def _writable(self, what: str) -> None:
+        self._flusher.raise_pending()
         if self._closed:
             raise LogError(f"{what}: the decision log at {self.location} is closed")
         if self.read_only:
@@ -194,6 +215,13 @@ class SqlLog:
         encoded = encode_turn(record)
         with self._lock:
             self._check_run(record.run_id, record.turn_id)
+            if record.turn_id in self._buffered_ids:
+                raise LogError(
+                    f"turn {record.turn_id!r} was already written to the decision log at "
+                    f"{self.location}; turn ids are unique (one per run and message id): this "
+                    "turn is not logged, the others are kept"
+                )
+            self._buffered_ids.add(record.turn_id)
             snap = record.snapshot
             if snap is not None and snap.hash not in self._seen_snapshots:
                 self._snapshots.append(encode_snapshot(snap, record.turn_id))
@@ -205,7 +233,8 @@ class SqlLog:
             depth = encode_depth(record)
             if depth is not None:
                 self._depth.append(depth)
-            if len(self._pairs) >= self.batch_pairs or len(self._turns) >= self.batch_pairs:
+            due = self._flusher.buffered()
+            if due or len(self._pairs) >= self.batch_pairs or len(self._turns) >= self.batch_pairs:
                 self._flush_locked()
 
     def write_replays(self, rows: Sequence[Row]) -> None:
@@ -241,7 +270,8 @@ class SqlLog:
         rows = [encode_decision(d) for d in decisions]
         with self._lock:
             self._decisions.extend(rows)
-            if len(self._decisions) >= self.batch_pairs:
+            due = self._flusher.buffered()
+            if due or len(self._decisions) >= self.batch_pairs:
                 self._flush_locked()
 
     def _check_run(self, run_id: str, turn_id: str) -> None:
@@ -257,6 +287,7 @@ class SqlLog:
 
     def flush(self) -> None:
         """Write every buffered turn in one transaction (no-op when nothing is buffered)."""
+        self._flusher.raise_pending()
         with self._lock:
             self._flush_locked()
 
@@ -267,6 +298,8 @@ class SqlLog:
         decisions, depth = self._decisions, self._depth
         self._snapshots, self._turns, self._pairs, self._decisions = [], [], [], []
         self._depth = []
+        self._buffered_ids = set()
+        self._flusher.flushed()
         try:
             with self.transaction():
                 if turns:
@@ -285,13 +318,19 @@ class SqlLog:
             ) from exc
 
     def close(self) -> None:
-        """Flush buffered turns and close the connection (idempotent)."""
+        """Flush buffered turns and close the connection (idempotent).
+
+        Raises:
+            LogError: the final batch, or one the background flusher tried, was not written.
+        """
+        self._flusher.stop()
         with self._lock:
             if self._closed:
                 return
             try:
                 if not self.read_only:
                     self._flush_locked()
+                    self._flusher.raise_pending()
             finally:
                 self._closed = True
                 self._close_connection()

@@ -22,7 +22,14 @@ from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from maitred.errors import ConfigError, LogError, MissingExtraError
-from maitred.log._sql import DEFAULT_BATCH_PAIRS, Row, SqlLog, columns, insert_sql
+from maitred.log._sql import (
+    DEFAULT_BATCH_PAIRS,
+    DEFAULT_MAX_BATCH_SECONDS,
+    Row,
+    SqlLog,
+    columns,
+    insert_sql,
+)
 from maitred.log.action_rows import ACTION_DECISION_COLUMNS
 from maitred.log.migrations import Dialect
 from maitred.log.rows import PAIR_COLUMNS, SNAPSHOT_COLUMNS, TURN_COLUMNS
@@ -65,6 +72,7 @@ class PostgresLog(SqlLog):
         url: a libpq URL, ``postgresql://user@host:port/db`` (``?schema=NAME`` accepted).
         read_only: a read-only session; the schema must exist and be fully migrated.
         batch_pairs: buffered pair rows that trigger a batch write.
+        max_batch_seconds: the longest a buffered row waits before its batch is committed.
         schema: the PostgreSQL schema for the tables (overrides ``?schema=``).
 
     Raises:
@@ -82,6 +90,7 @@ class PostgresLog(SqlLog):
         *,
         read_only: bool = False,
         batch_pairs: int = DEFAULT_BATCH_PAIRS,
+        max_batch_seconds: float = DEFAULT_MAX_BATCH_SECONDS,
         schema: str | None = None,
     ) -> None:
         if psycopg is None:
@@ -89,7 +98,12 @@ class PostgresLog(SqlLog):
         dsn, url_schema, redacted = split_url(url)
         self.schema = schema or url_schema
         where = redacted + (f" (schema {self.schema})" if self.schema else "")
-        super().__init__(where, read_only=read_only, batch_pairs=batch_pairs)
+        super().__init__(
+            where,
+            read_only=read_only,
+            batch_pairs=batch_pairs,
+            max_batch_seconds=max_batch_seconds,
+        )
         try:
             self._conn = psycopg.connect(dsn, autocommit=True)
         except psycopg.Error as exc:
