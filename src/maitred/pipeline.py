@@ -109,7 +109,9 @@ class Pipeline:
             return expand_families(kept, self.catalog)
         return kept
 
-    def _finish(self, message: Message, ranked: list[Candidate], recall_ns: int) -> Turn:
+    def _finish(
+        self, message: Message, ranked: list[Candidate], recall_ns: int, recall_batch: int = 0
+    ) -> Turn:
         candidates = self.candidates(ranked)
         names = [c.name for c in candidates]
         t1 = time.perf_counter_ns()
@@ -155,6 +157,8 @@ class Pipeline:
                 "gate": (t2 - t1) // 1000,
                 "depth": (t3 - t2) // 1000,
                 "menu": (t4 - t3) // 1000,
+                # batch mode: "recall" is this turn's share of a batch of that many messages
+                **({"recall_batch": recall_batch} if recall_batch else {}),
             },
             ts=self.clock(),
             provider_error=gate.provider_error if gate else "",
@@ -183,7 +187,12 @@ class Pipeline:
         return info
 
     def route_many(self, messages: Iterable[Message], batch: int = 256) -> Iterator[Turn]:
-        """Route messages in batches (a recaller with ``rank_batch`` encodes a batch at once)."""
+        """Route messages in batches (a recaller with ``rank_batch`` encodes a batch at once).
+
+        A batch's recall is timed as a whole; each turn records its share (the total divided by
+        the batch's size) as ``timings_us["recall"]`` and the size as
+        ``timings_us["recall_batch"]``, so a share is never read as a turn's own time.
+        """
         rank_batch = getattr(self.recaller, "rank_batch", None)
         for chunk in _chunks(messages, batch):
             k = self._depth_of_ranking()
@@ -194,7 +203,7 @@ class Pipeline:
                 rankings = [self.recaller.rank(m.text, k) for m in chunk]
             each = (time.perf_counter_ns() - t0) // max(1, len(chunk))
             for message, ranked in zip(chunk, rankings, strict=True):
-                yield self._finish(message, ranked, each)
+                yield self._finish(message, ranked, each, len(chunk))
 
     def run(
         self,

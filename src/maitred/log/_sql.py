@@ -23,10 +23,11 @@ import threading
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from types import TracebackType
-from typing import Any
+from typing import Any, Literal
 
 from maitred.decision import RunInfo, TurnRecord
 from maitred.errors import ConfigError, LogError
+from maitred.log._chain import ChainHeads, Head
 from maitred.log._flusher import Flusher
 from maitred.log.action_rows import ACTION_DECISION_COLUMNS, LoggableDecision, encode_decision
 from maitred.log.migrations import Dialect, applied, migrate
@@ -38,7 +39,6 @@ from maitred.log.rows import (
     TURN_COLUMNS,
     decode_run,
     decode_snapshot,
-    encode_depth,
     encode_run,
     encode_snapshot,
     encode_turn,
@@ -64,6 +64,8 @@ _PAGE = 500
 _SEEN_SNAPSHOTS_MAX = 100_000
 
 Row = tuple[Any, ...]
+#: the order :meth:`SqlLog.iter_turns` yields a run's turns in
+TurnOrder = Literal["time", "chain"]
 
 
 def _insert_depth_sql() -> str:
@@ -72,6 +74,8 @@ def _insert_depth_sql() -> str:
 
 
 _INSERT_DEPTH = _insert_depth_sql()
+_INSERT_HEAD = "INSERT INTO chain_heads (run_id, chain_seq, head_hash) VALUES (?, ?, ?)"
+_ROW_HASH = TURN_COLUMNS.index("row_hash")
 
 
 def columns(names: Sequence[str], alias: str = "") -> str:
@@ -126,7 +130,7 @@ class SqlLog:
         self._decisions: list[Row] = []
         self._depth: list[Row] = []
         self._seen_snapshots: set[str] = set()
-        self._known_runs: set[str] = set()
+        self._chain = ChainHeads(self._load_head)
         self._closed = False
 
     # -- backend hooks ------------------------------------------------------------------------
@@ -202,7 +206,7 @@ class SqlLog:
                 )
             with self.transaction():
                 self.execute(insert_sql("runs", RUN_COLUMNS), row)
-            self._known_runs.add(info.run_id)
+            self._chain.begin(info.run_id, row[RUN_COLUMNS.index("row_hash")])
 
     def write(self, record: TurnRecord) -> None:
         """Buffer one turn; a full buffer is written in one transaction.
@@ -212,16 +216,17 @@ class SqlLog:
                 read-only or closed, or the batch could not be written.
         """
         self._writable(f"write({record.turn_id!r})")
-        encoded = encode_turn(record)
         with self._lock:
-            self._check_run(record.run_id, record.turn_id)
+            seq, prev = self._check_run(record.run_id, record.turn_id)
             if record.turn_id in self._buffered_ids:
                 raise LogError(
                     f"turn {record.turn_id!r} was already written to the decision log at "
                     f"{self.location}; turn ids are unique (one per run and message id): this "
                     "turn is not logged, the others are kept"
                 )
+            encoded = encode_turn(record, seq=seq + 1, prev_hash=prev)
             self._buffered_ids.add(record.turn_id)
+            self._chain.advance(record.run_id, (seq + 1, encoded.turn[_ROW_HASH]))
             snap = record.snapshot
             if snap is not None and snap.hash not in self._seen_snapshots:
                 self._snapshots.append(encode_snapshot(snap, record.turn_id))
@@ -230,9 +235,8 @@ class SqlLog:
                 self._seen_snapshots.add(snap.hash)
             self._turns.append(encoded.turn)
             self._pairs.extend(encoded.pairs)
-            depth = encode_depth(record)
-            if depth is not None:
-                self._depth.append(depth)
+            if encoded.depth is not None:
+                self._depth.append(encoded.depth)
             due = self._flusher.buffered()
             if due or len(self._pairs) >= self.batch_pairs or len(self._turns) >= self.batch_pairs:
                 self._flush_locked()
@@ -274,16 +278,30 @@ class SqlLog:
             if due or len(self._decisions) >= self.batch_pairs:
                 self._flush_locked()
 
-    def _check_run(self, run_id: str, turn_id: str) -> None:
-        if run_id in self._known_runs:
-            return
-        if not self.query("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)):
+    def _check_run(self, run_id: str, turn_id: str) -> Head:
+        """The run's chain head; raises LogError when the run was never begun."""
+        head = self._chain.head(run_id)
+        if head is None:
             raise LogError(
                 f"turn {turn_id!r} belongs to run {run_id!r}, which was never begun in the "
                 f"decision log at {self.location}; call log.begin_run(RunInfo(...)) (or "
                 "Pipeline.begin_run()) before writing its turns"
             )
-        self._known_runs.add(run_id)
+        return head
+
+    def _load_head(self, run_id: str) -> Head | None:
+        """A run's committed chain head, read from the log (None: no such run)."""
+        run = self.query("SELECT row_hash FROM runs WHERE run_id = ?", (run_id,))
+        if not run:
+            return None
+        last = self.query(
+            "SELECT chain_seq, row_hash FROM turns WHERE run_id = ? AND chain_seq IS NOT NULL "
+            "ORDER BY chain_seq DESC LIMIT 1",
+            (run_id,),
+        )
+        if last:
+            return int(last[0][0]), str(last[0][1])
+        return 0, str(run[0][0] or "")  # a run from before the chain starts from ""
 
     def flush(self) -> None:
         """Write every buffered turn in one transaction (no-op when nothing is buffered)."""
@@ -300,6 +318,7 @@ class SqlLog:
         self._depth = []
         self._buffered_ids = set()
         self._flusher.flushed()
+        heads = self._chain.batch()
         try:
             with self.transaction():
                 if turns:
@@ -308,14 +327,19 @@ class SqlLog:
                     self._insert_decisions(decisions)
                 for row in depth:
                     self.execute(_INSERT_DEPTH, row)
+                for head in heads:
+                    self.execute(_INSERT_HEAD, head)
         except LogError as exc:
             self._seen_snapshots.difference_update(s[0] for s in snapshots)
+            self._chain.discarded()
             raise LogError(
                 f"a batch of {len(turns)} turns ({len(pairs)} pairs) and {len(decisions)} "
                 f"action decisions could not be written to the decision log at "
                 f"{self.location} and was discarded: {exc}; turn ids must be unique (one per "
-                "run and message), and so must decision ids"
+                "run and message), and so must decision ids; a run has a single writer (its "
+                "turns form one hash chain)"
             ) from exc
+        self._chain.committed()
 
     def close(self) -> None:
         """Flush buffered turns and close the connection (idempotent).
@@ -360,39 +384,70 @@ class SqlLog:
         rows = self.query(f"SELECT {columns(RUN_COLUMNS)} FROM runs ORDER BY started_at, run_id")
         return [decode_run(dict(zip(RUN_COLUMNS, r, strict=True))) for r in rows]
 
-    def iter_turns(self, run_id: str | None = None) -> Iterator[dict[str, Any]]:
-        """Stored turns with their pairs, run by run, each run in ``(ts, turn_id)`` order."""
+    def iter_turns(
+        self, run_id: str | None = None, *, order: TurnOrder = "time"
+    ) -> Iterator[dict[str, Any]]:
+        """Stored turns with their pairs, run by run.
+
+        ``order="time"``: each run in ``(ts, turn_id)`` order. ``order="chain"`` (what
+        ``verify`` walks): each run's chained turns by ``chain_seq``, then its turns from before
+        the chain in ``(ts, turn_id)`` order; each turn also carries ``"depth_hash"``, the
+        ``row_hash`` of its ``depth_decisions`` row or None.
+        """
         self._before_read()
         run_ids = [run_id] if run_id is not None else [r.run_id for r in self.runs()]
         for rid in run_ids:
-            yield from self._iter_run(rid)
+            if order == "chain":
+                yield from self._pages_of_run(rid, "chain_seq IS NOT NULL", ("chain_seq",))
+                yield from self._pages_of_run(rid, "chain_seq IS NULL", ("ts", "turn_id"))
+            else:
+                yield from self._pages_of_run(rid, "", ("ts", "turn_id"))
 
-    def _iter_run(self, run_id: str) -> Iterator[dict[str, Any]]:
+    def _pages_of_run(
+        self, run_id: str, condition: str, key: tuple[str, ...]
+    ) -> Iterator[dict[str, Any]]:
+        """A run's turns matching ``condition``, with pairs, paged in ``key`` order."""
         select = f"SELECT {columns(TURN_COLUMNS)} FROM turns WHERE run_id = ?"
-        order = f"ORDER BY ts, turn_id LIMIT {_PAGE}"
+        select += f" AND {condition}" if condition else ""
+        order = f"ORDER BY {', '.join(key)} LIMIT {_PAGE}"
+        after = f"({', '.join(key)}) > ({', '.join('?' for _ in key)})"
         rows = self.query(f"{select} {order}", (run_id,))
+        with_depth = key == ("chain_seq",)
         while rows:
-            turns = [dict(zip(TURN_COLUMNS, r, strict=True)) for r in rows]
-            by_id = {t["turn_id"]: t for t in turns}
-            for t in turns:
-                t["pairs"] = []
-            marks = ", ".join("?" for _ in by_id)
-            pair_rows = self.query(
-                f"SELECT {columns(PAIR_COLUMNS)} FROM pairs WHERE turn_id IN ({marks}) "
-                "ORDER BY turn_id, rank, skill",
-                list(by_id),
-            )
-            for p in pair_rows:
-                pair = dict(zip(PAIR_COLUMNS, p, strict=True))
-                pair["visible"] = bool(pair["visible"])
-                pair["exposed"] = bool(pair["exposed"])
-                by_id[pair["turn_id"]]["pairs"].append(pair)
+            turns = self._with_pairs([dict(zip(TURN_COLUMNS, r, strict=True)) for r in rows])
+            if with_depth:
+                self._add_depth_hashes(turns)
             yield from turns
             last = turns[-1]
-            rows = self.query(
-                f"{select} AND (ts, turn_id) > (?, ?) {order}",
-                (run_id, last["ts"], last["turn_id"]),
+            rows = self.query(f"{select} AND {after} {order}", (run_id, *(last[k] for k in key)))
+
+    def _with_pairs(self, turns: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        by_id = {t["turn_id"]: t for t in turns}
+        for t in turns:
+            t["pairs"] = []
+        marks = ", ".join("?" for _ in by_id)
+        pair_rows = self.query(
+            f"SELECT {columns(PAIR_COLUMNS)} FROM pairs WHERE turn_id IN ({marks}) "
+            "ORDER BY turn_id, rank, skill",
+            list(by_id),
+        )
+        for p in pair_rows:
+            pair = dict(zip(PAIR_COLUMNS, p, strict=True))
+            pair["visible"] = bool(pair["visible"])
+            pair["exposed"] = bool(pair["exposed"])
+            by_id[pair["turn_id"]]["pairs"].append(pair)
+        return turns
+
+    def _add_depth_hashes(self, turns: list[dict[str, Any]]) -> None:
+        marks = ", ".join("?" for _ in turns)
+        found: dict[str, str] = dict(
+            self.query(
+                f"SELECT turn_id, row_hash FROM depth_decisions WHERE turn_id IN ({marks})",
+                [t["turn_id"] for t in turns],
             )
+        )
+        for t in turns:
+            t["depth_hash"] = found.get(t["turn_id"])
 
     def snapshot(self, hash: str) -> Snapshot | None:
         """The snapshot stored under ``hash``, or None."""

@@ -26,7 +26,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator, Sequence
 from types import TracebackType
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from maitred.decision import RunInfo, TurnRecord
 from maitred.errors import ConfigError
@@ -91,10 +91,13 @@ class DecisionLog(Protocol):
         """Every run in the log, oldest first."""
         ...
 
-    def iter_turns(self, run_id: str | None = None) -> Iterator[dict[str, Any]]:
+    def iter_turns(
+        self, run_id: str | None = None, *, order: Literal["time", "chain"] = "time"
+    ) -> Iterator[dict[str, Any]]:
         """Stored turns (all runs, or one), each a dict of its columns plus ``"pairs"``.
 
-        Turns come run by run, each run in ``(ts, turn_id)`` order. Column values are as
+        Turns come run by run, each run in ``(ts, turn_id)`` order, or with ``order="chain"``
+        in hash-chain order (see :meth:`maitred.log._sql.SqlLog.iter_turns`). Column values are as
         stored (JSON columns as text; see :mod:`maitred.log.rows`), ``visible``/``exposed``
         as booleans. :func:`maitred.log.rows.decode_turn` rebuilds the ``TurnRecord``.
         """

@@ -15,9 +15,19 @@ stored bytes -- which the row hash covers -- are exactly the canonical JSON that
 The tables are append-only: the code has no update or delete path, and ``0003`` adds triggers
 that refuse ``UPDATE`` and ``DELETE`` (and ``TRUNCATE`` on PostgreSQL) at the database; a later
 migration that creates a table adds the same triggers for it (``0004_replays``,
-``0005_action_decisions``). A
-determined editor can drop the triggers; :func:`~maitred.log.verify.verify` still catches the
-edit through the row hashes.
+``0005_action_decisions``). A determined editor can drop the triggers;
+:func:`~maitred.log.verify.verify` still catches the edit through the row hashes, and reports
+the missing trigger itself.
+
+``0008_hash_chain`` makes the turns of each run a hash chain (see :mod:`maitred.log.rows`):
+it adds ``runs.row_hash``, the turn columns ``chain_seq`` / ``prev_hash`` / ``recall_batch``,
+a unique index on ``(run_id, chain_seq)`` (so a run has one writer: a second one appending to
+it collides there), and ``chain_heads``, one row per committed batch and run naming the
+chain's head at that commit, which is how ``verify`` notices turns removed from a run's end.
+On SQLite it also refuses ``INSERT OR REPLACE`` (which deletes the old row first, and with
+``recursive_triggers`` off fires no DELETE trigger): a ``BEFORE INSERT`` trigger aborts when the
+key is already there (for ``snapshots``, content-addressed, it skips the insert instead). On
+PostgreSQL, ``INSERT ... ON CONFLICT DO UPDATE`` fires the ``BEFORE UPDATE`` guard already.
 """
 
 from __future__ import annotations
@@ -37,7 +47,17 @@ MIGRATIONS_TABLE = "maitred_migrations"
 #: Tables that refuse UPDATE/DELETE from ``0003_append_only_guards`` on.
 APPEND_ONLY_TABLES: tuple[str, ...] = ("runs", "turns", "pairs", "snapshots")
 #: Tables added later, each guarded by the migration that creates it (never edit 0003).
-GUARDED_LATER: tuple[str, ...] = ("replays", "action_decisions")
+GUARDED_LATER: tuple[str, ...] = ("replays", "action_decisions", "depth_decisions", "chain_heads")
+#: Each logged table's key: an INSERT that would replace a row with this key is refused (0008).
+TABLE_KEYS: dict[str, tuple[str, ...]] = {
+    "runs": ("run_id",),
+    "turns": ("turn_id",),
+    "snapshots": ("hash",),
+    "replays": ("replay_id", "turn_id"),
+    "action_decisions": ("decision_id",),
+    "depth_decisions": ("turn_id",),
+    "chain_heads": ("run_id", "chain_seq"),
+}
 
 
 @dataclass(frozen=True)
@@ -216,6 +236,46 @@ def _depth_decisions(integer: str) -> tuple[str, ...]:
     )
 
 
+def _no_replace_sqlite(table: str, keys: tuple[str, ...]) -> str:
+    """A trigger that refuses an insert whose key (or, for turns, chain position) exists."""
+    match = " AND ".join(f"{k} = NEW.{k}" for k in keys)
+    exists = f"EXISTS (SELECT 1 FROM {table} WHERE {match})"
+    if table == "turns":  # the unique chain index is a second key REPLACE would act on
+        exists += " OR EXISTS (SELECT 1 FROM turns WHERE run_id = NEW.run_id AND chain_seq = "
+        exists += "NEW.chain_seq)"
+    action = (
+        "RAISE(IGNORE)"  # content-addressed: the stored row already holds this content
+        if table == "snapshots"
+        else f"RAISE(ABORT, 'maitred decision log table {table} is append-only: "
+        "a row with this key is already there')"
+    )
+    return (
+        f"CREATE TRIGGER {table}_no_replace BEFORE INSERT ON {table} WHEN {exists} "
+        f"BEGIN SELECT {action}; END"
+    )
+
+
+def _hash_chain(dialect: Dialect) -> tuple[str, ...]:
+    """``0008_hash_chain`` (see the module docstring)."""
+    integer = "INTEGER" if dialect == "sqlite" else "BIGINT"
+    common = (
+        "ALTER TABLE runs ADD COLUMN row_hash TEXT",
+        f"ALTER TABLE turns ADD COLUMN chain_seq {integer}",
+        "ALTER TABLE turns ADD COLUMN prev_hash TEXT",
+        f"ALTER TABLE turns ADD COLUMN recall_batch {integer}",
+        "CREATE UNIQUE INDEX turns_chain ON turns (run_id, chain_seq)",
+        f"""CREATE TABLE chain_heads (
+            run_id TEXT NOT NULL,
+            chain_seq {integer} NOT NULL,
+            head_hash TEXT NOT NULL,
+            PRIMARY KEY (run_id, chain_seq))""",
+    )
+    if dialect == "postgres":
+        return (*common, *_guard_postgres("chain_heads"))
+    replace_guards = tuple(_no_replace_sqlite(t, k) for t, k in TABLE_KEYS.items())
+    return (*common, *_guard_sqlite("chain_heads"), *replace_guards)
+
+
 #: Every migration, in the order it is applied. Append only; never edit a released one.
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
@@ -243,6 +303,8 @@ MIGRATIONS: tuple[Migration, ...] = (
         sqlite=(*_depth_decisions("INTEGER"), *_guard_sqlite("depth_decisions")),
         postgres=(*_depth_decisions("BIGINT"), *_guard_postgres("depth_decisions")),
     ),
+    # 0007 is taken by another change landing beside this one
+    Migration("0008_hash_chain", sqlite=_hash_chain("sqlite"), postgres=_hash_chain("postgres")),
 )
 
 
@@ -313,8 +375,9 @@ def migrate(
         migrations: the list to apply (tests pass a prefix to build a log at an older schema).
 
     Raises:
-        SchemaError: the log is newer than this code, needs migrating while read-only, or a
-            migration failed (its transaction is rolled back).
+        SchemaError: the log is newer than this code, needs migrating while read-only, a
+            migration failed (its transaction is rolled back), or (writable) the location
+            holds other tables and no log.
         LogError: read-only and the location holds no decision log at all.
     """
     done = applied(target)
