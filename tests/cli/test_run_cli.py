@@ -163,3 +163,13 @@ def test_run_with_only_good_lines_exits_0(call_main: CallMain, site: Sitecare, t
     )
     assert code == 0, err
     assert "bad line" not in err
+
+
+def test_verify_prints_each_runs_head(call_main: CallMain, routed_log: RoutedLog):
+    code, out, _ = call_main("log", "verify", "--log", str(routed_log.log))
+    assert code == 0
+    run_id = routed_log.funnel["run_id"]
+    assert f"head of run {run_id}: {routed_log.n_good} chained turn(s), c1:" in out
+    code, out, _ = call_main("log", "verify", "--log", str(routed_log.log), "--json")
+    (head,) = json.loads(out)["heads"]
+    assert (head["run_id"], head["turns"]) == (run_id, routed_log.n_good)

@@ -130,6 +130,7 @@ _SKILL, _RANK, _VISIBLE, _EXPOSED = (
 )
 _PAIR_ORDER = operator.itemgetter(_RANK, _SKILL)
 _TURN_ROW = operator.itemgetter(*TURN_COLUMNS)
+_PAIR_ROW = operator.itemgetter(*PAIR_COLUMNS)
 
 
 def _fast_encoder() -> Callable[[Any], str]:
@@ -215,7 +216,7 @@ def run_hash_payload(run: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _normalised(pair: Sequence[Any] | Mapping[str, Any]) -> tuple[Any, ...]:
-    row = tuple(pair[c] for c in PAIR_COLUMNS) if isinstance(pair, Mapping) else tuple(pair)
+    row = _PAIR_ROW(pair) if type(pair) is dict or isinstance(pair, Mapping) else tuple(pair)
     return (*row[:_VISIBLE], bool(row[_VISIBLE]), bool(row[_EXPOSED]), *row[_EXPOSED + 1 :])
 
 
