@@ -142,21 +142,23 @@ class PostgresLog(SqlLog):
 
     def execute(self, sql: str, params: Sequence[Any] | None = None) -> None:
         """Run one statement (``?`` placeholders); server errors become LogError."""
-        try:
-            if params is None:
-                self._conn.execute(sql)
-            else:
-                self._conn.execute(to_pyformat(sql), params)
-        except psycopg.Error as exc:
-            raise LogError(f"decision log {self.location}: {exc}") from exc
+        with self._lock:  # one statement at a time: the flusher thread shares it
+            try:
+                if params is None:
+                    self._conn.execute(sql)
+                else:
+                    self._conn.execute(to_pyformat(sql), params)
+            except psycopg.Error as exc:
+                raise LogError(f"decision log {self.location}: {exc}") from exc
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
         """Run a query (``?`` placeholders) and return every row; errors become LogError."""
-        try:
-            cur = self._conn.execute(to_pyformat(sql), params)
-            return cur.fetchall()
-        except psycopg.Error as exc:
-            raise LogError(f"decision log {self.location}: {exc} (in: {sql[:200]})") from exc
+        with self._lock:  # one statement at a time: the flusher thread shares it
+            try:
+                cur = self._conn.execute(to_pyformat(sql), params)
+                return cur.fetchall()
+            except psycopg.Error as exc:
+                raise LogError(f"decision log {self.location}: {exc} (in: {sql[:200]})") from exc
 
     def table_exists(self, name: str) -> bool:
         """Whether the current schema has a table of that name."""

@@ -107,17 +107,19 @@ class SqliteLog(SqlLog):
 
     def execute(self, sql: str, params: Sequence[Any] | None = None) -> None:
         """Run one statement; SQLite errors become LogError naming the file."""
-        try:
-            self._conn.execute(sql, () if params is None else params)
-        except sqlite3.Error as exc:
-            raise LogError(f"decision log {self.location}: {exc}") from exc
+        with self._lock:  # one statement at a time: the flusher thread shares it
+            try:
+                self._conn.execute(sql, () if params is None else params)
+            except sqlite3.Error as exc:
+                raise LogError(f"decision log {self.location}: {exc}") from exc
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
         """Run a query and return every row; SQLite errors become LogError naming the file."""
-        try:
-            return self._conn.execute(sql, params).fetchall()
-        except sqlite3.Error as exc:
-            raise LogError(f"decision log {self.location}: {exc} (in: {sql[:200]})") from exc
+        with self._lock:  # one statement at a time: the flusher thread shares it
+            try:
+                return self._conn.execute(sql, params).fetchall()
+            except sqlite3.Error as exc:
+                raise LogError(f"decision log {self.location}: {exc} (in: {sql[:200]})") from exc
 
     def table_exists(self, name: str) -> bool:
         """Whether the file has a table of that name."""
