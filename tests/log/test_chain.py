@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from maitred._canonical import content_hash
+from maitred.decision import PairRecord
 from maitred.errors import LogError
 from maitred.log import MIGRATIONS, open_log, verify
 from maitred.log.migrations import migrate
@@ -108,6 +109,21 @@ def test_a_second_writer_of_one_run_is_refused(tmp_path: Path) -> None:
         first.write(make_turn(3))  # the head went back to what the first writer committed
         with pytest.raises(LogError, match="a run has a single writer"):
             first.flush()
+    report = verify(path)
+    assert report.ok, report.summary()
+    assert report.turns == 2
+
+
+def test_a_turn_that_cannot_be_logged_leaves_the_chain_whole(tmp_path: Path) -> None:
+    path = tmp_path / "log.db"
+    nan = PairRecord("deploy-site", 1, 0.5, True, True, 10, {"bm25": float("nan")})
+    bad = make_turn(1, pairs=(nan,))
+    with open_log(path) as log:
+        log.begin_run(make_run())
+        log.write(make_turn(0))
+        with pytest.raises(LogError, match="must be finite JSON"):
+            log.write(bad)
+        log.write(make_turn(2))
     report = verify(path)
     assert report.ok, report.summary()
     assert report.turns == 2

@@ -224,15 +224,16 @@ class SqlLog:
                     f"{self.location}; turn ids are unique (one per run and message id): this "
                     "turn is not logged, the others are kept"
                 )
+            # encode everything first: a value that cannot be logged must not advance the chain
             encoded = encode_turn(record, seq=seq + 1, prev_hash=prev)
-            self._buffered_ids.add(record.turn_id)
-            self._chain.advance(record.run_id, (seq + 1, encoded.turn[_ROW_HASH]))
             snap = record.snapshot
             if snap is not None and snap.hash not in self._seen_snapshots:
                 self._snapshots.append(encode_snapshot(snap, record.turn_id))
                 if len(self._seen_snapshots) >= _SEEN_SNAPSHOTS_MAX:
                     self._seen_snapshots.clear()
                 self._seen_snapshots.add(snap.hash)
+            self._buffered_ids.add(record.turn_id)
+            self._chain.advance(record.run_id, (seq + 1, encoded.turn[_ROW_HASH]))
             self._turns.append(encoded.turn)
             self._pairs.extend(encoded.pairs)
             if encoded.depth is not None:
