@@ -219,6 +219,23 @@ def test_a_dropped_or_disabled_guard_is_reported(target: Target) -> None:
     assert not report.ok
 
 
+def test_a_guard_replaced_by_a_harmless_one_is_reported(target: Target) -> None:
+    if target.dialect == "sqlite":
+        trigger = "turns_no_delete"
+        target.raw(f"DROP TRIGGER {trigger}")
+        target.raw(f"CREATE TRIGGER {trigger} BEFORE DELETE ON turns BEGIN SELECT 1; END")
+    else:
+        trigger = "turns_append_only"
+        target.raw(f"DROP TRIGGER {trigger} ON turns")
+        target.raw(
+            f"CREATE TRIGGER {trigger} BEFORE INSERT ON turns "
+            "FOR EACH ROW EXECUTE FUNCTION maitred_append_only()"
+        )
+    report = target.verify()
+    assert [(m.kind, m.key) for m in report.mismatches] == [("trigger", trigger)]
+    assert "altered" in report.mismatches[0].detail
+
+
 def test_turns_of_a_deleted_run_are_reported(target: Target) -> None:
     target.behind_back("DELETE FROM runs WHERE run_id = 'run-1'")
     assert target.kinds() == [("leftover", "pairs"), ("leftover", "turns")]

@@ -347,34 +347,78 @@ def expected_triggers(log: DecisionLog) -> dict[str, str]:
     return found
 
 
+_TRIGGER_SHAPE = re.compile(
+    r"BEFORE (?P<events>.+?) ON (?:\S+\.)?(?P<table>\w+) .*EXECUTE (?:FUNCTION|PROCEDURE) "
+    r"(?:\S+\.)?(?P<function>\w+)\(",
+    re.S,
+)
+
+
+def _shape(definition: str) -> tuple[frozenset[str], str, str] | None:
+    """(events, table, function) of a PostgreSQL trigger definition, in any event order."""
+    match = _TRIGGER_SHAPE.search(definition)
+    if match is None:
+        return None
+    events = frozenset(e.strip() for e in match.group("events").split(" OR "))
+    return events, match.group("table"), match.group("function")
+
+
+def _trigger_faults(log: DecisionLog, expected: dict[str, str]) -> dict[str, str]:
+    """What is wrong with each expected trigger that is there but not as the migration made it.
+
+    SQLite stores a trigger's SQL as written, so it must equal the migration's statement.
+    PostgreSQL rewrites it (schema-qualified, events reordered), so its events, table and
+    function are compared, and it must be enabled.
+    """
+    if log.dialect == "sqlite":
+        stored = dict(log.query("SELECT name, sql FROM sqlite_master WHERE type = 'trigger'"))
+        return {
+            name: "altered: its SQL is not the migration's"
+            for name, sql in expected.items()
+            if name in stored and str(stored[name]).strip() != sql.strip()
+        }
+    rows = log.query(
+        "SELECT t.tgname, t.tgenabled, pg_get_triggerdef(t.oid) FROM pg_trigger t "
+        "JOIN pg_class c ON c.oid = t.tgrelid JOIN pg_namespace n ON n.oid = c.relnamespace "
+        "WHERE n.nspname = current_schema() AND NOT t.tgisinternal"
+    )
+    faults: dict[str, str] = {}
+    for name, enabled, definition in rows:
+        if name not in expected:
+            continue
+        if enabled == "D":
+            faults[name] = "disabled, so the table accepts edits"
+        elif _shape(str(definition)) != _shape(expected[name]):
+            faults[name] = f"altered: it is now {definition}"
+    return faults
+
+
 def _check_triggers(log: DecisionLog, out: _Collector) -> int:
     """Report every guard trigger that is missing, altered or disabled; return how many."""
     expected = expected_triggers(log)
     if log.dialect == "sqlite":
-        stored = dict(log.query("SELECT name, sql FROM sqlite_master WHERE type = 'trigger'"))
-        bad = {n: "altered: its SQL is not the migration's" for n in expected if n in stored}
-        bad = {n: why for n, why in bad.items() if stored[n].strip() != expected[n].strip()}
+        present = {str(r[0]) for r in log.query("SELECT name FROM sqlite_master")}
     else:
-        stored = dict(
-            log.query(
-                "SELECT t.tgname, t.tgenabled FROM pg_trigger t "
-                "JOIN pg_class c ON c.oid = t.tgrelid "
+        present = {
+            str(r[0])
+            for r in log.query(
+                "SELECT t.tgname FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid "
                 "JOIN pg_namespace n ON n.oid = c.relnamespace "
                 "WHERE n.nspname = current_schema() AND NOT t.tgisinternal"
             )
-        )
-        bad = {n: "disabled" for n in expected if stored.get(n) == "D"}
+        }
         source = log.query(
             "SELECT p.prosrc FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace "
             "WHERE n.nspname = current_schema() AND p.proname = 'maitred_append_only'"
         )
         if expected and not (source and "RAISE EXCEPTION" in str(source[0][0])):
             out.add("trigger", "maitred_append_only", "the guard function no longer raises")
+    faults = _trigger_faults(log, expected)
     for name in expected:
-        if name not in stored:
+        if name not in present:
             out.add("trigger", name, "missing: it was dropped, so the table accepts edits")
-        elif name in bad:
-            out.add("trigger", name, bad[name])
+        elif name in faults:
+            out.add("trigger", name, faults[name])
     return len(expected)
 
 
