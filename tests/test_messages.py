@@ -107,7 +107,7 @@ def test_every_bad_line_of_a_file_is_reported_in_order(tmp_path: Path):
     bad = [raw for raw, _ in BAD_LINES.values()]
     lines: list[str] = []
     for raw in bad:
-        lines += [GOOD_A, raw]
+        lines += [GOOD_B, raw]  # no id: each good line gets its own (<stem>:<line>)
     path = _write(tmp_path, lines)
     errors: list[InputError] = []
     messages = list(read_messages(path, on_error=errors.append))

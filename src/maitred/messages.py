@@ -3,6 +3,10 @@
 Each line is an object with ``text`` and ``account`` (required), and ``id``, ``conversation``,
 ``ts`` (optional; a missing id becomes ``<file stem>:<line>``). A bad line is reported with its
 file and line number and skipped; it never drops the rest of the file.
+
+Ids are unique within a file: a message's id names its turn in the decision log
+(``<run id>/<message id>``), so a second line with an id already used is a bad line too,
+reported with both line numbers; the first one is kept.
 """
 
 from __future__ import annotations
@@ -63,15 +67,30 @@ def parse_message(raw: str, path: str, line: int) -> Message:
 def read_messages(
     path: str | Path, on_error: Callable[[InputError], None] | None = None
 ) -> Iterator[Message]:
-    """Yield the messages of a JSONL file; bad lines go to ``on_error`` (or are raised)."""
+    """Yield the messages of a JSONL file; bad lines go to ``on_error`` (or are raised).
+
+    A line whose id an earlier line already used is bad (see the module docstring).
+    """
     name = str(path)
+    first_line: dict[str, int] = {}
     with open(path, encoding="utf-8-sig", errors="replace") as handle:
         for number, raw in enumerate(handle, start=1):
             if not raw.strip():
                 continue
             try:
-                yield parse_message(raw, name, number)
+                message = parse_message(raw, name, number)
+                seen = first_line.setdefault(message.id, number)
+                if seen != number:
+                    raise InputError(
+                        name,
+                        number,
+                        f"id {message.id!r} is already used on line {seen}; each message needs "
+                        "its own id (it names the turn in the decision log): give this line "
+                        "another id, or drop it",
+                    )
             except InputError as err:
                 if on_error is None:
                     raise
                 on_error(err)
+                continue
+            yield message

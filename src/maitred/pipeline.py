@@ -172,7 +172,9 @@ class Pipeline:
             return expand_families(kept, self.catalog)
         return kept
 
-    def _finish(self, message: Message, ranked: list[Candidate], recall_ns: int) -> Turn:
+    def _finish(
+        self, message: Message, ranked: list[Candidate], recall_ns: int, recall_batch: int = 0
+    ) -> Turn:
         candidates = self.candidates(ranked)
         names = [c.name for c in candidates]
         t1 = time.perf_counter_ns()
@@ -218,6 +220,8 @@ class Pipeline:
                 "gate": (t2 - t1) // 1000,
                 "depth": (t3 - t2) // 1000,
                 "menu": (t4 - t3) // 1000,
+                # batch mode: "recall" is this turn's share of a batch of that many messages
+                **({"recall_batch": recall_batch} if recall_batch else {}),
             },
             ts=self.clock(),
             provider_error=gate.provider_error if gate else "",
@@ -246,7 +250,12 @@ class Pipeline:
         return info
 
     def route_many(self, messages: Iterable[Message], batch: int = 256) -> Iterator[Turn]:
-        """Route messages in batches (a recaller with ``rank_batch`` encodes a batch at once)."""
+        """Route messages in batches (a recaller with ``rank_batch`` encodes a batch at once).
+
+        A batch's recall is timed as a whole; each turn records its share (the total divided by
+        the batch's size) as ``timings_us["recall"]`` and the size as
+        ``timings_us["recall_batch"]``, so a share is never read as a turn's own time.
+        """
         rank_batch = getattr(self.recaller, "rank_batch", None)
         for chunk in _chunks(messages, batch):
             k = self._depth_of_ranking()
@@ -257,7 +266,7 @@ class Pipeline:
                 rankings = [self.recaller.rank(m.text, k) for m in chunk]
             each = (time.perf_counter_ns() - t0) // max(1, len(chunk))
             for message, ranked in zip(chunk, rankings, strict=True):
-                yield self._finish(message, ranked, each)
+                yield self._finish(message, ranked, each, len(chunk))
 
     def run(
         self,
@@ -265,13 +274,18 @@ class Pipeline:
         *,
         progress: Callable[[int], None] | None = None,
         run_id: str | None = None,
+        batch: int = 256,
     ) -> RunStats:
-        """Route every message, log every turn, and return counts."""
+        """Route every message, log every turn, and return counts.
+
+        ``batch`` messages are recalled together (see :meth:`route_many`); give 1 for a live
+        stream, so that each message is routed (and logged) as soon as it arrives.
+        """
         if not self.run_id or run_id:
             self.begin_run(run_id)
         stats = RunStats()
         start = time.perf_counter()
-        for turn in self.route_many(messages):
+        for turn in self.route_many(messages, batch):
             rec = turn.record
             stats.messages += 1
             stats.matched += rec.matched

@@ -150,7 +150,9 @@ def routed_log(site: Sitecare) -> RoutedLog:
     messages = site.root / "messages-with-bad-lines.jsonl"
     messages.write_text("\n".join(mixed) + "\n", encoding="utf-8")
     log = site.root / "routed.sqlite"
-    result = ok(_invoke("run", str(messages), *site.pipeline_args(), "--log", str(log), "--json"))
+    result = _invoke("run", str(messages), *site.pipeline_args(), "--log", str(log), "--json")
+    # the good lines are routed and the funnel printed; the bad lines make the exit status 1
+    assert result.exit_code == 1, f"stderr:\n{result.stderr}\nexception: {result.exception!r}"
     return RoutedLog(
         log=log,
         messages=messages,

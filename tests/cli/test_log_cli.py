@@ -64,8 +64,10 @@ def test_verify_after_tampering_exits_1_naming_the_turn(
     assert result.exit_code == 1, result.stderr
     report = json.loads(result.stdout)
     assert report["ok"] is False
-    assert report["mismatch_count"] == 1
+    # the edited row, and the trigger dropped to make the edit possible
+    assert sorted(m["kind"] for m in report["mismatches"]) == ["row_hash", "trigger"]
     assert turn_id in json.dumps(report["mismatches"])
+    assert f"{table}_no_update" in json.dumps(report["mismatches"])
     text = invoke("log", "verify", "--log", str(log))
     assert text.exit_code == 1
     assert text.stdout.startswith("FAILED:")

@@ -39,7 +39,7 @@ def test_run_reports_each_bad_line_with_file_and_line(routed_log: RoutedLog):
     assert "not valid JSON" in bad_json[0]
     assert len(no_text) == 1
     assert "field 'text'" in no_text[0]
-    assert "skipped 2 bad line(s)" in routed_log.stderr
+    assert "skipped 2 bad line(s) (exit status 1" in routed_log.stderr
     assert "Traceback" not in routed_log.stderr
 
 
@@ -102,7 +102,11 @@ def test_run_limit_routes_only_the_first_messages(
 ):
     log = tmp_path / "limited.sqlite"
     args = ["run", str(routed_log.messages), *site.pipeline_args(), "--log", str(log)]
-    funnel = json.loads(ok(invoke(*args, "--limit", "25", "--json")).stdout)
+    result = invoke(*args, "--limit", "25", "--json")
+    assert result.exit_code == 1  # line 11 is bad; line 43 lies past the limit, never read
+    assert ":11: not valid JSON" in result.stderr
+    assert ":43:" not in result.stderr
+    funnel = json.loads(result.stdout)
     assert funnel["messages"] == 25
     assert _count(log, "SELECT COUNT(*) FROM turns") == 25
 
@@ -119,3 +123,53 @@ def test_run_missing_messages_file_is_one_line_and_creates_no_log(
     assert err.strip().count("\n") == 0
     assert err.startswith(f"error: {missing}:0: cannot read the message file")
     assert not log.exists()
+
+
+def test_run_with_a_repeated_id_keeps_every_good_line_and_exits_1(
+    call_main: CallMain, site: Sitecare, tmp_path: Path
+):
+    """Issue 12 item 1: one repeated id used to abort the batch and log no turn at all."""
+    lines = site.messages.read_text(encoding="utf-8").splitlines()
+    first = json.loads(lines[4])
+    repeat = json.dumps({**first, "text": "the same id again"})
+    mixed = [*lines[:20], repeat, "{not json", *lines[20:]]
+    messages = tmp_path / "dup.jsonl"
+    messages.write_text("\n".join(mixed) + "\n", encoding="utf-8")
+    log = tmp_path / "dup.sqlite"
+    code, out, err = call_main(
+        "run", str(messages), *site.pipeline_args(), "--log", str(log), "--json"
+    )
+    assert code == 1, err
+    assert json.loads(out)["messages"] == len(lines)
+    assert _count(log, "SELECT COUNT(*) FROM turns") == len(lines)
+    flat = " ".join(err.split())  # rich may wrap a long line
+    assert f"{messages}:21: id {first['id']!r} is already used on line 5" in flat
+    assert f"{messages}:22: not valid JSON" in flat
+    assert "skipped 2 bad line(s)" in flat
+    with sqlite3.connect(f"file:{log}?mode=ro", uri=True) as conn:
+        (text,) = conn.execute(
+            "SELECT message_text FROM turns WHERE message_id = ?", (str(first["id"]),)
+        ).fetchone()
+    conn.close()
+    assert text == first["text"]  # the first line with the id is the one kept
+
+
+def test_run_with_only_good_lines_exits_0(call_main: CallMain, site: Sitecare, tmp_path: Path):
+    lines = site.messages.read_text(encoding="utf-8").splitlines()[:15]
+    messages = tmp_path / "good.jsonl"
+    messages.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    code, _, err = call_main(
+        "run", str(messages), *site.pipeline_args(), "--log", str(tmp_path / "g.sqlite")
+    )
+    assert code == 0, err
+    assert "bad line" not in err
+
+
+def test_verify_prints_each_runs_head(call_main: CallMain, routed_log: RoutedLog):
+    code, out, _ = call_main("log", "verify", "--log", str(routed_log.log))
+    assert code == 0
+    run_id = routed_log.funnel["run_id"]
+    assert f"head of run {run_id}: {routed_log.n_good} chained turn(s), c1:" in out
+    code, out, _ = call_main("log", "verify", "--log", str(routed_log.log), "--json")
+    (head,) = json.loads(out)["heads"]
+    assert (head["run_id"], head["turns"]) == (run_id, routed_log.n_good)

@@ -145,7 +145,14 @@ def test_verify_catches_an_edited_decision(tmp_path: Path) -> None:
     )
     report = verify(path)
     found = sorted((m.kind, m.key) for m in report.mismatches)
-    assert found == sorted([("decision_hash", first), ("decision", first), ("decision", second)])
+    assert found == sorted(
+        [
+            ("decision_hash", first),
+            ("decision", first),
+            ("decision", second),
+            ("trigger", "action_decisions_no_update"),  # dropped for the edit, and reported
+        ]
+    )
     assert "code='OK2'" in next(m.detail for m in report.mismatches if m.key == second)
 
 
@@ -163,7 +170,10 @@ def test_verify_catches_an_edited_decision_in_postgres(pg_schema: tuple[str, str
             "UPDATE action_decisions SET verdict = 'allow2' WHERE decision_id = ?", (target,)
         )
     report = verify(f"{url}?schema={schema}")
-    assert [(m.kind, m.key) for m in report.mismatches] == [("decision", target)]
+    assert [(m.kind, m.key) for m in report.mismatches] == [
+        ("trigger", "action_decisions_append_only"),  # disabled for the edit, and reported
+        ("decision", target),
+    ]
 
 
 @pytest.mark.parametrize("table", ["replays", "action_decisions"])

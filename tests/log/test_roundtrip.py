@@ -150,7 +150,8 @@ def test_row_hash_is_the_content_hash_of_the_documented_payload() -> None:
     pairs = [dict(zip(PAIR_COLUMNS, p, strict=True)) for p in reversed(enc.pairs)]
     payload = row_hash_payload(turn, pairs)
     assert turn["row_hash"] == content_hash(payload)
-    assert list(payload) == ["v", "turn", "pairs"]
+    assert list(payload) == ["v", "turn", "pairs", "depth"]
+    assert (payload["v"], payload["turn"]["chain_seq"], payload["turn"]["prev_hash"]) == (2, 1, "")
     assert "row_hash" not in payload["turn"]
     assert [p[1] for p in payload["pairs"]] == [1, 2, 3]  # sorted by rank, turn_id left out
     assert json.loads(payload["pairs"][1][7])[0]["predicate"] == "on_free_plan"

@@ -24,13 +24,17 @@ def _write_log(path: Path, n: int = 4) -> None:
 
 
 def _tamper(path: Path, *statements: str) -> None:
-    """Edit the SQLite file directly, the append-only triggers dropped first."""
+    """Edit the SQLite file directly: the append-only triggers dropped, then put back."""
     conn = sqlite3.connect(path)
     with conn:
-        for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'"):
+        triggers = conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'trigger'")
+        saved = triggers.fetchall()
+        for name, _ in saved:
             conn.execute(f"DROP TRIGGER {name}")
         for statement in statements:
             conn.execute(statement)
+        for _, sql in saved:
+            conn.execute(sql)
     conn.close()
 
 
@@ -43,10 +47,12 @@ def test_a_clean_log_verifies(opener: Opener) -> None:
         report = verify(log)
     assert report.ok and report.mismatches == ()
     assert (report.turns, report.pairs, report.snapshots) == (5, 15, 1)
-    assert (
-        report.summary()
-        == "OK: 5 turns, 15 pairs, 1 snapshots, 0 action decisions checked; 0 mismatch(es)"
+    assert report.summary() == (
+        f"OK: 1 runs, 5 turns, 15 pairs, 1 snapshots, 0 action decisions, {report.triggers} "
+        "triggers checked; 0 mismatch(es)"
     )
+    assert report.triggers >= 16  # every guard of every table, on either backend
+    assert [(h.run_id, h.turns) for h in report.heads] == [("run-1", 5)]
     assert report.to_json()["ok"] is True
     report.raise_for_mismatch()
 
@@ -98,9 +104,8 @@ def test_a_missing_snapshot_and_the_mismatch_limit(tmp_path: Path) -> None:
     report = verify(path, limit=3)
     assert report.mismatch_count == 12  # 6 row hashes + 6 dangling snapshot references
     assert len(report.mismatches) == 3
-    assert report.summary().startswith(
-        "FAILED: 6 turns, 18 pairs, 0 snapshots, 0 action decisions checked; 12"
-    )
+    assert report.summary().startswith("FAILED: 1 runs, 6 turns, 18 pairs, 0 snapshots, 0 act")
+    assert "checked; 12 mismatch(es)" in report.summary()
     assert report.summary().endswith("... and 9 more")
     data = report.to_json()
     json.dumps(data)
@@ -119,5 +124,6 @@ def test_verify_catches_a_tampered_turn_in_postgres(pg_schema: tuple[str, str]) 
         assert isinstance(log, SqlLog)
         log.execute("ALTER TABLE turns DISABLE TRIGGER turns_append_only")
         log.execute("UPDATE turns SET menu_tokens = 1 WHERE turn_id = 'run-1/m1'")
+        log.execute("ALTER TABLE turns ENABLE TRIGGER turns_append_only")
     report = verify(f"{url}?schema={schema}")
     assert [(m.kind, m.key) for m in report.mismatches] == [("row_hash", "run-1/m1")]

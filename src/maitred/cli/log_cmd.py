@@ -11,6 +11,7 @@ from maitred.log.base import open_log
 from maitred.log.verify import verify as verify_log
 from maitred.settings import Settings
 
+_HEADS_SHOWN = 10
 LOG_OPT = typer.Option(None, "--log", help="Decision log (path or postgresql:// URL).")
 
 
@@ -38,12 +39,25 @@ def verify(
     log: str | None = LOG_OPT,
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
 ) -> None:
-    """Recompute every turn's and snapshot's hash; exit 1 on any mismatch."""
+    """Check every hash, each run's hash chain and the append-only guards; exit 1 on a mismatch.
+
+    The text report ends with each run's head (its last chain position and hash): kept
+    outside the log, a head pins its run, which a rewrite with recomputed hashes cannot match.
+    """
     with open_log(log or Settings.from_env().log, read_only=True) as handle:
         report = verify_log(handle)
     if as_json:
         dump_json(report.to_json())
     else:
-        console.print(report.summary())
+        console.print(report.summary(), highlight=False, markup=False, soft_wrap=True)
+        for head in report.heads[:_HEADS_SHOWN]:
+            console.print(
+                f"  head of run {head.run_id}: {head.turns} chained turn(s), {head.head}",
+                highlight=False,
+                markup=False,
+                soft_wrap=True,  # a hash is copied whole, never wrapped
+            )
+        if len(report.heads) > _HEADS_SHOWN:
+            console.print(f"  ... and {len(report.heads) - _HEADS_SHOWN} more runs (see --json)")
     if not report.ok:
         raise typer.Exit(1)

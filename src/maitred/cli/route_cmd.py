@@ -8,6 +8,7 @@ complete either way (the decision, the log, the funnel); a line on stderr gives 
 
 from __future__ import annotations
 
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -191,7 +192,9 @@ def run(
 ) -> None:
     """Route every message of a file and write each decision to the log.
 
-    Exits with status 3 when some turns failed closed (state unavailable, account not found).
+    Bad lines (unreadable JSON, a missing field, an id used twice) are reported with file and
+    line and skipped; the good ones are routed and logged. The exit status is 3 when some turns
+    failed closed (state unavailable, account not found), else 1 when any line was bad, else 0.
     """
     settings = Settings.from_env()
     options = _options(method, top_k, min_score, score_on, family, fmt)
@@ -201,22 +204,26 @@ def run(
         total = _count_lines(messages, limit)
     except OSError as exc:
         raise InputError(str(messages), 0, f"cannot read the message file: {exc}") from None
-    with open_log(target) as decision_log:
-        pipeline = build_pipeline(
-            skills,
-            state,
-            options,
-            tables=load_tables(tables),
-            cache_dir=cache_dir or settings.cache_dir,
-            log=decision_log,
-            progress=index_progress(),
-        )
-        stream = read_messages(messages, on_error=bad.append)
-        if limit is not None:
-            stream = (m for i, m in enumerate(stream) if i < limit)
-        with progress_bar("routing", total) as advance:
-            stats = pipeline.run(stream, progress=advance)
-    _report_bad_lines(bad)
+    try:
+        with open_log(target) as decision_log:
+            pipeline = build_pipeline(
+                skills,
+                state,
+                options,
+                tables=load_tables(tables),
+                cache_dir=cache_dir or settings.cache_dir,
+                log=decision_log,
+                progress=index_progress(),
+            )
+            stream = read_messages(messages, on_error=bad.append)
+            if limit is not None:
+                stream = islice(stream, limit)  # stops reading (and reporting) at the limit
+            with progress_bar("routing", total) as advance:
+                # a pipe or FIFO is a live stream: route each line as it arrives
+                batch = 256 if messages.is_file() else 1
+                stats = pipeline.run(stream, progress=advance, batch=batch)
+    finally:  # the lines already found bad are reported even when the run fails
+        _report_bad_lines(bad)
     err_console.print(
         f"routed {stats.messages} messages in {stats.seconds:.1f}s "
         f"({stats.messages / max(stats.seconds, 1e-9):.0f} msg/s); log: {target}",
@@ -235,9 +242,14 @@ def run(
             highlight=False,
         )
         raise typer.Exit(EXIT_FAIL_CLOSED)
+    if bad:
+        raise typer.Exit(1)
 
 
-def _count_lines(path: Path, limit: int | None) -> int:
+def _count_lines(path: Path, limit: int | None) -> int | None:
+    """Non-blank lines of a regular file (capped at ``limit``); None for a pipe or FIFO."""
+    if path.exists() and not path.is_file():
+        return limit  # a stream: reading it here would consume it
     with open(path, "rb") as handle:
         n = sum(1 for line in handle if line.strip())
     return min(n, limit) if limit is not None else n
@@ -246,7 +258,9 @@ def _count_lines(path: Path, limit: int | None) -> int:
 def _report_bad_lines(bad: list[InputError]) -> None:
     if not bad:
         return
-    err_console.print(f"[yellow]skipped {len(bad)} bad line(s):[/]")
+    err_console.print(
+        f"[yellow]skipped {len(bad)} bad line(s) (exit status 1; the good lines were routed):[/]"
+    )
     for err in bad[:10]:
         err_console.print(f"  {escape(str(err))}", highlight=False)
     if len(bad) > 10:

@@ -1,9 +1,10 @@
 """The decision log: every turn's decision, append-only, hashed, migratable and verifiable.
 
 Open one with :func:`open_log` (a path for SQLite, ``postgresql://...`` for PostgreSQL), call
-``begin_run`` once per run and ``write`` once per turn; :func:`verify` recomputes every stored
-hash. The schema is the ordered list :data:`MIGRATIONS`; the row layout and the row-hash
-definition live in :mod:`maitred.log.rows`.
+``begin_run`` once per run and ``write`` once per turn (committed in batches, at most about a
+second after it is written); :func:`verify` recomputes every stored hash, walks each run's hash
+chain and checks the append-only guards. The schema is the ordered list :data:`MIGRATIONS`;
+the row layout and the row-hash definition live in :mod:`maitred.log.rows`.
 """
 
 from maitred.log.base import BACKENDS, DecisionLog, open_log

@@ -1,14 +1,16 @@
 """What the SQL backends share: buffering, batching, run checks and the read queries.
 
 A backend subclasses :class:`SqlLog` and supplies the connection-level pieces (``execute``,
-``query``, ``table_exists``, ``transaction``, ``_insert_batch``, ``_close_connection``). SQL
-here is written with ``?`` placeholders in the subset SQLite and PostgreSQL share; the
-PostgreSQL backend rewrites the placeholders.
+``query``, ``table_exists``, ``tables``, ``transaction``, ``_insert_batch``,
+``_close_connection``). SQL here is written with ``?`` placeholders in the subset SQLite and
+PostgreSQL share; the PostgreSQL backend rewrites the placeholders.
 
 Writes: :meth:`SqlLog.write` encodes a turn (computing its row hash) and appends its rows to an
-in-memory buffer; once ``batch_pairs`` pair rows (or as many turns) are waiting, the whole
-buffer is inserted in one transaction. A failed batch is rolled back and discarded, and the
-error says how many turns were lost. Action decisions (:meth:`SqlLog.write_decisions`) are
+in-memory buffer; once ``batch_pairs`` pair rows (or as many turns) are waiting, or the oldest
+buffered row has waited ``max_batch_seconds`` (:mod:`maitred.log._flusher`, a background
+thread, so also when no further write comes), the whole buffer is inserted in one
+transaction. A failed batch is rolled back and discarded, and the error says how many turns
+were lost. Action decisions (:meth:`SqlLog.write_decisions`) are
 buffered the same way and land in the same batches (no run is needed for them). Snapshots are
 inserted if absent (content-addressed), and each session remembers a bounded set of hashes it
 already wrote so repeats cost nothing. Writing and flushing hold a lock, so several threads may
@@ -21,10 +23,12 @@ import threading
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from types import TracebackType
-from typing import Any
+from typing import Any, Literal
 
 from maitred.decision import RunInfo, TurnRecord
 from maitred.errors import ConfigError, LogError
+from maitred.log._chain import ChainHeads, Head
+from maitred.log._flusher import Flusher
 from maitred.log.action_rows import ACTION_DECISION_COLUMNS, LoggableDecision, encode_decision
 from maitred.log.migrations import Dialect, applied, migrate
 from maitred.log.rows import (
@@ -35,7 +39,6 @@ from maitred.log.rows import (
     TURN_COLUMNS,
     decode_run,
     decode_snapshot,
-    encode_depth,
     encode_run,
     encode_snapshot,
     encode_turn,
@@ -43,6 +46,8 @@ from maitred.log.rows import (
 from maitred.state.snapshot import Snapshot
 
 DEFAULT_BATCH_PAIRS = 20_000
+#: the age bound of a buffered row: a written turn is committed at most this long afterwards
+DEFAULT_MAX_BATCH_SECONDS = 1.0
 #: columns of the ``replays`` table (migration ``0004_replays``)
 REPLAY_COLUMNS: tuple[str, ...] = (
     "replay_id",
@@ -59,6 +64,8 @@ _PAGE = 500
 _SEEN_SNAPSHOTS_MAX = 100_000
 
 Row = tuple[Any, ...]
+#: the order :meth:`SqlLog.iter_turns` yields a run's turns in
+TurnOrder = Literal["time", "chain"]
 
 
 def _insert_depth_sql() -> str:
@@ -67,6 +74,8 @@ def _insert_depth_sql() -> str:
 
 
 _INSERT_DEPTH = _insert_depth_sql()
+_INSERT_HEAD = "INSERT INTO chain_heads (run_id, chain_seq, head_hash) VALUES (?, ?, ?)"
+_ROW_HASH = TURN_COLUMNS.index("row_hash")
 
 
 def columns(names: Sequence[str], alias: str = "") -> str:
@@ -89,24 +98,39 @@ class SqlLog:
     location: str
     read_only: bool
 
-    def __init__(self, location: str, *, read_only: bool, batch_pairs: int) -> None:
+    def __init__(
+        self,
+        location: str,
+        *,
+        read_only: bool,
+        batch_pairs: int,
+        max_batch_seconds: float = DEFAULT_MAX_BATCH_SECONDS,
+    ) -> None:
         if batch_pairs < 1:
             raise ConfigError(
                 f"decision log {location}: batch_pairs must be at least 1 (got {batch_pairs}); "
                 f"pass the number of pair rows to buffer per transaction (default "
                 f"{DEFAULT_BATCH_PAIRS})"
             )
+        if not max_batch_seconds > 0 or max_batch_seconds == float("inf"):
+            raise ConfigError(
+                f"decision log {location}: max_batch_seconds must be a positive number of "
+                f"seconds (got {max_batch_seconds}); it bounds how long a written turn may wait "
+                f"uncommitted (default {DEFAULT_MAX_BATCH_SECONDS})"
+            )
         self.location = location
         self.read_only = read_only
         self.batch_pairs = batch_pairs
         self._lock = threading.RLock()
+        self._flusher = Flusher(self._lock, self._flush_locked, max_batch_seconds)
         self._turns: list[Row] = []
+        self._buffered_ids: set[str] = set()  # turn ids in the buffer (a repeat fails alone)
         self._pairs: list[Row] = []
         self._snapshots: list[Row] = []
         self._decisions: list[Row] = []
         self._depth: list[Row] = []
         self._seen_snapshots: set[str] = set()
-        self._known_runs: set[str] = set()
+        self._chain = ChainHeads(self._load_head)
         self._closed = False
 
     # -- backend hooks ------------------------------------------------------------------------
@@ -121,6 +145,10 @@ class SqlLog:
 
     def table_exists(self, name: str) -> bool:
         """Whether the log's schema has a table of that name."""
+        raise NotImplementedError
+
+    def tables(self) -> list[str]:
+        """The names of every table in the log's database (SQLite) or schema (PostgreSQL)."""
         raise NotImplementedError
 
     def transaction(self) -> AbstractContextManager[None]:
@@ -153,6 +181,7 @@ class SqlLog:
     # -- writing ------------------------------------------------------------------------------
 
     def _writable(self, what: str) -> None:
+        self._flusher.raise_pending()
         if self._closed:
             raise LogError(f"{what}: the decision log at {self.location} is closed")
         if self.read_only:
@@ -177,7 +206,7 @@ class SqlLog:
                 )
             with self.transaction():
                 self.execute(insert_sql("runs", RUN_COLUMNS), row)
-            self._known_runs.add(info.run_id)
+            self._chain.begin(info.run_id, row[RUN_COLUMNS.index("row_hash")])
 
     def write(self, record: TurnRecord) -> None:
         """Buffer one turn; a full buffer is written in one transaction.
@@ -187,21 +216,30 @@ class SqlLog:
                 read-only or closed, or the batch could not be written.
         """
         self._writable(f"write({record.turn_id!r})")
-        encoded = encode_turn(record)
         with self._lock:
-            self._check_run(record.run_id, record.turn_id)
+            seq, prev = self._check_run(record.run_id, record.turn_id)
+            if record.turn_id in self._buffered_ids:
+                raise LogError(
+                    f"turn {record.turn_id!r} was already written to the decision log at "
+                    f"{self.location}; turn ids are unique (one per run and message id): this "
+                    "turn is not logged, the others are kept"
+                )
+            # encode everything first: a value that cannot be logged must not advance the chain
+            encoded = encode_turn(record, seq=seq + 1, prev_hash=prev)
             snap = record.snapshot
             if snap is not None and snap.hash not in self._seen_snapshots:
                 self._snapshots.append(encode_snapshot(snap, record.turn_id))
                 if len(self._seen_snapshots) >= _SEEN_SNAPSHOTS_MAX:
                     self._seen_snapshots.clear()
                 self._seen_snapshots.add(snap.hash)
+            self._buffered_ids.add(record.turn_id)
+            self._chain.advance(record.run_id, (seq + 1, encoded.turn[_ROW_HASH]))
             self._turns.append(encoded.turn)
             self._pairs.extend(encoded.pairs)
-            depth = encode_depth(record)
-            if depth is not None:
-                self._depth.append(depth)
-            if len(self._pairs) >= self.batch_pairs or len(self._turns) >= self.batch_pairs:
+            if encoded.depth is not None:
+                self._depth.append(encoded.depth)
+            due = self._flusher.buffered()
+            if due or len(self._pairs) >= self.batch_pairs or len(self._turns) >= self.batch_pairs:
                 self._flush_locked()
 
     def write_replays(self, rows: Sequence[Row]) -> None:
@@ -237,22 +275,38 @@ class SqlLog:
         rows = [encode_decision(d) for d in decisions]
         with self._lock:
             self._decisions.extend(rows)
-            if len(self._decisions) >= self.batch_pairs:
+            due = self._flusher.buffered()
+            if due or len(self._decisions) >= self.batch_pairs:
                 self._flush_locked()
 
-    def _check_run(self, run_id: str, turn_id: str) -> None:
-        if run_id in self._known_runs:
-            return
-        if not self.query("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)):
+    def _check_run(self, run_id: str, turn_id: str) -> Head:
+        """The run's chain head; raises LogError when the run was never begun."""
+        head = self._chain.head(run_id)
+        if head is None:
             raise LogError(
                 f"turn {turn_id!r} belongs to run {run_id!r}, which was never begun in the "
                 f"decision log at {self.location}; call log.begin_run(RunInfo(...)) (or "
                 "Pipeline.begin_run()) before writing its turns"
             )
-        self._known_runs.add(run_id)
+        return head
+
+    def _load_head(self, run_id: str) -> Head | None:
+        """A run's committed chain head, read from the log (None: no such run)."""
+        run = self.query("SELECT row_hash FROM runs WHERE run_id = ?", (run_id,))
+        if not run:
+            return None
+        last = self.query(
+            "SELECT chain_seq, row_hash FROM turns WHERE run_id = ? AND chain_seq IS NOT NULL "
+            "ORDER BY chain_seq DESC LIMIT 1",
+            (run_id,),
+        )
+        if last:
+            return int(last[0][0]), str(last[0][1])
+        return 0, str(run[0][0] or "")  # a run from before the chain starts from ""
 
     def flush(self) -> None:
         """Write every buffered turn in one transaction (no-op when nothing is buffered)."""
+        self._flusher.raise_pending()
         with self._lock:
             self._flush_locked()
 
@@ -263,6 +317,9 @@ class SqlLog:
         decisions, depth = self._decisions, self._depth
         self._snapshots, self._turns, self._pairs, self._decisions = [], [], [], []
         self._depth = []
+        self._buffered_ids = set()
+        self._flusher.flushed()
+        heads = self._chain.batch()
         try:
             with self.transaction():
                 if turns:
@@ -271,23 +328,34 @@ class SqlLog:
                     self._insert_decisions(decisions)
                 for row in depth:
                     self.execute(_INSERT_DEPTH, row)
+                for head in heads:
+                    self.execute(_INSERT_HEAD, head)
         except LogError as exc:
             self._seen_snapshots.difference_update(s[0] for s in snapshots)
+            self._chain.discarded()
             raise LogError(
                 f"a batch of {len(turns)} turns ({len(pairs)} pairs) and {len(decisions)} "
                 f"action decisions could not be written to the decision log at "
                 f"{self.location} and was discarded: {exc}; turn ids must be unique (one per "
-                "run and message), and so must decision ids"
+                "run and message), and so must decision ids; a run has a single writer (its "
+                "turns form one hash chain)"
             ) from exc
+        self._chain.committed()
 
     def close(self) -> None:
-        """Flush buffered turns and close the connection (idempotent)."""
+        """Flush buffered turns and close the connection (idempotent).
+
+        Raises:
+            LogError: the final batch, or one the background flusher tried, was not written.
+        """
+        self._flusher.stop()
         with self._lock:
             if self._closed:
                 return
             try:
                 if not self.read_only:
                     self._flush_locked()
+                    self._flusher.raise_pending()
             finally:
                 self._closed = True
                 self._close_connection()
@@ -317,39 +385,70 @@ class SqlLog:
         rows = self.query(f"SELECT {columns(RUN_COLUMNS)} FROM runs ORDER BY started_at, run_id")
         return [decode_run(dict(zip(RUN_COLUMNS, r, strict=True))) for r in rows]
 
-    def iter_turns(self, run_id: str | None = None) -> Iterator[dict[str, Any]]:
-        """Stored turns with their pairs, run by run, each run in ``(ts, turn_id)`` order."""
+    def iter_turns(
+        self, run_id: str | None = None, *, order: TurnOrder = "time"
+    ) -> Iterator[dict[str, Any]]:
+        """Stored turns with their pairs, run by run.
+
+        ``order="time"``: each run in ``(ts, turn_id)`` order. ``order="chain"`` (what
+        ``verify`` walks): each run's chained turns by ``chain_seq``, then its turns from before
+        the chain in ``(ts, turn_id)`` order; each turn also carries ``"depth_hash"``, the
+        ``row_hash`` of its ``depth_decisions`` row or None.
+        """
         self._before_read()
         run_ids = [run_id] if run_id is not None else [r.run_id for r in self.runs()]
         for rid in run_ids:
-            yield from self._iter_run(rid)
+            if order == "chain":
+                yield from self._pages_of_run(rid, "chain_seq IS NOT NULL", ("chain_seq",))
+                yield from self._pages_of_run(rid, "chain_seq IS NULL", ("ts", "turn_id"))
+            else:
+                yield from self._pages_of_run(rid, "", ("ts", "turn_id"))
 
-    def _iter_run(self, run_id: str) -> Iterator[dict[str, Any]]:
+    def _pages_of_run(
+        self, run_id: str, condition: str, key: tuple[str, ...]
+    ) -> Iterator[dict[str, Any]]:
+        """A run's turns matching ``condition``, with pairs, paged in ``key`` order."""
         select = f"SELECT {columns(TURN_COLUMNS)} FROM turns WHERE run_id = ?"
-        order = f"ORDER BY ts, turn_id LIMIT {_PAGE}"
+        select += f" AND {condition}" if condition else ""
+        order = f"ORDER BY {', '.join(key)} LIMIT {_PAGE}"
+        after = f"({', '.join(key)}) > ({', '.join('?' for _ in key)})"
         rows = self.query(f"{select} {order}", (run_id,))
+        with_depth = key == ("chain_seq",)
         while rows:
-            turns = [dict(zip(TURN_COLUMNS, r, strict=True)) for r in rows]
-            by_id = {t["turn_id"]: t for t in turns}
-            for t in turns:
-                t["pairs"] = []
-            marks = ", ".join("?" for _ in by_id)
-            pair_rows = self.query(
-                f"SELECT {columns(PAIR_COLUMNS)} FROM pairs WHERE turn_id IN ({marks}) "
-                "ORDER BY turn_id, rank, skill",
-                list(by_id),
-            )
-            for p in pair_rows:
-                pair = dict(zip(PAIR_COLUMNS, p, strict=True))
-                pair["visible"] = bool(pair["visible"])
-                pair["exposed"] = bool(pair["exposed"])
-                by_id[pair["turn_id"]]["pairs"].append(pair)
+            turns = self._with_pairs([dict(zip(TURN_COLUMNS, r, strict=True)) for r in rows])
+            if with_depth:
+                self._add_depth_hashes(turns)
             yield from turns
             last = turns[-1]
-            rows = self.query(
-                f"{select} AND (ts, turn_id) > (?, ?) {order}",
-                (run_id, last["ts"], last["turn_id"]),
+            rows = self.query(f"{select} AND {after} {order}", (run_id, *(last[k] for k in key)))
+
+    def _with_pairs(self, turns: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        by_id = {t["turn_id"]: t for t in turns}
+        for t in turns:
+            t["pairs"] = []
+        marks = ", ".join("?" for _ in by_id)
+        pair_rows = self.query(
+            f"SELECT {columns(PAIR_COLUMNS)} FROM pairs WHERE turn_id IN ({marks}) "
+            "ORDER BY turn_id, rank, skill",
+            list(by_id),
+        )
+        for p in pair_rows:
+            pair = dict(zip(PAIR_COLUMNS, p, strict=True))
+            pair["visible"] = bool(pair["visible"])
+            pair["exposed"] = bool(pair["exposed"])
+            by_id[pair["turn_id"]]["pairs"].append(pair)
+        return turns
+
+    def _add_depth_hashes(self, turns: list[dict[str, Any]]) -> None:
+        marks = ", ".join("?" for _ in turns)
+        found: dict[str, str] = dict(
+            self.query(
+                f"SELECT turn_id, row_hash FROM depth_decisions WHERE turn_id IN ({marks})",
+                [t["turn_id"] for t in turns],
             )
+        )
+        for t in turns:
+            t["depth_hash"] = found.get(t["turn_id"])
 
     def snapshot(self, hash: str) -> Snapshot | None:
         """The snapshot stored under ``hash``, or None."""

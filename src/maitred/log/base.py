@@ -4,8 +4,10 @@ Every turn the pipeline decides is written to a :class:`DecisionLog`: a run head
 (:meth:`~DecisionLog.begin_run`), then one :class:`~maitred.decision.TurnRecord` per message
 (:meth:`~DecisionLog.write`); every action-gate decision goes in with
 :meth:`~DecisionLog.write_decisions` (a log is a :class:`~maitred.actions.sink.DecisionSink`).
-Writes are buffered and land in batches, one transaction each; :meth:`~DecisionLog.flush` and
-:meth:`~DecisionLog.close` (or leaving the ``with`` block) make them durable. The log is
+Writes are buffered and land in batches, one transaction each: a batch is committed when it
+holds ``batch_pairs`` pair rows or when its oldest row is ``max_batch_seconds`` old (1 s by
+default), whichever comes first; :meth:`~DecisionLog.flush` and :meth:`~DecisionLog.close` (or
+leaving the ``with`` block) commit at once. The log is
 append-only: there is no update or delete API.
 
 Analytics, replay and ``verify`` read a log through the same interface, usually opened with
@@ -24,7 +26,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator, Sequence
 from types import TracebackType
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from maitred.decision import RunInfo, TurnRecord
 from maitred.errors import ConfigError
@@ -89,10 +91,13 @@ class DecisionLog(Protocol):
         """Every run in the log, oldest first."""
         ...
 
-    def iter_turns(self, run_id: str | None = None) -> Iterator[dict[str, Any]]:
+    def iter_turns(
+        self, run_id: str | None = None, *, order: Literal["time", "chain"] = "time"
+    ) -> Iterator[dict[str, Any]]:
         """Stored turns (all runs, or one), each a dict of its columns plus ``"pairs"``.
 
-        Turns come run by run, each run in ``(ts, turn_id)`` order. Column values are as
+        Turns come run by run, each run in ``(ts, turn_id)`` order, or with ``order="chain"``
+        in hash-chain order (see :meth:`maitred.log._sql.SqlLog.iter_turns`). Column values are as
         stored (JSON columns as text; see :mod:`maitred.log.rows`), ``visible``/``exposed``
         as booleans. :func:`maitred.log.rows.decode_turn` rebuilds the ``TurnRecord``.
         """
@@ -147,6 +152,7 @@ def open_log(
     *,
     read_only: bool = False,
     batch_pairs: int | None = None,
+    max_batch_seconds: float | None = None,
     schema: str | None = None,
 ) -> DecisionLog:
     """Open (creating and migrating when writable) the decision log at a path or URL.
@@ -157,6 +163,8 @@ def open_log(
         read_only: open for reading only (analytics, replay, verify); the database refuses
             writes, and a log that needs a migration is refused rather than upgraded.
         batch_pairs: buffered pair rows that trigger a batch write (backend default if None).
+        max_batch_seconds: the longest a written turn waits uncommitted (default 1 s): a
+            background thread commits the batch then even if no further write comes.
         schema: PostgreSQL only: the schema holding the tables (created if absent).
 
     Returns:
@@ -183,6 +191,8 @@ def open_log(
     options: dict[str, Any] = {"read_only": read_only}
     if batch_pairs is not None:
         options["batch_pairs"] = batch_pairs
+    if max_batch_seconds is not None:
+        options["max_batch_seconds"] = max_batch_seconds
     if schema is not None:
         if opener is not _open_postgres:
             raise ConfigError(

@@ -15,9 +15,19 @@ stored bytes -- which the row hash covers -- are exactly the canonical JSON that
 The tables are append-only: the code has no update or delete path, and ``0003`` adds triggers
 that refuse ``UPDATE`` and ``DELETE`` (and ``TRUNCATE`` on PostgreSQL) at the database; a later
 migration that creates a table adds the same triggers for it (``0004_replays``,
-``0005_action_decisions``). A
-determined editor can drop the triggers; :func:`~maitred.log.verify.verify` still catches the
-edit through the row hashes.
+``0005_action_decisions``). A determined editor can drop the triggers;
+:func:`~maitred.log.verify.verify` still catches the edit through the row hashes, and reports
+the missing trigger itself.
+
+``0008_hash_chain`` makes the turns of each run a hash chain (see :mod:`maitred.log.rows`):
+it adds ``runs.row_hash``, the turn columns ``chain_seq`` / ``prev_hash`` / ``recall_batch``,
+a unique index on ``(run_id, chain_seq)`` (so a run has one writer: a second one appending to
+it collides there), and ``chain_heads``, one row per committed batch and run naming the
+chain's head at that commit, which is how ``verify`` notices turns removed from a run's end.
+On SQLite it also refuses ``INSERT OR REPLACE`` (which deletes the old row first, and with
+``recursive_triggers`` off fires no DELETE trigger): a ``BEFORE INSERT`` trigger aborts when the
+key is already there (for ``snapshots``, content-addressed, it skips the insert instead). On
+PostgreSQL, ``INSERT ... ON CONFLICT DO UPDATE`` fires the ``BEFORE UPDATE`` guard already.
 """
 
 from __future__ import annotations
@@ -37,7 +47,17 @@ MIGRATIONS_TABLE = "maitred_migrations"
 #: Tables that refuse UPDATE/DELETE from ``0003_append_only_guards`` on.
 APPEND_ONLY_TABLES: tuple[str, ...] = ("runs", "turns", "pairs", "snapshots")
 #: Tables added later, each guarded by the migration that creates it (never edit 0003).
-GUARDED_LATER: tuple[str, ...] = ("replays", "action_decisions")
+GUARDED_LATER: tuple[str, ...] = ("replays", "action_decisions", "depth_decisions", "chain_heads")
+#: Each logged table's key: an INSERT that would replace a row with this key is refused (0008).
+TABLE_KEYS: dict[str, tuple[str, ...]] = {
+    "runs": ("run_id",),
+    "turns": ("turn_id",),
+    "snapshots": ("hash",),
+    "replays": ("replay_id", "turn_id"),
+    "action_decisions": ("decision_id",),
+    "depth_decisions": ("turn_id",),
+    "chain_heads": ("run_id", "chain_seq"),
+}
 
 
 @dataclass(frozen=True)
@@ -222,6 +242,47 @@ _TURN_LINK = (
     "CREATE INDEX action_decisions_turn ON action_decisions (turn_id)",
 )
 
+
+def _no_replace_sqlite(table: str, keys: tuple[str, ...]) -> str:
+    """A trigger that refuses an insert whose key (or, for turns, chain position) exists."""
+    match = " AND ".join(f"{k} = NEW.{k}" for k in keys)
+    exists = f"EXISTS (SELECT 1 FROM {table} WHERE {match})"
+    if table == "turns":  # the unique chain index is a second key REPLACE would act on
+        exists += " OR EXISTS (SELECT 1 FROM turns WHERE run_id = NEW.run_id AND chain_seq = "
+        exists += "NEW.chain_seq)"
+    action = (
+        "RAISE(IGNORE)"  # content-addressed: the stored row already holds this content
+        if table == "snapshots"
+        else f"RAISE(ABORT, 'maitred decision log table {table} is append-only: "
+        "a row with this key is already there')"
+    )
+    return (
+        f"CREATE TRIGGER {table}_no_replace BEFORE INSERT ON {table} WHEN {exists} "
+        f"BEGIN SELECT {action}; END"
+    )
+
+
+def _hash_chain(dialect: Dialect) -> tuple[str, ...]:
+    """``0008_hash_chain`` (see the module docstring)."""
+    integer = "INTEGER" if dialect == "sqlite" else "BIGINT"
+    common = (
+        "ALTER TABLE runs ADD COLUMN row_hash TEXT",
+        f"ALTER TABLE turns ADD COLUMN chain_seq {integer}",
+        "ALTER TABLE turns ADD COLUMN prev_hash TEXT",
+        f"ALTER TABLE turns ADD COLUMN recall_batch {integer}",
+        "CREATE UNIQUE INDEX turns_chain ON turns (run_id, chain_seq)",
+        f"""CREATE TABLE chain_heads (
+            run_id TEXT NOT NULL,
+            chain_seq {integer} NOT NULL,
+            head_hash TEXT NOT NULL,
+            PRIMARY KEY (run_id, chain_seq))""",
+    )
+    if dialect == "postgres":
+        return (*common, *_guard_postgres("chain_heads"))
+    replace_guards = tuple(_no_replace_sqlite(t, k) for t, k in TABLE_KEYS.items())
+    return (*common, *_guard_sqlite("chain_heads"), *replace_guards)
+
+
 #: Every migration, in the order it is applied. Append only; never edit a released one.
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
@@ -250,6 +311,7 @@ MIGRATIONS: tuple[Migration, ...] = (
         postgres=(*_depth_decisions("BIGINT"), *_guard_postgres("depth_decisions")),
     ),
     Migration("0007_action_turn_link", sqlite=_TURN_LINK, postgres=_TURN_LINK),
+    Migration("0008_hash_chain", sqlite=_hash_chain("sqlite"), postgres=_hash_chain("postgres")),
 )
 
 
@@ -269,6 +331,10 @@ class MigrationTarget(Protocol):
 
     def table_exists(self, name: str) -> bool:
         """Whether the log's schema has a table of that name."""
+        ...
+
+    def tables(self) -> list[str]:
+        """The names of every table in the log's database or schema."""
         ...
 
     def transaction(self) -> AbstractContextManager[None]:
@@ -316,13 +382,17 @@ def migrate(
         migrations: the list to apply (tests pass a prefix to build a log at an older schema).
 
     Raises:
-        SchemaError: the log is newer than this code, needs migrating while read-only, or a
-            migration failed (its transaction is rolled back).
+        SchemaError: the log is newer than this code, needs migrating while read-only, a
+            migration failed (its transaction is rolled back), or (writable) the location
+            holds other tables and no log.
         LogError: read-only and the location holds no decision log at all.
     """
-    todo = pending(applied(target), migrations)
+    done = applied(target)
+    todo = pending(done, migrations)
     if not todo:
         return []
+    if not done and not read_only:
+        refuse_foreign(target)
     if read_only:
         if not target.table_exists(MIGRATIONS_TABLE):
             raise LogError(
@@ -337,6 +407,33 @@ def migrate(
     for migration in todo:
         _apply(target, migration)
     return [m.name for m in todo]
+
+
+def refuse_foreign(target: MigrationTarget) -> None:
+    """Refuse to create a log where other tables already live.
+
+    A log is created only in an empty database (SQLite file) or schema (PostgreSQL), never
+    beside someone else's tables: pointing ``--log`` at, say, the accounts database by mistake
+    must not add maitred's tables to it.
+
+    Raises:
+        SchemaError: the location holds tables and no ``maitred_migrations`` table.
+    """
+    found = target.tables()
+    if not found or MIGRATIONS_TABLE in found:  # empty, or a log another process just created
+        return
+    shown = ", ".join(found[:10]) + (f" and {len(found) - 10} more" if len(found) > 10 else "")
+    where = "schema" if target.dialect == "postgres" else "database"
+    hint = (
+        "give another schema (`?schema=NAME` in the URL) or database"
+        if target.dialect == "postgres"
+        else "give the path of a new file"
+    )
+    raise SchemaError(
+        f"{target.location} is not a maitred decision log and not empty: its {where} holds "
+        f"{len(found)} other table(s) ({shown}); maitred will not add its tables beside them. "
+        f"Check the --log path or URL, or {hint}"
+    )
 
 
 def _apply(target: MigrationTarget, migration: Migration) -> None:

@@ -22,7 +22,14 @@ from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from maitred.errors import ConfigError, LogError, MissingExtraError
-from maitred.log._sql import DEFAULT_BATCH_PAIRS, Row, SqlLog, columns, insert_sql
+from maitred.log._sql import (
+    DEFAULT_BATCH_PAIRS,
+    DEFAULT_MAX_BATCH_SECONDS,
+    Row,
+    SqlLog,
+    columns,
+    insert_sql,
+)
 from maitred.log.action_rows import ACTION_DECISION_COLUMNS
 from maitred.log.migrations import Dialect
 from maitred.log.rows import PAIR_COLUMNS, SNAPSHOT_COLUMNS, TURN_COLUMNS
@@ -65,6 +72,7 @@ class PostgresLog(SqlLog):
         url: a libpq URL, ``postgresql://user@host:port/db`` (``?schema=NAME`` accepted).
         read_only: a read-only session; the schema must exist and be fully migrated.
         batch_pairs: buffered pair rows that trigger a batch write.
+        max_batch_seconds: the longest a buffered row waits before its batch is committed.
         schema: the PostgreSQL schema for the tables (overrides ``?schema=``).
 
     Raises:
@@ -82,6 +90,7 @@ class PostgresLog(SqlLog):
         *,
         read_only: bool = False,
         batch_pairs: int = DEFAULT_BATCH_PAIRS,
+        max_batch_seconds: float = DEFAULT_MAX_BATCH_SECONDS,
         schema: str | None = None,
     ) -> None:
         if psycopg is None:
@@ -89,7 +98,12 @@ class PostgresLog(SqlLog):
         dsn, url_schema, redacted = split_url(url)
         self.schema = schema or url_schema
         where = redacted + (f" (schema {self.schema})" if self.schema else "")
-        super().__init__(where, read_only=read_only, batch_pairs=batch_pairs)
+        super().__init__(
+            where,
+            read_only=read_only,
+            batch_pairs=batch_pairs,
+            max_batch_seconds=max_batch_seconds,
+        )
         try:
             self._conn = psycopg.connect(dsn, autocommit=True)
         except psycopg.Error as exc:
@@ -128,21 +142,23 @@ class PostgresLog(SqlLog):
 
     def execute(self, sql: str, params: Sequence[Any] | None = None) -> None:
         """Run one statement (``?`` placeholders); server errors become LogError."""
-        try:
-            if params is None:
-                self._conn.execute(sql)
-            else:
-                self._conn.execute(to_pyformat(sql), params)
-        except psycopg.Error as exc:
-            raise LogError(f"decision log {self.location}: {exc}") from exc
+        with self._lock:  # one statement at a time: the flusher thread shares it
+            try:
+                if params is None:
+                    self._conn.execute(sql)
+                else:
+                    self._conn.execute(to_pyformat(sql), params)
+            except psycopg.Error as exc:
+                raise LogError(f"decision log {self.location}: {exc}") from exc
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
         """Run a query (``?`` placeholders) and return every row; errors become LogError."""
-        try:
-            cur = self._conn.execute(to_pyformat(sql), params)
-            return cur.fetchall()
-        except psycopg.Error as exc:
-            raise LogError(f"decision log {self.location}: {exc} (in: {sql[:200]})") from exc
+        with self._lock:  # one statement at a time: the flusher thread shares it
+            try:
+                cur = self._conn.execute(to_pyformat(sql), params)
+                return cur.fetchall()
+            except psycopg.Error as exc:
+                raise LogError(f"decision log {self.location}: {exc} (in: {sql[:200]})") from exc
 
     def table_exists(self, name: str) -> bool:
         """Whether the current schema has a table of that name."""
@@ -153,6 +169,14 @@ class PostgresLog(SqlLog):
                 (name,),
             )
         )
+
+    def tables(self) -> list[str]:
+        """Every table and view of the current schema, by name."""
+        rows = self.query(
+            "SELECT table_name FROM information_schema.tables "
+            "WHERE table_schema = current_schema() ORDER BY table_name"
+        )
+        return [str(r[0]) for r in rows]
 
     @contextmanager
     def transaction(self) -> Iterator[None]:

@@ -11,9 +11,20 @@ The row hash (the contract ``verify`` checks)
 ``turns.row_hash`` is :func:`~maitred._canonical.content_hash` of the JSON value returned by
 :func:`row_hash_payload`::
 
-    {"v": 1,
+    {"v": 2,
      "turn":  {<every column of TURN_COLUMNS except row_hash>: <stored value>},
-     "pairs": [[<the stored values of HASHED_PAIR_COLUMNS, in that order>], ...]}
+     "pairs": [[<the stored values of HASHED_PAIR_COLUMNS, in that order>], ...],
+     "depth": <the row_hash of the turn's depth_decisions row, or null>}
+
+Layout 2 (migration ``0008_hash_chain``) makes the turns of a run a hash chain: ``chain_seq``
+is the turn's position in its run (1, 2, 3, ... in write order) and ``prev_hash`` is the
+``row_hash`` of the turn before it -- for the first turn, the ``row_hash`` of the run's own
+``runs`` row, whose hash covers every run column (:func:`run_hash_payload`). Both are in the
+payload, so deleting, inserting or reordering a turn breaks the link of the turn after it, and
+editing the run header breaks its hash. ``recall_batch`` marks a recall time that is a share:
+``t_recall_us`` is the recall time of a batch of that many messages divided by their number.
+Turns written before ``0008`` have ``chain_seq`` NULL and keep layout 1: the same payload with
+``"v": 1``, without the three chain columns and without ``"depth"``.
 
 with pairs sorted by ``(rank, skill)`` (``HASHED_PAIR_COLUMNS`` is ``PAIR_COLUMNS`` without
 ``turn_id``; pairs are positional lists because hashing is on the write path of every turn).
@@ -36,17 +47,22 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from maitred._canonical import HASH_SCHEME, _default, canonical_json
+from maitred._canonical import HASH_SCHEME, _default, canonical_json, content_hash
 from maitred.contract.evaluate import PredicateOutcome
 from maitred.decision import Message, PairRecord, RunInfo, TurnRecord
 from maitred.errors import LogError
 from maitred.state.snapshot import Snapshot
 
 #: Version of the row-hash payload layout (the ``"v"`` field); bump with a migration.
-ROW_HASH_LAYOUT = 1
+ROW_HASH_LAYOUT = 2
+#: The layout of turns written before ``0008_hash_chain`` (``chain_seq`` NULL).
+LEGACY_ROW_HASH_LAYOUT = 1
 
 #: The timing keys of ``TurnRecord.timings_us`` that have a column (other keys are not stored).
 TIMING_KEYS: tuple[str, ...] = ("recall", "gate", "depth", "menu")
+#: The ``timings_us`` key that marks a batch share: ``recall`` is the recall time of a batch of
+#: this many messages divided by their number (absent: the turn's own recall time).
+RECALL_BATCH = "recall_batch"
 
 RUN_COLUMNS: tuple[str, ...] = (
     "run_id",
@@ -55,7 +71,12 @@ RUN_COLUMNS: tuple[str, ...] = (
     "n_skills",
     "tokens_all_skills",
     "config_json",
+    "row_hash",
 )
+HASHED_RUN_COLUMNS: tuple[str, ...] = RUN_COLUMNS[:-1]
+
+#: The turn columns added by ``0008_hash_chain`` (NULL in older rows).
+CHAIN_COLUMNS: tuple[str, ...] = ("chain_seq", "prev_hash", "recall_batch")
 
 TURN_COLUMNS: tuple[str, ...] = (
     "turn_id",
@@ -76,6 +97,7 @@ TURN_COLUMNS: tuple[str, ...] = (
     "n_exposed",
     "menu_tokens",
     *(f"t_{k}_us" for k in TIMING_KEYS),
+    *CHAIN_COLUMNS,
     "row_hash",
 )
 
@@ -95,6 +117,9 @@ PAIR_COLUMNS: tuple[str, ...] = (
 SNAPSHOT_COLUMNS: tuple[str, ...] = ("hash", "account_id", "as_of", "json")
 
 HASHED_TURN_COLUMNS: tuple[str, ...] = TURN_COLUMNS[:-1]
+LEGACY_HASHED_TURN_COLUMNS: tuple[str, ...] = tuple(
+    c for c in HASHED_TURN_COLUMNS if c not in CHAIN_COLUMNS
+)
 HASHED_PAIR_COLUMNS: tuple[str, ...] = PAIR_COLUMNS[1:]
 
 _EMPTY_LIST = "[]"
@@ -105,6 +130,7 @@ _SKILL, _RANK, _VISIBLE, _EXPOSED = (
 )
 _PAIR_ORDER = operator.itemgetter(_RANK, _SKILL)
 _TURN_ROW = operator.itemgetter(*TURN_COLUMNS)
+_PAIR_ROW = operator.itemgetter(*PAIR_COLUMNS)
 
 
 def _fast_encoder() -> Callable[[Any], str]:
@@ -157,33 +183,52 @@ class EncodedTurn:
 
     turn: tuple[Any, ...]
     pairs: list[tuple[Any, ...]]
+    depth: tuple[Any, ...] | None = None
 
 
 def row_hash_payload(
-    turn: Mapping[str, Any], pairs: Sequence[Sequence[Any] | Mapping[str, Any]]
+    turn: Mapping[str, Any],
+    pairs: Sequence[Sequence[Any] | Mapping[str, Any]],
+    depth_hash: str | None = None,
 ) -> dict[str, Any]:
     """The JSON value whose content hash is ``turns.row_hash`` (see the module docstring).
 
     Args:
-        turn: the turn's columns (``row_hash`` may be present; it is left out).
+        turn: the turn's columns (``row_hash`` may be present; it is left out). A turn whose
+            ``chain_seq`` is None (or absent) predates the chain and gets layout 1.
         pairs: the turn's pair rows, any order: mappings by column name, or tuples in
             ``PAIR_COLUMNS`` order (as :func:`encode_pair` makes them).
+        depth_hash: the ``row_hash`` of the turn's ``depth_decisions`` row, if it has one.
     """
     rows = [_normalised(p) for p in pairs]
-    return _payload(turn, rows)
+    if turn.get("chain_seq") is None:
+        return {
+            "v": LEGACY_ROW_HASH_LAYOUT,
+            "turn": {c: turn[c] for c in LEGACY_HASHED_TURN_COLUMNS},
+            "pairs": [list(p[1:]) for p in sorted(rows, key=_PAIR_ORDER)],
+        }
+    return _payload(turn, rows, depth_hash)
+
+
+def run_hash_payload(run: Mapping[str, Any]) -> dict[str, Any]:
+    """The JSON value whose content hash is ``runs.row_hash``: every other run column."""
+    return {"v": 1, "run": {c: run[c] for c in HASHED_RUN_COLUMNS}}
 
 
 def _normalised(pair: Sequence[Any] | Mapping[str, Any]) -> tuple[Any, ...]:
-    row = tuple(pair[c] for c in PAIR_COLUMNS) if isinstance(pair, Mapping) else tuple(pair)
+    row = _PAIR_ROW(pair) if type(pair) is dict or isinstance(pair, Mapping) else tuple(pair)
     return (*row[:_VISIBLE], bool(row[_VISIBLE]), bool(row[_EXPOSED]), *row[_EXPOSED + 1 :])
 
 
-def _payload(turn: Mapping[str, Any], rows: list[tuple[Any, ...]]) -> dict[str, Any]:
+def _payload(
+    turn: Mapping[str, Any], rows: list[tuple[Any, ...]], depth_hash: str | None
+) -> dict[str, Any]:
     """:func:`row_hash_payload` for rows already in ``PAIR_COLUMNS`` order with real booleans."""
     return {
         "v": ROW_HASH_LAYOUT,
         "turn": {c: turn[c] for c in HASHED_TURN_COLUMNS},
         "pairs": [list(p[1:]) for p in sorted(rows, key=_PAIR_ORDER)],
+        "depth": depth_hash,
     }
 
 
@@ -248,15 +293,20 @@ def encode_snapshot(snapshot: Snapshot, turn_id: str = "") -> tuple[Any, ...]:
     return (snapshot.hash, snapshot.account, float(snapshot.as_of), text)
 
 
-def encode_turn(record: TurnRecord) -> EncodedTurn:
-    """Encode one turn, computing its row hash.
+def encode_turn(record: TurnRecord, *, seq: int = 1, prev_hash: str = "") -> EncodedTurn:
+    """Encode one turn (and its depth row), computing its row hash.
+
+    Args:
+        record: the turn.
+        seq: its position in its run's chain (1 for the first turn).
+        prev_hash: the ``row_hash`` of the turn before it (of the run row, for the first).
 
     Raises:
         LogError: the record holds a value canonical JSON refuses (NaN, an infinity, an object
             that is not JSON).
     """
     try:
-        return _encode_turn(record)
+        return _encode_turn(record, seq, prev_hash)
     except (TypeError, ValueError, RecursionError) as exc:
         raise LogError(
             f"turn {record.turn_id!r} cannot be logged: {exc}; every value in a TurnRecord "
@@ -264,7 +314,7 @@ def encode_turn(record: TurnRecord) -> EncodedTurn:
         ) from exc
 
 
-def _encode_turn(record: TurnRecord) -> EncodedTurn:
+def _encode_turn(record: TurnRecord, seq: int, prev_hash: str) -> EncodedTurn:
     # str() / int() / float() pin each value to its column's type before hashing, so that what
     # the database stores (and verify reads back) is exactly what was hashed.
     tid = str(record.turn_id)
@@ -294,8 +344,14 @@ def _encode_turn(record: TurnRecord) -> EncodedTurn:
     for key in TIMING_KEYS:
         value = timings.get(key)
         turn[f"t_{key}_us"] = None if value is None else int(value)
-    turn["row_hash"] = _content_hash_fast(_payload(turn, pairs))
-    return EncodedTurn(turn=_TURN_ROW(turn), pairs=pairs)
+    turn["chain_seq"] = int(seq)
+    turn["prev_hash"] = str(prev_hash)
+    batch = timings.get(RECALL_BATCH)
+    turn["recall_batch"] = None if batch is None else int(batch)
+    depth = encode_depth(record)
+    depth_hash = None if depth is None else depth[-1]
+    turn["row_hash"] = _content_hash_fast(_payload(turn, pairs, depth_hash))
+    return EncodedTurn(turn=_TURN_ROW(turn), pairs=pairs, depth=depth)
 
 
 def encode_run(info: RunInfo) -> tuple[Any, ...]:
@@ -307,14 +363,16 @@ def encode_run(info: RunInfo) -> tuple[Any, ...]:
             f"run {info.run_id!r}: its config cannot be logged ({exc}); RunInfo.config must be "
             "finite JSON"
         ) from exc
-    return (
-        info.run_id,
-        float(info.started_at),
-        info.catalog_version,
-        int(info.n_skills),
-        int(info.tokens_all_skills),
-        config,
-    )
+    row: dict[str, Any] = {
+        "run_id": str(info.run_id),
+        "started_at": float(info.started_at),
+        "catalog_version": str(info.catalog_version),
+        "n_skills": int(info.n_skills),
+        "tokens_all_skills": int(info.tokens_all_skills),
+        "config_json": config,
+    }
+    row["row_hash"] = content_hash(run_hash_payload(row))
+    return tuple(row[c] for c in RUN_COLUMNS)
 
 
 def decode_run(row: Mapping[str, Any]) -> RunInfo:
@@ -364,6 +422,8 @@ def decode_turn(row: Mapping[str, Any], snapshot: Snapshot | None) -> TurnRecord
             or None.
     """
     timings = {k: int(row[f"t_{k}_us"]) for k in TIMING_KEYS if row[f"t_{k}_us"] is not None}
+    if row.get("recall_batch") is not None:
+        timings[RECALL_BATCH] = int(row["recall_batch"])
     pairs = sorted(row["pairs"], key=lambda p: (p["rank"], p["skill"]))
     return TurnRecord(
         turn_id=row["turn_id"],

@@ -25,7 +25,7 @@ from typing import Any
 from urllib.request import pathname2url
 
 from maitred.errors import LogError
-from maitred.log._sql import DEFAULT_BATCH_PAIRS, Row, SqlLog, insert_sql
+from maitred.log._sql import DEFAULT_BATCH_PAIRS, DEFAULT_MAX_BATCH_SECONDS, Row, SqlLog, insert_sql
 from maitred.log.action_rows import ACTION_DECISION_COLUMNS
 from maitred.log.migrations import Dialect
 from maitred.log.rows import PAIR_COLUMNS, SNAPSHOT_COLUMNS, TURN_COLUMNS
@@ -44,6 +44,7 @@ class SqliteLog(SqlLog):
         path: the database file (created, with its schema, unless ``read_only``).
         read_only: open with ``mode=ro``; the file must exist and be fully migrated.
         batch_pairs: buffered pair rows that trigger a batch write.
+        max_batch_seconds: the longest a buffered row waits before its batch is committed.
 
     Raises:
         LogError: the file cannot be opened (missing while read-only, a directory that does
@@ -59,8 +60,14 @@ class SqliteLog(SqlLog):
         *,
         read_only: bool = False,
         batch_pairs: int = DEFAULT_BATCH_PAIRS,
+        max_batch_seconds: float = DEFAULT_MAX_BATCH_SECONDS,
     ) -> None:
-        super().__init__(os.fspath(path), read_only=read_only, batch_pairs=batch_pairs)
+        super().__init__(
+            os.fspath(path),
+            read_only=read_only,
+            batch_pairs=batch_pairs,
+            max_batch_seconds=max_batch_seconds,
+        )
         self._conn = self._connect(Path(self.location))
         self._migrate()
 
@@ -100,23 +107,33 @@ class SqliteLog(SqlLog):
 
     def execute(self, sql: str, params: Sequence[Any] | None = None) -> None:
         """Run one statement; SQLite errors become LogError naming the file."""
-        try:
-            self._conn.execute(sql, () if params is None else params)
-        except sqlite3.Error as exc:
-            raise LogError(f"decision log {self.location}: {exc}") from exc
+        with self._lock:  # one statement at a time: the flusher thread shares it
+            try:
+                self._conn.execute(sql, () if params is None else params)
+            except sqlite3.Error as exc:
+                raise LogError(f"decision log {self.location}: {exc}") from exc
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
         """Run a query and return every row; SQLite errors become LogError naming the file."""
-        try:
-            return self._conn.execute(sql, params).fetchall()
-        except sqlite3.Error as exc:
-            raise LogError(f"decision log {self.location}: {exc} (in: {sql[:200]})") from exc
+        with self._lock:  # one statement at a time: the flusher thread shares it
+            try:
+                return self._conn.execute(sql, params).fetchall()
+            except sqlite3.Error as exc:
+                raise LogError(f"decision log {self.location}: {exc} (in: {sql[:200]})") from exc
 
     def table_exists(self, name: str) -> bool:
         """Whether the file has a table of that name."""
         return bool(
             self.query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,))
         )
+
+    def tables(self) -> list[str]:
+        """Every table of the file (SQLite's own ``sqlite_*`` tables left out), by name."""
+        rows = self.query(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite%' "
+            "ORDER BY name"
+        )
+        return [str(r[0]) for r in rows]
 
     @contextmanager
     def transaction(self) -> Iterator[None]:

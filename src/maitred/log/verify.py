@@ -1,38 +1,58 @@
-"""``verify``: recompute every stored hash and count from the stored rows themselves.
+"""``verify``: recompute every stored hash, walk every run's hash chain, check the guards.
 
-What is checked, per turn (through :meth:`DecisionLog.iter_turns`, so both backends):
+What is checked (through the :class:`~maitred.log.base.DecisionLog` interface and plain read
+SQL, so both backends alike):
 
-* ``row_hash`` equals :func:`~maitred._canonical.content_hash` of
-  :func:`~maitred.log.rows.row_hash_payload` over the stored turn and pair rows -- an edit of
-  any turn or pair column, or a pair added or removed, shows up here;
-* the number of stored pairs equals ``n_candidates``;
-* ``snapshot_hash``, when set, names a stored snapshot;
+* **the guards**: every append-only trigger the applied migrations created is there, unchanged
+  (SQLite: its stored SQL is the migration's text) and enabled (PostgreSQL: ``pg_trigger``, and
+  the guard function still raises) -- a dropped or altered trigger is reported by name;
+* **runs**: each ``runs`` row hashes to its ``row_hash``
+  (:func:`~maitred.log.rows.run_hash_payload`); runs begun before ``0008_hash_chain`` have
+  none and are counted as such;
+* **turns**, run by run in chain order: ``row_hash`` equals the content hash of
+  :func:`~maitred.log.rows.row_hash_payload` over the stored turn, pair and depth rows (an edit
+  of any turn or pair column, a pair added or removed, a depth row removed shows up here); the
+  number of pairs equals ``n_candidates``; ``snapshot_hash`` names a stored snapshot;
+* **the chain**: positions run 1, 2, 3, ... with no gap, each turn's ``prev_hash`` is the
+  ``row_hash`` of the turn before it (the run row's for the first) -- a turn deleted with its
+  pairs, inserted, or moved breaks the link after it; each ``chain_heads`` row (one per
+  committed batch) names a turn that is there with that hash, and no turn lies past the last
+  one -- turns cut from, or added to, the end of a run show up here;
+* **leftovers**: turns, pairs or depth rows that belong to no run or turn in the log;
+* **snapshots**: the ``json`` text hashes to the ``hash`` key, ``account_id`` / ``as_of`` agree;
+* **action decisions** (:mod:`maitred.log.action_rows`): ``decision_json`` hashes to
+  ``decision_hash`` and every query column agrees with it; **depth decisions** hash to their
+  ``row_hash``.
 
-per snapshot: its ``json`` text hashes (with the scheme named in the stored hash) to its
-``hash`` key, and its ``account_id`` / ``as_of`` columns agree with the JSON;
+What it cannot prove: the hashes are keyless, so someone who rewrites a whole run -- every
+turn's hash recomputed, the chain rebuilt, its heads rewritten -- or deletes a run entirely
+leaves a log that verifies. The report gives each run's head (last position and hash); kept
+outside the log (a ticket, a signed message), a head pins the run up to that point.
 
-and per action decision (``action_decisions``, see :mod:`maitred.log.action_rows`): its
-``decision_json`` text hashes to ``decision_hash``, and every query column (decision id, session,
-tool, verdict, code, fields, policy, versions, mutates, clock) agrees with that JSON.
-
-The first ``limit`` problems are kept with the turn id, snapshot hash or decision id; all are
-counted.
-:meth:`VerifyReport.raise_for_mismatch` turns a failed report into
-:class:`~maitred.errors.VerifyError` for callers that want an exception.
+Turns written before ``0008`` are checked against their own row hash (layout 1) and counted as
+``legacy_turns``: they are not chained, so their deletion or reordering is not detectable.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from maitred._canonical import content_hash
+from maitred._canonical import HASH_SCHEME, content_hash
 from maitred.errors import VerifyError
 from maitred.log.action_rows import COPIED_COLUMNS, decision_columns
 from maitred.log.base import DecisionLog, open_log
-from maitred.log.rows import depth_payload, row_hash_payload
+from maitred.log.migrations import MIGRATIONS
+from maitred.log.rows import (
+    RUN_COLUMNS,
+    _content_hash_fast,
+    depth_payload,
+    row_hash_payload,
+    run_hash_payload,
+)
 
 MismatchKind = Literal[
     "row_hash",
@@ -43,6 +63,11 @@ MismatchKind = Literal[
     "decision_hash",
     "decision",
     "depth_hash",
+    "run_hash",
+    "chain",
+    "chain_head",
+    "leftover",
+    "trigger",
 ]
 
 
@@ -52,13 +77,28 @@ class Mismatch:
 
     Attributes:
         kind: what was checked.
-        key: the turn id, the snapshot hash, or the decision id.
+        key: the turn id, run id, snapshot hash, decision id or trigger name.
         detail: stored versus recomputed, for people.
     """
 
     kind: MismatchKind
     key: str
     detail: str
+
+
+@dataclass(frozen=True)
+class RunHead:
+    """Where a run's chain ends: record it elsewhere to pin the run (see the module docstring).
+
+    Attributes:
+        run_id: the run.
+        turns: the position of its last chained turn (its number of chained turns).
+        head: that turn's row hash (the run row's hash when it has no turn yet).
+    """
+
+    run_id: str
+    turns: int
+    head: str
 
 
 @dataclass(frozen=True)
@@ -72,6 +112,11 @@ class VerifyReport:
         mismatch_count: every problem found.
         mismatches: the first ``limit`` of them.
         decisions: action-gate decisions checked.
+        runs: runs checked.
+        triggers: append-only triggers checked.
+        legacy_runs: runs begun before the hash chain (no row hash).
+        legacy_turns: turns written before the hash chain (hashed, not chained).
+        heads: each run's chain head.
     """
 
     turns: int
@@ -80,36 +125,52 @@ class VerifyReport:
     mismatch_count: int
     mismatches: tuple[Mismatch, ...] = field(default_factory=tuple)
     decisions: int = 0
+    runs: int = 0
+    triggers: int = 0
+    legacy_runs: int = 0
+    legacy_turns: int = 0
+    heads: tuple[RunHead, ...] = ()
 
     @property
     def ok(self) -> bool:
-        """True when every hash and count checked out."""
+        """True when every hash, link, count and guard checked out."""
         return self.mismatch_count == 0
 
     def summary(self) -> str:
-        """One line for people: what was checked and whether it matched, then the mismatches."""
+        """For people: what was checked and whether it matched, then the mismatches."""
         head = (
-            f"{'OK' if self.ok else 'FAILED'}: {self.turns:,} turns, {self.pairs:,} pairs, "
-            f"{self.snapshots:,} snapshots, {self.decisions:,} action decisions checked; "
-            f"{self.mismatch_count} mismatch(es)"
+            f"{'OK' if self.ok else 'FAILED'}: {self.runs:,} runs, {self.turns:,} turns, "
+            f"{self.pairs:,} pairs, {self.snapshots:,} snapshots, {self.decisions:,} action "
+            f"decisions, {self.triggers} triggers checked; {self.mismatch_count} mismatch(es)"
         )
         lines = [f"  {m.kind} {m.key}: {m.detail}" for m in self.mismatches]
         if self.mismatch_count > len(self.mismatches):
             lines.append(f"  ... and {self.mismatch_count - len(self.mismatches)} more")
+        if self.legacy_runs or self.legacy_turns:
+            lines.append(
+                f"  before the hash chain (written before migration 0008): {self.legacy_runs} "
+                f"run(s) without a row hash, {self.legacy_turns} turn(s) hashed but not chained "
+                "(deleting or reordering them cannot be detected)"
+            )
         return "\n".join([head, *lines])
 
     def to_json(self) -> dict[str, Any]:
-        """The report as JSON (``ok`` included; mismatches as objects)."""
+        """The report as JSON (``ok`` included; mismatches and run heads as objects)."""
         return {
             "ok": self.ok,
+            "runs": self.runs,
             "turns": self.turns,
             "pairs": self.pairs,
             "snapshots": self.snapshots,
             "decisions": self.decisions,
+            "triggers": self.triggers,
+            "legacy_runs": self.legacy_runs,
+            "legacy_turns": self.legacy_turns,
             "mismatch_count": self.mismatch_count,
             "mismatches": [
                 {"kind": m.kind, "key": m.key, "detail": m.detail} for m in self.mismatches
             ],
+            "heads": [{"run_id": h.run_id, "turns": h.turns, "head": h.head} for h in self.heads],
         }
 
     def raise_for_mismatch(self) -> None:
@@ -141,6 +202,8 @@ class _Collector:
 def _recompute(stored: str, value: Any) -> str:
     """The hash of ``value`` with the scheme ``stored`` names (raises ValueError if unknown)."""
     scheme = stored.split(":", 1)[0] if ":" in stored else ""
+    if scheme == HASH_SCHEME:
+        return _content_hash_fast(value)
     return content_hash(value, scheme=scheme)
 
 
@@ -149,7 +212,7 @@ def _check_turn(turn: dict[str, Any], known_snapshots: set[str], out: _Collector
     pairs = turn["pairs"]
     stored = str(turn["row_hash"])
     try:
-        fresh = _recompute(stored, row_hash_payload(turn, pairs))
+        fresh = _recompute(stored, row_hash_payload(turn, pairs, turn.get("depth_hash")))
     except ValueError as exc:
         out.add("row_hash", tid, f"cannot recompute: {exc}")
     else:
@@ -160,6 +223,75 @@ def _check_turn(turn: dict[str, Any], known_snapshots: set[str], out: _Collector
     snap = turn["snapshot_hash"]
     if snap is not None and snap not in known_snapshots:
         out.add("missing_snapshot", tid, f"snapshot {snap} is not in the log")
+
+
+class _Chain:
+    """Walks one run's turns in chain order (see the module docstring)."""
+
+    def __init__(self, run_id: str, run_hash: str | None, checkpoints: dict[int, str]) -> None:
+        self.run_id = run_id
+        self.hashed_run = run_hash is not None
+        self.seq = 0
+        self.head = run_hash or ""
+        self.checkpoints = checkpoints
+
+    def step(self, turn: dict[str, Any], out: _Collector) -> bool:
+        """Check one turn's link; False when it predates the chain."""
+        tid = str(turn["turn_id"])
+        if turn["chain_seq"] is None:
+            if self.hashed_run:
+                out.add(
+                    "chain",
+                    tid,
+                    "has no chain position although its run was begun with "
+                    "the chain: it was added afterwards",
+                )
+            return False
+        seq, expected = int(turn["chain_seq"]), self.seq + 1
+        if seq != expected:
+            out.add(
+                "chain",
+                tid,
+                f"is at position {seq}, but the run's turn before it is at "
+                f"{self.seq}: turn(s) {expected}..{seq - 1} are missing",
+            )
+        elif turn["prev_hash"] != self.head:
+            what = "the run row" if self.seq == 0 else f"turn {self.seq}"
+            out.add(
+                "chain",
+                tid,
+                f"links to {turn['prev_hash']}, but {what} hashes to "
+                f"{self.head}: a turn before it was replaced or moved",
+            )
+        self.seq, self.head = seq, str(turn["row_hash"])
+        recorded = self.checkpoints.get(seq)
+        if recorded is not None and recorded != self.head:
+            out.add(
+                "chain_head",
+                tid,
+                f"a commit recorded position {seq} as {recorded}, "
+                f"the turn there hashes to {self.head}",
+            )
+        return True
+
+    def finish(self, out: _Collector) -> RunHead:
+        """Check the run's end against its last recorded commit."""
+        last = max(self.checkpoints, default=0)
+        if last > self.seq:
+            out.add(
+                "chain_head",
+                self.run_id,
+                f"a commit recorded {last} turn(s), the chain "
+                f"ends at {self.seq}: turns {self.seq + 1}..{last} were removed",
+            )
+        elif self.seq > last:
+            out.add(
+                "chain_head",
+                self.run_id,
+                f"turns {last + 1}..{self.seq} were never "
+                "recorded by a commit: they were added afterwards",
+            )
+        return RunHead(self.run_id, self.seq, self.head)
 
 
 def _check_snapshot(row: dict[str, Any], out: _Collector) -> None:
@@ -199,14 +331,180 @@ def _check_decision(row: dict[str, Any], out: _Collector) -> None:
         out.add("decision", key, f"columns disagree with its JSON: {detail}")
 
 
+_TRIGGER_NAME = re.compile(r"\s*CREATE TRIGGER (\w+)")
+
+
+def expected_triggers(log: DecisionLog) -> dict[str, str]:
+    """The guard triggers the log's applied migrations created: name -> creating statement."""
+    applied = set(log.migrations())
+    found: dict[str, str] = {}
+    for migration in MIGRATIONS:
+        if migration.name in applied:
+            for statement in migration.statements(log.dialect):
+                match = _TRIGGER_NAME.match(statement)
+                if match:
+                    found[match.group(1)] = statement
+    return found
+
+
+_TRIGGER_SHAPE = re.compile(
+    r"BEFORE (?P<events>.+?) ON (?:\S+\.)?(?P<table>\w+) .*EXECUTE (?:FUNCTION|PROCEDURE) "
+    r"(?:\S+\.)?(?P<function>\w+)\(",
+    re.S,
+)
+
+
+def _shape(definition: str) -> tuple[frozenset[str], str, str] | None:
+    """(events, table, function) of a PostgreSQL trigger definition, in any event order."""
+    match = _TRIGGER_SHAPE.search(definition)
+    if match is None:
+        return None
+    events = frozenset(e.strip() for e in match.group("events").split(" OR "))
+    return events, match.group("table"), match.group("function")
+
+
+def _trigger_faults(log: DecisionLog, expected: dict[str, str]) -> dict[str, str]:
+    """What is wrong with each expected trigger that is there but not as the migration made it.
+
+    SQLite stores a trigger's SQL as written, so it must equal the migration's statement.
+    PostgreSQL rewrites it (schema-qualified, events reordered), so its events, table and
+    function are compared, and it must be enabled.
+    """
+    if log.dialect == "sqlite":
+        stored = dict(log.query("SELECT name, sql FROM sqlite_master WHERE type = 'trigger'"))
+        return {
+            name: "altered: its SQL is not the migration's"
+            for name, sql in expected.items()
+            if name in stored and str(stored[name]).strip() != sql.strip()
+        }
+    rows = log.query(
+        "SELECT t.tgname, t.tgenabled, pg_get_triggerdef(t.oid) FROM pg_trigger t "
+        "JOIN pg_class c ON c.oid = t.tgrelid JOIN pg_namespace n ON n.oid = c.relnamespace "
+        "WHERE n.nspname = current_schema() AND NOT t.tgisinternal"
+    )
+    faults: dict[str, str] = {}
+    for name, enabled, definition in rows:
+        if name not in expected:
+            continue
+        if enabled == "D":
+            faults[name] = "disabled, so the table accepts edits"
+        elif _shape(str(definition)) != _shape(expected[name]):
+            faults[name] = f"altered: it is now {definition}"
+    return faults
+
+
+def _check_triggers(log: DecisionLog, out: _Collector) -> int:
+    """Report every guard trigger that is missing, altered or disabled; return how many."""
+    expected = expected_triggers(log)
+    if log.dialect == "sqlite":
+        present = {str(r[0]) for r in log.query("SELECT name FROM sqlite_master")}
+    else:
+        present = {
+            str(r[0])
+            for r in log.query(
+                "SELECT t.tgname FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid "
+                "JOIN pg_namespace n ON n.oid = c.relnamespace "
+                "WHERE n.nspname = current_schema() AND NOT t.tgisinternal"
+            )
+        }
+        source = log.query(
+            "SELECT p.prosrc FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace "
+            "WHERE n.nspname = current_schema() AND p.proname = 'maitred_append_only'"
+        )
+        if expected and not (source and "RAISE EXCEPTION" in str(source[0][0])):
+            out.add("trigger", "maitred_append_only", "the guard function no longer raises")
+    faults = _trigger_faults(log, expected)
+    for name in expected:
+        if name not in present:
+            out.add("trigger", name, "missing: it was dropped, so the table accepts edits")
+        elif name in faults:
+            out.add("trigger", name, faults[name])
+    return len(expected)
+
+
+def _run_rows(log: DecisionLog, run_id: str | None) -> list[dict[str, Any]]:
+    where = " WHERE run_id = ?" if run_id is not None else ""
+    rows = log.query(
+        f"SELECT {', '.join(RUN_COLUMNS)} FROM runs{where} ORDER BY started_at, run_id",
+        () if run_id is None else (run_id,),
+    )
+    return [dict(zip(RUN_COLUMNS, r, strict=True)) for r in rows]
+
+
+def _checkpoints(log: DecisionLog, run_id: str) -> dict[int, str]:
+    rows = log.query("SELECT chain_seq, head_hash FROM chain_heads WHERE run_id = ?", (run_id,))
+    return {int(seq): str(digest) for seq, digest in rows}
+
+
+def _check_leftovers(log: DecisionLog, turns: int, pairs: int, out: _Collector) -> None:
+    """Rows that belong to no run or turn in the log (their owner was deleted)."""
+    counts = {
+        "turns": (int(log.query("SELECT COUNT(*) FROM turns")[0][0]) - turns, "run"),
+        "pairs": (int(log.query("SELECT COUNT(*) FROM pairs")[0][0]) - pairs, "turn"),
+        "depth_decisions": (
+            int(
+                log.query(
+                    "SELECT COUNT(*) FROM depth_decisions d "
+                    "WHERE NOT EXISTS (SELECT 1 FROM turns t WHERE t.turn_id = d.turn_id)"
+                )[0][0]
+            ),
+            "turn",
+        ),
+    }
+    for table, (extra, owner) in counts.items():
+        if extra:
+            out.add(
+                "leftover",
+                table,
+                f"{extra} row(s) belong to no {owner} in the log: their {owner} was deleted",
+            )
+
+
+@dataclass
+class _Tally:
+    turns: int = 0
+    pairs: int = 0
+    legacy_runs: int = 0
+    legacy_turns: int = 0
+    heads: list[RunHead] = field(default_factory=list)
+
+
+def _check_runs(
+    log: DecisionLog, run_id: str | None, known: set[str], out: _Collector
+) -> tuple[int, _Tally]:
+    """Every run's header hash and its turns' hashes and chain."""
+    tally = _Tally()
+    runs = _run_rows(log, run_id)
+    for run in runs:
+        rid, stored = str(run["run_id"]), run["row_hash"]
+        if stored is None:
+            tally.legacy_runs += 1
+        elif _recompute(str(stored), run_hash_payload(run)) != stored:
+            out.add(
+                "run_hash",
+                rid,
+                f"the run row does not hash to its row_hash {stored}: a column of it was edited",
+            )
+        chain = _Chain(rid, stored, _checkpoints(log, rid))
+        for turn in log.iter_turns(rid, order="chain"):
+            tally.turns += 1
+            tally.pairs += len(turn["pairs"])
+            _check_turn(turn, known, out)
+            if not chain.step(turn, out):
+                tally.legacy_turns += 1
+        tally.heads.append(chain.finish(out))
+    return len(runs), tally
+
+
 def verify(
     log: DecisionLog | str | os.PathLike[str], *, run_id: str | None = None, limit: int = 20
 ) -> VerifyReport:
-    """Recompute every turn's, snapshot's and action decision's hash from the stored rows.
+    """Check every hash, chain link and guard of the log (see the module docstring).
 
     Args:
         log: an open log, or a path / URL (opened read-only and closed again).
-        run_id: check one run's turns only (snapshots are always all checked).
+        run_id: check one run's turns only (snapshots, decisions and guards are always all
+            checked; rows left by deleted runs are looked for only when checking every run).
         limit: how many mismatches to keep in the report (all are counted).
 
     Returns:
@@ -216,17 +514,16 @@ def verify(
         with open_log(log, read_only=True) as opened:
             return verify(opened, run_id=run_id, limit=limit)
     out = _Collector(limit)
+    triggers = _check_triggers(log, out)
     known: set[str] = set()
     n_snapshots = 0
     for row in log.iter_snapshots():
         n_snapshots += 1
         known.add(str(row["hash"]))
         _check_snapshot(row, out)
-    n_turns = n_pairs = 0
-    for turn in log.iter_turns(run_id):
-        n_turns += 1
-        n_pairs += len(turn["pairs"])
-        _check_turn(turn, known, out)
+    n_runs, tally = _check_runs(log, run_id, known, out)
+    if run_id is None:
+        _check_leftovers(log, tally.turns, tally.pairs, out)
     n_decisions = 0
     for row in log.iter_action_decisions():
         n_decisions += 1
@@ -236,5 +533,15 @@ def verify(
         if _recompute(str(row["row_hash"]), payload) != row["row_hash"]:
             out.add("depth_hash", str(row["turn_id"]), "stored row hash differs from its content")
     return VerifyReport(
-        n_turns, n_pairs, n_snapshots, out.count, tuple(out.kept), decisions=n_decisions
+        tally.turns,
+        tally.pairs,
+        n_snapshots,
+        out.count,
+        tuple(out.kept),
+        decisions=n_decisions,
+        runs=n_runs,
+        triggers=triggers,
+        legacy_runs=tally.legacy_runs,
+        legacy_turns=tally.legacy_turns,
+        heads=tuple(tally.heads),
     )
