@@ -7,18 +7,18 @@ chain and checks the append-only guards. The schema is the ordered list :data:`M
 the row layout and the row-hash definition live in :mod:`maitred.log.rows`.
 """
 
-from maitred.log.base import BACKENDS, DecisionLog, open_log
+from maitred.log.base import DecisionLog, backends, open_log
 from maitred.log.migrations import MIGRATIONS, Migration
 from maitred.log.rows import decode_turn, row_hash_payload
 from maitred.log.verify import Mismatch, VerifyReport, verify
 
 __all__ = [
-    "BACKENDS",
     "MIGRATIONS",
     "DecisionLog",
     "Migration",
     "Mismatch",
     "VerifyReport",
+    "backends",
     "decode_turn",
     "open_log",
     "row_hash_payload",

@@ -14,7 +14,8 @@ Analytics, replay and ``verify`` read a log through the same interface, usually 
 ``read_only=True``, which the database itself enforces (SQLite ``mode=ro``, a PostgreSQL
 session with ``default_transaction_read_only``).
 
-Backends are registered by name in :data:`BACKENDS`:
+Backends are found by URL scheme among the entry points of the group ``maitred.log_backends``
+(the built-ins are declared in ``pyproject.toml``; see :mod:`maitred.plugins`):
 
 * a filesystem path or ``sqlite:///path`` -> :class:`~maitred.log.sqlite.SqliteLog` (default);
 * ``postgresql://...`` or ``postgres://...`` -> :class:`~maitred.log.postgres.PostgresLog`
@@ -28,6 +29,7 @@ from collections.abc import Callable, Iterator, Sequence
 from types import TracebackType
 from typing import Any, Literal, Protocol, runtime_checkable
 
+import maitred.plugins as plugins
 from maitred.decision import RunInfo, TurnRecord
 from maitred.errors import ConfigError
 from maitred.log.action_rows import LoggableDecision
@@ -127,24 +129,9 @@ class DecisionLog(Protocol):
 Opener = Callable[..., DecisionLog]
 
 
-def _open_sqlite(location: str, **options: Any) -> DecisionLog:
-    from maitred.log.sqlite import SqliteLog
-
-    return SqliteLog(location, **options)
-
-
-def _open_postgres(location: str, **options: Any) -> DecisionLog:
-    from maitred.log.postgres import PostgresLog
-
-    return PostgresLog(location, **options)
-
-
-#: URL scheme -> backend opener. A bare path means ``sqlite``.
-BACKENDS: dict[str, Opener] = {
-    "sqlite": _open_sqlite,
-    "postgresql": _open_postgres,
-    "postgres": _open_postgres,
-}
+def backends() -> list[str]:
+    """Every decision-log URL scheme a backend is registered for (a bare path is ``sqlite``)."""
+    return plugins.names("log")
 
 
 def open_log(
@@ -182,19 +169,19 @@ def open_log(
         scheme, rest = "sqlite", location
     elif scheme == "sqlite":
         location = rest
-    opener = BACKENDS.get(scheme)
-    if opener is None:
+    if scheme not in backends():
         raise ConfigError(
             f"decision log {location!r}: unknown scheme {scheme!r}; choose one of "
-            f"{sorted(BACKENDS)} (or give a plain file path for SQLite)"
+            f"{backends()} (or give a plain file path for SQLite)"
         )
+    opener: Opener = plugins.load("log", scheme, what="decision-log backend")
     options: dict[str, Any] = {"read_only": read_only}
     if batch_pairs is not None:
         options["batch_pairs"] = batch_pairs
     if max_batch_seconds is not None:
         options["max_batch_seconds"] = max_batch_seconds
     if schema is not None:
-        if opener is not _open_postgres:
+        if scheme not in ("postgres", "postgresql"):
             raise ConfigError(
                 f"decision log {location!r}: `schema` is a PostgreSQL option; a SQLite log is "
                 "isolated by its file path instead"
