@@ -1,13 +1,19 @@
 from __future__ import annotations
 
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from maitred.errors import ConfigError
-from maitred.native.backbone import Backbone, _capture
+from maitred.native import backbone as backbone_module
+from maitred.native.backbone import Backbone, _capture, file_sha256, load_causal_lm
 
 from .conftest import tiny_model, tiny_tokenizer
 
@@ -55,3 +61,66 @@ def test_load_from_a_model_folder(tmp_path: Path) -> None:
     backbone = Backbone.load(tmp_path, layer=2)
     assert backbone.backbone_id == tmp_path.name
     assert backbone.states(["stock price"])[0].shape == (2, 32)
+
+
+class _SlowGguf:
+    """Stands in for transformers' auto classes: a ``gguf_file=`` load is slow and tiny."""
+
+    def __init__(self, real: Any, make: Any, calls: list[str]) -> None:
+        self.real, self.make, self.calls = real, make, calls
+
+    def from_pretrained(self, *args: Any, **kwargs: Any) -> Any:
+        if "gguf_file" not in kwargs:
+            return self.real.from_pretrained(*args, **kwargs)
+        self.calls.append(str(kwargs["gguf_file"]))
+        time.sleep(0.2)  # both loaders are converting at the same time
+        return self.make()
+
+
+def test_concurrent_loads_of_one_gguf_convert_once_and_leave_no_temporaries(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Regression: two pytest workers converting the same GGUF at once crashed in `rename`."""
+    gguf = tmp_path / "Tiny.Q4.gguf"
+    gguf.write_bytes(b"not really a gguf file")
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    (cache / f"{gguf.stem}-deadbeef.tmp123").mkdir()  # a crashed writer of another entry
+    calls: list[str] = []
+    monkeypatch.setattr(
+        backbone_module, "AutoTokenizer", _SlowGguf(AutoTokenizer, tiny_tokenizer, calls)
+    )
+    monkeypatch.setattr(
+        backbone_module, "AutoModelForCausalLM", _SlowGguf(AutoModelForCausalLM, tiny_model, calls)
+    )
+    start = threading.Barrier(2)
+
+    def load() -> str:
+        start.wait()
+        return load_causal_lm(gguf, cache_dir=cache)[2]
+
+    with ThreadPoolExecutor(2) as pool:
+        ids = list(pool.map(lambda _: load(), range(2)))
+    assert ids[0] == ids[1]
+    assert len(calls) == 2  # tokenizer + model, converted by one loader only
+    digest = file_sha256(gguf)[:16]
+    entries = sorted(p.name for p in cache.iterdir() if p.is_dir())
+    assert entries == sorted([f"{gguf.stem}-{digest}", f"{gguf.stem}-deadbeef.tmp123"])
+
+
+def test_a_failed_conversion_leaves_no_temporary_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gguf = tmp_path / "Broken.gguf"
+    gguf.write_bytes(b"broken")
+    cache = tmp_path / "cache"
+    stale = cache / f".{gguf.stem}-{file_sha256(gguf)[:16]}.tmp-old"
+    stale.mkdir(parents=True)  # what a killed writer of this very entry left
+
+    def broken(*_a: Any, **_k: Any) -> None:
+        raise OSError("truncated file")
+
+    monkeypatch.setattr(backbone_module, "_convert_gguf", broken)
+    with pytest.raises(OSError, match="truncated"):
+        load_causal_lm(gguf, cache_dir=cache)
+    assert [p.name for p in cache.iterdir() if p.is_dir()] == []

@@ -30,6 +30,8 @@ import importlib.util
 import inspect
 import json
 import os
+import shutil
+import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,6 +42,7 @@ import torch
 from numpy.typing import NDArray
 from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedTokenizerBase
 
+from maitred._atomic import entry_lock, publish, sweep_temps, temp_prefix
 from maitred.errors import ConfigError
 
 DEFAULT_GGUF: Final = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -91,21 +94,43 @@ def file_sha256(path: Path) -> str:
 
 
 def _load_gguf(path: Path, cache_dir: Path) -> tuple[Any, PreTrainedTokenizerBase, str]:
-    """Model and tokenizer from a GGUF file, converted once and cached as safetensors."""
+    """Model and tokenizer from a GGUF file, converted once and cached as safetensors.
+
+    Safe when several processes load the same file at once (parallel test workers): the first
+    converts under the entry's lock, the others wait and then read its result (see
+    :mod:`maitred._atomic`).
+    """
     digest = file_sha256(path)
     folder = cache_dir / f"{path.stem}-{digest[:16]}"
-    if not (folder / "config.json").is_file():
-        tokenizer = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
-        model = AutoModelForCausalLM.from_pretrained(
-            str(path.parent), gguf_file=path.name, dtype=torch.float32
-        )
-        tmp = folder.with_name(folder.name + f".tmp{os.getpid()}")
-        _save_plain(model, tmp)
-        tokenizer.save_pretrained(tmp)
-        tmp.replace(folder)  # atomic: a half-written folder is never taken for a cache
+    if not _converted(folder):
+        with entry_lock(folder):
+            if not _converted(folder):  # nobody converted it while this process waited
+                sweep_temps(folder)
+                tmp = Path(tempfile.mkdtemp(prefix=temp_prefix(folder), dir=cache_dir))
+                try:
+                    _convert_gguf(path, tmp)
+                except BaseException:  # a failed conversion leaves nothing behind
+                    shutil.rmtree(tmp, ignore_errors=True)
+                    raise
+                publish(tmp, folder, _converted)
     model = AutoModelForCausalLM.from_pretrained(str(folder), dtype=torch.float32)
     tokenizer = AutoTokenizer.from_pretrained(str(folder))
     return model, tokenizer, f"{path.stem}@{digest[:12]}"
+
+
+def _converted(folder: Path) -> bool:
+    """Whether ``folder`` holds a finished conversion (its config is written before the rename)."""
+    return (folder / "config.json").is_file()
+
+
+def _convert_gguf(path: Path, out: Path) -> None:
+    """Dequantise the GGUF file ``path`` and save model and tokenizer into the folder ``out``."""
+    tokenizer = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
+    model = AutoModelForCausalLM.from_pretrained(
+        str(path.parent), gguf_file=path.name, dtype=torch.float32
+    )
+    _save_plain(model, out)
+    tokenizer.save_pretrained(out)
 
 
 def load_causal_lm(
