@@ -186,3 +186,42 @@ def test_sidecar_per_key_freshness(tmp_path: Path) -> None:
     )
     contract, _ = load_sidecar(tmp_path, "s")
     assert contract.exit_predicates[0].max_age_s == {"a.b": 30}
+
+
+@pytest.mark.parametrize(
+    ("expression", "gives"),
+    [
+        ("size(account.domains)", "int"),
+        ('"free"', "string"),
+        ("now", "int"),
+        ('account.plan == "free" ? 1 : 0', "int"),
+        ("account.balance + 1", "int"),
+    ],
+)
+def test_an_expression_that_never_gives_a_bool_is_refused_at_load(
+    expression: str, gives: str
+) -> None:
+    """Regression: these compiled, passed `skills validate`, and failed on every turn."""
+    keys = ("account.domains", "account.plan", "account.balance")
+    used = tuple(k for k in keys if k in expression)
+    with pytest.raises(PredicateCompileError, match=f"gives {gives}, never a bool"):
+        CelPredicate(expression, "p", used or ("account.plan",))
+
+
+@pytest.mark.parametrize(
+    "expression",
+    [
+        "account.flag",  # a bool-valued key: only its real type decides
+        "account.balance > 3",
+        "has(account.plan)",
+        "size(account.domains) > 0",
+        'account.plan == "free" && now > 0',
+        "account.balance < 0 || account.limit.exceeded",
+    ],
+)
+def test_expressions_that_can_give_a_bool_load(expression: str) -> None:
+    keys = ("account.flag", "account.balance", "account.plan", "account.domains")
+    used = tuple(k for k in keys if k in expression) or ("account.limit",)
+    if "account.limit" in expression:
+        used = (*used, "account.limit")
+    CelPredicate(expression, "p", used)
