@@ -37,6 +37,7 @@ from maitred.errors import (
     DuplicateSkillError,
     EmptyCatalogError,
     MaitredError,
+    SidecarError,
     SkillParseError,
 )
 from maitred.skills.agentskills import SKILL_FILE, load_skill
@@ -105,20 +106,31 @@ def load_catalog_report(
     return run.catalog, run.report()
 
 
-def validate(paths: PathLike | Iterable[PathLike], strict: bool = False) -> dict[str, Any]:
+def validate(
+    paths: PathLike | Iterable[PathLike], strict: bool = False, *, lenient: bool = False
+) -> dict[str, Any]:
     """Check skills and tools without loading a catalog; never raises on malformed input.
+
+    A validator is stricter than loading for routing: every ``SKILL.md`` deviation from the
+    Agent Skills spec (name missing, too long, not ``a-z0-9-``, not the folder's name; a
+    description over 1,024 characters; ...) is an *error*, and all of a file's problems are
+    reported, not just the first. Advice (a body longer than the spec recommends) and tool-file
+    deviations (tools follow MCP/OpenAI rules, not the Agent Skills spec) stay warnings.
 
     Args:
         paths: as for :func:`load_catalog`.
-        strict: report deviations from the Agent Skills spec as errors, not warnings.
+        strict: load in strict mode: any deviation, tool files' included, is an error, but
+            only the first of each file is found.
+        lenient: report spec deviations as warnings, as loading for routing treats them.
 
     Returns:
-        ``{"skills": examined, "valid": loaded, "warnings": [...], "errors": [...]}``, each
-        warning and error a ``{"path", "field", "message"}`` record (``path`` may end in
+        ``{"skills": examined, "valid": without errors, "warnings": [...], "errors": [...]}``,
+        each warning and error a ``{"path", "field", "message"}`` record (``path`` may end in
         ``:line``; ``field`` may be ``None``).
     """
     try:
-        return load_catalog_report(paths, strict=strict)[1].as_dict()
+        run = _load(paths, strict=strict, family_from_parent=False, rules_are_errors=not lenient)
+        return run.report().as_dict()
     except Exception as exc:  # a last guard: validate must answer, whatever it was given
         problem = Problem(str(paths), f"validation failed: {type(exc).__name__}: {exc}")
         return LoadReport(errors=(problem,)).as_dict()
@@ -132,8 +144,10 @@ class _Run:
     strict: bool
     family_from_parent: bool
     diag: Diagnostics
+    rules_are_errors: bool = False
     skills: list[Skill] = field(default_factory=list)
     examined: int = 0
+    invalid: int = 0
     first_error: MaitredError | None = None
     fatal: MaitredError | None = None
     catalog: Catalog | None = None
@@ -151,15 +165,21 @@ class _Run:
     def report(self) -> LoadReport:
         return LoadReport(
             self.examined,
-            len(self.skills),
+            len(self.skills) - self.invalid,
             tuple(self.diag.warnings),
             tuple(self.diag.errors),
         )
 
 
-def _load(paths: PathLike | Iterable[PathLike], *, strict: bool, family_from_parent: bool) -> _Run:
+def _load(
+    paths: PathLike | Iterable[PathLike],
+    *,
+    strict: bool,
+    family_from_parent: bool,
+    rules_are_errors: bool = False,
+) -> _Run:
     given = [Path(paths)] if isinstance(paths, (str, os.PathLike)) else [Path(p) for p in paths]
-    run = _Run(strict, family_from_parent, Diagnostics(strict=strict))
+    run = _Run(strict, family_from_parent, Diagnostics(strict=strict), rules_are_errors)
     for path in given:
         _load_path(path, run)
     names = _check_duplicates(run)
@@ -168,7 +188,11 @@ def _load(paths: PathLike | Iterable[PathLike], *, strict: bool, family_from_par
         errors = run.diag.errors
         failed = f" ({len(errors)} could not be loaded, first {errors[0].where})" if errors else ""
         error = EmptyCatalogError(f"no skills or tools found in {shown}{failed}: {_WHAT_TO_GIVE}")
-        run.fail(error, Problem(shown, str(error)), fatal=True)
+        if errors:  # each already says why nothing loaded: a generic report would repeat it
+            run.first_error = run.first_error or error
+            run.fatal = run.fatal or error
+        else:
+            run.fail(error, Problem(shown, str(error)), fatal=True)
     elif names and not (strict and run.diag.errors):
         try:
             run.catalog = Catalog(tuple(run.skills))
@@ -265,11 +289,12 @@ def _load_skill(folder: Path, run: _Run) -> None:
         )
     except SkillParseError as exc:
         run.fail_parse(exc)
-    except (ContractError, UnicodeDecodeError) as exc:
-        # UnicodeDecodeError can only come from the sidecar: SKILL.md decoding is checked.
+    except SidecarError as exc:  # every problem of the file, each with its line
+        for line, message in exc.problems:
+            run.fail(exc, Problem(exc.path, message, line=line))
+    except ContractError as exc:
         sidecar = str(folder / SIDECAR)
-        named = isinstance(exc, ContractError) and sidecar in str(exc)
-        wrapped = exc if isinstance(exc, ContractError) and named else _wrap(sidecar, exc)
+        wrapped = exc if sidecar in str(exc) else _wrap(sidecar, exc)
         run.fail(wrapped, Problem(sidecar, str(exc).removeprefix(f"{sidecar}: ")))
     except Exception as exc:  # one broken skill must not stop the others from loading
         error = SkillParseError(
@@ -278,8 +303,12 @@ def _load_skill(folder: Path, run: _Run) -> None:
         error.__cause__ = exc
         run.fail_parse(error)
     else:
-        run.diag.warnings.extend(warnings)
-        run.skills.append(skill)
+        broken = [w for w in warnings if w.rule] if run.rules_are_errors else []
+        run.diag.warnings.extend(w for w in warnings if w not in broken)
+        for problem in broken:
+            run.fail(problem.to_error(), problem)
+        run.invalid += bool(broken)
+        run.skills.append(skill)  # still checked for duplicate names
 
 
 def _wrap(sidecar: str, exc: Exception) -> ContractError:
