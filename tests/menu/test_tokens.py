@@ -18,9 +18,10 @@ TEXT = "Connect a custom domain to the site: DNS records, SSL, and www redirects
 def fresh(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """An empty token cache and no encoder built yet in this process."""
     monkeypatch.setenv("MAITRED_CACHE_DIR", str(tmp_path))
-    tokens.encoding.cache_clear()
+    built = tokens.encoding  # a test may replace it; the cache to clear is this one's
+    built.cache_clear()
     yield tmp_path / "tokens"
-    tokens.encoding.cache_clear()
+    built.cache_clear()
 
 
 def _no_quicktok() -> bytes:
@@ -67,3 +68,52 @@ def test_a_rebuilt_table_with_another_hash_is_refused(
     with pytest.raises(ConfigError, match="refusing to count tokens"):
         tokens.count_tokens("hello")
     assert not (fresh / "o200k_base.tiktoken").exists()
+
+
+@pytest.fixture
+def no_memo(fresh: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """As ``fresh``, and no remembered counts loaded in this process."""
+    monkeypatch.setattr(tokens, "_memo", None)
+    return fresh
+
+
+def _no_encoder() -> object:
+    raise AssertionError("the encoder was built for a text counted before")
+
+
+def test_remembered_counts_spare_a_new_process_the_encoder(
+    no_memo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Regression: every `maitred route` built the encoder to count the same menu entries."""
+    first = tokens.count_tokens_memo(TEXT)
+    assert first == tokens.count_tokens(TEXT)
+    monkeypatch.setattr(tokens, "_memo", None)  # a new process
+    monkeypatch.setattr(tokens, "encoding", _no_encoder)
+    assert tokens.count_tokens_memo(TEXT) == first
+    with pytest.raises(AssertionError, match="encoder was built"):
+        tokens.count_tokens_memo(TEXT + " and more")  # a new text is counted for real
+
+
+def test_a_line_cut_short_is_ignored(no_memo: Path) -> None:
+    memo = no_memo / tokens._MEMO_FILE
+    key = hashlib.sha256(TEXT.encode()).hexdigest()[:32]
+    no_memo.mkdir(parents=True)
+    memo.write_text(f"{key} 1", encoding="ascii")  # the crash cut "1" from "15" and the newline
+    assert tokens.count_tokens_memo(TEXT) == tokens.count_tokens(TEXT) != 1
+    assert memo.read_text(encoding="ascii").endswith(f"{key} {tokens.count_tokens(TEXT)}\n")
+
+
+def test_menu_counts_are_the_same_from_the_memo(
+    no_memo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from maitred.menu.render import MenuRenderer
+    from maitred.skills.model import Catalog, Skill
+
+    catalog = Catalog(
+        tuple(Skill(name=f"skill-{i}", description=f"Does thing {i}. {TEXT}") for i in range(3))
+    )
+    counted = MenuRenderer(catalog, "openai").render(["skill-0", "skill-2"])
+    monkeypatch.setattr(tokens, "_memo", None)
+    monkeypatch.setattr(tokens, "encoding", _no_encoder)
+    again = MenuRenderer(catalog, "openai").render(["skill-0", "skill-2"])
+    assert again.per_skill == counted.per_skill and again.tokens == counted.tokens > 0

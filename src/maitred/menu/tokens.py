@@ -131,3 +131,52 @@ def encoding() -> Any:
 def count_tokens(text: str) -> int:
     """Tokens ``text`` costs under o200k_base (special tokens counted as plain text)."""
     return len(encoding().encode_ordinary(text))
+
+
+_MEMO_FILE = f"{ENCODING}-{O200K_SHA256[:12]}-counts.txt"
+_memo: dict[str, int] | None = None
+_memo_lock = threading.Lock()
+
+
+def count_tokens_memo(text: str) -> int:
+    """:func:`count_tokens`, remembered across processes for texts counted before.
+
+    Menu entries are the same texts run after run, so their counts are kept in a small file
+    under :func:`tokens_cache_dir` (one ``<sha256 of the text> <count>`` line each, named by
+    the vocabulary's pinned hash), and a one-shot command whose menu entries were all counted
+    before never builds the encoder. The key is the text's own hash, so an entry that changes
+    is counted afresh; a line cut short by a crash has no newline and is ignored.
+    """
+    key = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    with _memo_lock:
+        memo = _load_memo()
+        if key in memo:
+            return memo[key]
+    count = count_tokens(text)
+    with _memo_lock:
+        memo[key] = count
+        try:
+            tokens_cache_dir().mkdir(parents=True, exist_ok=True)
+            # one short write in append mode: concurrent writers never interleave inside a line
+            with open(tokens_cache_dir() / _MEMO_FILE, "a", encoding="ascii") as handle:
+                handle.write(f"{key} {count}\n")
+        except OSError:
+            pass
+    return count
+
+
+def _load_memo() -> dict[str, int]:
+    """The remembered counts, read once per process (call under ``_memo_lock``)."""
+    global _memo
+    if _memo is None:
+        _memo = {}
+        try:
+            text = (tokens_cache_dir() / _MEMO_FILE).read_text(encoding="ascii", errors="replace")
+        except OSError:
+            text = ""
+        for line in text.splitlines(keepends=True):
+            parts = line.split()
+            whole = line.endswith("\n") and len(parts) == 2 and len(parts[0]) == 32
+            if whole and parts[1].isdigit():
+                _memo[parts[0]] = int(parts[1])
+    return _memo
