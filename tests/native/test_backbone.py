@@ -124,3 +124,24 @@ def test_a_failed_conversion_leaves_no_temporary_folder(
     with pytest.raises(OSError, match="truncated"):
         load_causal_lm(gguf, cache_dir=cache)
     assert [p.name for p in cache.iterdir() if p.is_dir()] == []
+
+
+def test_concurrent_saves_of_one_states_file_all_succeed(tmp_path: Path) -> None:
+    """Regression: writers of one states cache shared one temporary file name."""
+    from maitred.native.states import load_states, save_states
+
+    path = tmp_path / "bank" / "states.npz"
+    arrays = [np.ones((3, 4), np.float32) * i for i in range(40)]
+    keys = [f"skill-{i}" for i in range(40)]
+    start = threading.Barrier(4)
+
+    def save(_: int) -> None:
+        start.wait()
+        for _ in range(5):
+            save_states(path, arrays, backbone_id="tiny@test", layer=2, keys=keys)
+
+    with ThreadPoolExecutor(4) as pool:
+        list(pool.map(save, range(4)))
+    got_keys, got = load_states(path, backbone_id="tiny@test", layer=2)
+    assert got_keys == keys and np.allclose(got[7], 7)
+    assert [p.name for p in path.parent.iterdir()] == ["states.npz"]
