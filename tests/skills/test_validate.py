@@ -118,3 +118,16 @@ def test_a_sidecar_yaml_error_names_the_file(tmp_path: Path, write_skill: WriteS
     assert error["path"] == f"{folder / 'maitred.yaml'}:3"
     assert "<unicode string>" not in error["message"]
     assert error["message"].startswith("not valid YAML")
+
+
+def test_a_skill_with_a_broken_sidecar_still_reports_its_skill_md_problems(
+    tmp_path: Path, write_skill: WriteSkill
+) -> None:
+    folder = write_skill("gated", f"name: Gated\n{GOOD}")
+    (folder / "maitred.yaml").write_text("cost: 0\n", encoding="utf-8")
+    report = validate(tmp_path / "skills")
+    paths = [e["path"].rsplit("/", 1)[-1] for e in report["errors"]]
+    assert paths == ["SKILL.md:2", "SKILL.md:2", "maitred.yaml:1"]  # bad characters, folder
+    lenient = validate(tmp_path / "skills", lenient=True)
+    assert [e["path"].rsplit("/", 1)[-1] for e in lenient["errors"]] == ["maitred.yaml:1"]
+    assert len(lenient["warnings"]) == 2

@@ -354,8 +354,8 @@ def _check_gives_bool(program: Any, keys: tuple[str, ...], what: str, expression
     if got:
         raise PredicateCompileError(
             f"{what}: CEL expression {expression!r} gives {' or '.join(sorted(got))}, never a "
-            "bool, whatever the state holds; a predicate must be true or false: compare the "
-            'value (e.g. `size(x) > 0`, `x == "free"`)'
+            "bool, for every kind of value its state keys may hold; a predicate must be true or "
+            'false: compare the value (e.g. `size(x) > 0`, `x == "free"`)'
         )
 
 

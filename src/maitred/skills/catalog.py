@@ -40,7 +40,7 @@ from maitred.errors import (
     SidecarError,
     SkillParseError,
 )
-from maitred.skills.agentskills import SKILL_FILE, load_skill
+from maitred.skills.agentskills import SKILL_FILE, load_skill, parse_skill_md
 from maitred.skills.model import Catalog, Skill
 from maitred.skills.report import Diagnostics, LoadReport, Problem
 from maitred.skills.tools import TOOL_SUFFIXES, read_tools
@@ -289,13 +289,9 @@ def _load_skill(folder: Path, run: _Run) -> None:
         )
     except SkillParseError as exc:
         run.fail_parse(exc)
-    except SidecarError as exc:  # every problem of the file, each with its line
-        for line, message in exc.problems:
-            run.fail(exc, Problem(exc.path, message, line=line))
     except ContractError as exc:
-        sidecar = str(folder / SIDECAR)
-        wrapped = exc if sidecar in str(exc) else _wrap(sidecar, exc)
-        run.fail(wrapped, Problem(sidecar, str(exc).removeprefix(f"{sidecar}: ")))
+        _record_md_problems(run, _skill_md_warnings(folder))  # they count all the same
+        _fail_sidecar(run, folder, exc)
     except Exception as exc:  # one broken skill must not stop the others from loading
         error = SkillParseError(
             str(folder / SKILL_FILE), f"could not be loaded: {type(exc).__name__}: {exc}"
@@ -303,12 +299,40 @@ def _load_skill(folder: Path, run: _Run) -> None:
         error.__cause__ = exc
         run.fail_parse(error)
     else:
-        broken = [w for w in warnings if w.rule] if run.rules_are_errors else []
-        run.diag.warnings.extend(w for w in warnings if w not in broken)
-        for problem in broken:
-            run.fail(problem.to_error(), problem)
-        run.invalid += bool(broken)
+        run.invalid += _record_md_problems(run, warnings)
         run.skills.append(skill)  # still checked for duplicate names
+
+
+def _record_md_problems(run: _Run, warnings: Iterable[Problem]) -> bool:
+    """Record a SKILL.md's warnings; True when one breaks a rule a validator counts as error."""
+    found = list(warnings)
+    broken = [w for w in found if w.rule] if run.rules_are_errors else []
+    run.diag.warnings.extend(w for w in found if w not in broken)
+    for problem in broken:
+        run.fail(problem.to_error(), problem)
+    return bool(broken)
+
+
+def _skill_md_warnings(folder: Path) -> tuple[Problem, ...]:
+    """The warnings of a SKILL.md whose sidecar failed (``load_skill`` raised before returning
+    them); none when the file cannot be parsed leniently either."""
+    md_path = folder / SKILL_FILE
+    try:
+        here = Path(os.path.abspath(folder)).name
+        return parse_skill_md(md_path.read_bytes(), path=str(md_path), folder_name=here)[1]
+    except (MaitredError, OSError):
+        return ()
+
+
+def _fail_sidecar(run: _Run, folder: Path, exc: ContractError) -> None:
+    """Record a sidecar that cannot be used: each of its problems, with its line."""
+    if isinstance(exc, SidecarError):
+        for line, message in exc.problems:
+            run.fail(exc, Problem(exc.path, message, line=line))
+        return
+    sidecar = str(folder / SIDECAR)
+    wrapped = exc if sidecar in str(exc) else _wrap(sidecar, exc)
+    run.fail(wrapped, Problem(sidecar, str(exc).removeprefix(f"{sidecar}: ")))
 
 
 def _wrap(sidecar: str, exc: Exception) -> ContractError:
