@@ -20,7 +20,7 @@ def _save(root: str, catalog: Catalog, start: float) -> str:
         (folder / "part.txt").write_text("written", encoding="utf-8")
         time.sleep(0.3)  # the other process writes meanwhile
 
-    return str(IndexStore(root).save(catalog, "bm25", PARAMS, writer))
+    return str(IndexStore(root).save(catalog, "bm25", PARAMS, writer, keep_existing=True))
 
 
 def test_concurrent_saves_keep_one_complete_index_and_no_temporaries(
@@ -45,8 +45,33 @@ def test_a_complete_matching_index_is_kept_not_rewritten(catalog: Catalog, tmp_p
     marker = (first / "index.json").stat().st_ino
     stale = first.with_name(f".{first.name}.tmp-killed")  # a writer killed mid-way
     stale.mkdir()
-    second = store.save(catalog, "bm25", PARAMS, lambda f: (f / "part.txt").write_text("two"))
+    second = store.save(
+        catalog, "bm25", PARAMS, lambda f: (f / "part.txt").write_text("two"), keep_existing=True
+    )
     assert second == first
     assert (first / "part.txt").read_text() == "one"
     assert (first / "index.json").stat().st_ino == marker
     assert not stale.exists()
+    store.save(catalog, "bm25", PARAMS, lambda f: (f / "part.txt").write_text("three"))
+    assert (first / "part.txt").read_text() == "three"  # without keep_existing: replaced
+
+
+def test_a_stored_index_that_cannot_be_read_is_replaced(catalog: Catalog, tmp_path: Path) -> None:
+    """Its index.json matches, so only load_or_build knows it must not be kept."""
+    store = IndexStore(tmp_path)
+    folder = store.save(catalog, "bm25", PARAMS, lambda f: (f / "part.txt").write_text("bad"))
+
+    def read(f: Path) -> str:
+        text = (f / "part.txt").read_text()
+        if text == "bad":
+            raise ValueError("truncated index")
+        return text
+
+    def write(value: str, f: Path) -> None:
+        (f / "part.txt").write_text(value)
+
+    got = store.load_or_build(
+        catalog, "bm25", PARAMS, reader=read, build=lambda: "good", writer=write
+    )
+    assert got == "good" and (folder / "part.txt").read_text() == "good"
+    assert store.load(catalog, "bm25", PARAMS, read) == "good"

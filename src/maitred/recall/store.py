@@ -97,13 +97,19 @@ class IndexStore:
         component: str,
         params: Mapping[str, Any],
         writer: Callable[[Path], None],
+        *,
+        keep_existing: bool = False,
     ) -> Path:
         """Write a component atomically (temporary folder, then rename) and return its folder.
 
-        Concurrent savers of the same component are serialised by the entry's lock: the second
-        finds the first's complete, matching folder and keeps it; an index that does not match
-        (another catalog version, tampered) is replaced. No temporary folder outlives the call,
-        and leftovers of a killed writer of this entry are swept (see :mod:`maitred._atomic`).
+        Savers of the same component are serialised by the entry's lock. No temporary folder
+        outlives the call, and leftovers of a killed writer of this entry are swept (see
+        :mod:`maitred._atomic`).
+
+        Args:
+            keep_existing: keep a folder already there whose ``index.json`` matches (another
+                process built the same index meanwhile) instead of replacing it; the writer is
+                then not called. A folder that does not match is always replaced.
         """
         final = self.folder(catalog, component, params)
         meta = self._meta(catalog, component, params)
@@ -117,7 +123,7 @@ class IndexStore:
 
         with entry_lock(final):
             sweep_temps(final)
-            if matches(final):
+            if keep_existing and matches(final):
                 return final
             tmp = Path(tempfile.mkdtemp(prefix=temp_prefix(final), dir=final.parent))
             try:
@@ -128,7 +134,7 @@ class IndexStore:
             except BaseException:
                 shutil.rmtree(tmp, ignore_errors=True)
                 raise
-            publish(tmp, final, matches)
+            publish(tmp, final, matches if keep_existing else lambda _: False)
         return final
 
     def load_or_build(
@@ -144,17 +150,25 @@ class IndexStore:
         """Load the stored component, or build, store and return it.
 
         A stored component that does not match (another catalog version or parameters) or
-        cannot be read is rebuilt and replaced, with a warning; it is never used.
+        cannot be read is rebuilt and replaced, with a warning; it is never used. When none was
+        stored and another process stores the same component first, its copy is kept.
         """
+        broken = False
         try:
             loaded = self.load(catalog, component, params, reader)
         except (IndexMismatchError, RecallError, OSError, ValueError, KeyError) as exc:
             logger.warning("rebuilding the %s index: %s", component, exc)
-            loaded = None
+            loaded, broken = None, True
         if loaded is not None:
             return loaded
         built = build()
-        self.save(catalog, component, params, lambda folder: writer(built, folder))
+        self.save(
+            catalog,
+            component,
+            params,
+            lambda folder: writer(built, folder),
+            keep_existing=not broken,
+        )
         return built
 
     @staticmethod
