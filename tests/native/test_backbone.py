@@ -105,7 +105,7 @@ def test_concurrent_loads_of_one_gguf_convert_once_and_leave_no_temporaries(
     assert len(calls) == 2  # tokenizer + model, converted by one loader only
     digest = file_sha256(gguf)[:16]
     entries = sorted(p.name for p in cache.iterdir() if p.is_dir())
-    assert entries == sorted([f"{gguf.stem}-{digest}", f"{gguf.stem}-deadbeef.tmp123"])
+    assert entries == sorted([f"{gguf.stem}-{digest}-v2", f"{gguf.stem}-deadbeef.tmp123"])
 
 
 def test_a_failed_conversion_leaves_no_temporary_folder(
@@ -114,7 +114,7 @@ def test_a_failed_conversion_leaves_no_temporary_folder(
     gguf = tmp_path / "Broken.gguf"
     gguf.write_bytes(b"broken")
     cache = tmp_path / "cache"
-    stale = cache / f".{gguf.stem}-{file_sha256(gguf)[:16]}.tmp-old"
+    stale = cache / f".{gguf.stem}-{file_sha256(gguf)[:16]}-v2.tmp-old"
     stale.mkdir(parents=True)  # what a killed writer of this very entry left
 
     def broken(*_a: Any, **_k: Any) -> None:
@@ -145,3 +145,23 @@ def test_concurrent_saves_of_one_states_file_all_succeed(tmp_path: Path) -> None
     got_keys, got = load_states(path, backbone_id="tiny@test", layer=2)
     assert got_keys == keys and np.allclose(got[7], 7)
     assert [p.name for p in path.parent.iterdir()] == ["states.npz"]
+
+
+def test_converted_weights_keep_the_tied_input_embedding(tmp_path: Path) -> None:
+    """Regression: the cache kept only `lm_head.weight` of SmolLM2's tied pair; loading it
+    reported `model.embed_tokens.weight` missing and initialised it, and a full test run
+    once scored the verdict with random embeddings."""
+    config = tiny_model().config
+    config.tie_word_embeddings = True
+    torch.manual_seed(1)
+    tied = type(tiny_model())(config).eval()
+    tied.tie_weights()
+    backbone_module._save_plain(tied, tmp_path)
+    from safetensors import safe_open
+
+    with safe_open(str(tmp_path / "model.safetensors"), "pt") as stored:
+        assert "model.embed_tokens.weight" in set(stored.keys())
+    loaded, info = AutoModelForCausalLM.from_pretrained(str(tmp_path), output_loading_info=True)
+    assert not info["missing_keys"]
+    assert torch.equal(loaded.model.embed_tokens.weight, tied.model.embed_tokens.weight)
+    assert torch.equal(loaded.lm_head.weight, tied.model.embed_tokens.weight)

@@ -101,7 +101,8 @@ def _load_gguf(path: Path, cache_dir: Path) -> tuple[Any, PreTrainedTokenizerBas
     :mod:`maitred._atomic`).
     """
     digest = file_sha256(path)
-    folder = cache_dir / f"{path.stem}-{digest[:16]}"
+    # "-v2": the weights keep the tied input embedding (folders of the first format are not used)
+    folder = cache_dir / f"{path.stem}-{digest[:16]}-v2"
     if not _converted(folder):
         with entry_lock(folder):
             if not _converted(folder):  # nobody converted it while this process waited
@@ -164,13 +165,21 @@ def _save_plain(model: Any, folder: Path) -> None:
     transformers refuses ``save_pretrained`` on a model it loaded from GGUF (it still thinks of
     it as quantised), but the tensors are plain float32 after dequantisation.
     """
-    from safetensors.torch import save_model
+    from safetensors.torch import save_file
 
     folder.mkdir(parents=True, exist_ok=True)
     config = model.config.to_dict()
     config.pop("quantization_config", None)
     (folder / "config.json").write_text(json.dumps(config, indent=1), encoding="utf-8")
-    save_model(model, str(folder / "model.safetensors"))
+    state = model.state_dict()
+    if getattr(model.config, "tie_word_embeddings", False):
+        # Tied weights are one tensor under two names. Keep the input embedding, the one
+        # transformers loads and ties the head to (safetensors' `save_model` kept only
+        # `lm_head.weight`; loading then reported `model.embed_tokens.weight` missing and
+        # initialised it, and the tie could go either way).
+        state = {k: v for k, v in state.items() if k != "lm_head.weight"}
+    tensors = {k: v.detach().contiguous() for k, v in state.items()}
+    save_file(tensors, str(folder / "model.safetensors"), metadata={"format": "pt"})
 
 
 @dataclass(frozen=True)
