@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
-from transformers import AutoModelForCausalLM, AutoTokenizer
+from transformers import AutoModelForCausalLM
 
 from maitred.errors import ConfigError
 from maitred.native import backbone as backbone_module
@@ -64,15 +64,19 @@ def test_load_from_a_model_folder(tmp_path: Path) -> None:
 
 
 class _SlowGguf:
-    """Stands in for transformers' auto classes: a ``gguf_file=`` load is slow and tiny."""
+    """Stands in for transformers' auto classes: a ``gguf_file=`` load is slow, and every load
+    returns a tiny object without touching transformers' loader, whose process-wide
+    initialisation switches are not thread-safe (two loads at once in threads left them off
+    for the rest of the test session)."""
 
-    def __init__(self, real: Any, make: Any, calls: list[str]) -> None:
-        self.real, self.make, self.calls = real, make, calls
+    def __init__(self, make: Any, calls: list[str]) -> None:
+        self.make, self.calls = make, calls
 
     def from_pretrained(self, *args: Any, **kwargs: Any) -> Any:
         if "gguf_file" not in kwargs:
-            return self.real.from_pretrained(*args, **kwargs)
-        self.calls.append(str(kwargs["gguf_file"]))
+            self.calls.append("cached")
+            return self.make()
+        self.calls.append("converted")
         time.sleep(0.2)  # both loaders are converting at the same time
         return self.make()
 
@@ -87,12 +91,8 @@ def test_concurrent_loads_of_one_gguf_convert_once_and_leave_no_temporaries(
     cache.mkdir()
     (cache / f"{gguf.stem}-deadbeef.tmp123").mkdir()  # a crashed writer of another entry
     calls: list[str] = []
-    monkeypatch.setattr(
-        backbone_module, "AutoTokenizer", _SlowGguf(AutoTokenizer, tiny_tokenizer, calls)
-    )
-    monkeypatch.setattr(
-        backbone_module, "AutoModelForCausalLM", _SlowGguf(AutoModelForCausalLM, tiny_model, calls)
-    )
+    monkeypatch.setattr(backbone_module, "AutoTokenizer", _SlowGguf(tiny_tokenizer, calls))
+    monkeypatch.setattr(backbone_module, "AutoModelForCausalLM", _SlowGguf(tiny_model, calls))
     start = threading.Barrier(2)
 
     def load() -> str:
@@ -102,8 +102,11 @@ def test_concurrent_loads_of_one_gguf_convert_once_and_leave_no_temporaries(
     with ThreadPoolExecutor(2) as pool:
         ids = list(pool.map(lambda _: load(), range(2)))
     assert ids[0] == ids[1]
-    assert len(calls) == 2  # tokenizer + model, converted by one loader only
+    # tokenizer + model converted by one loader only; both then read the cache
+    assert sorted(calls) == ["cached"] * 4 + ["converted"] * 2
     digest = file_sha256(gguf)[:16]
+    folder = cache / f"{gguf.stem}-{digest}-v2"
+    assert (folder / "config.json").is_file() and (folder / "model.safetensors").is_file()
     entries = sorted(p.name for p in cache.iterdir() if p.is_dir())
     assert entries == sorted([f"{gguf.stem}-{digest}-v2", f"{gguf.stem}-deadbeef.tmp123"])
 
