@@ -14,6 +14,7 @@ line, field, skill, predicate) and what to do next.
     │   ├── DuplicateSkillError     two skills or tools with one name
     │   └── EmptyCatalogError       nothing to route over
     ├── ContractError               the maitred contract beside a skill
+    │   ├── SidecarError            a maitred.yaml with invalid entries (every one, with its line)
     │   ├── PredicateCompileError   a CEL expression that does not compile
     │   ├── UndeclaredStateError    a predicate read a state key it did not declare
     │   └── ProcedureError          a procedure that cannot be loaded or run
@@ -95,6 +96,24 @@ class EmptyCatalogError(CatalogError):
 
 class ContractError(MaitredError):
     """A maitred contract (cost, predicates, procedure) that cannot be used."""
+
+
+class SidecarError(ContractError):
+    """A ``maitred.yaml`` sidecar with one or more invalid entries, all reported at once.
+
+    Attributes:
+        path: the sidecar file.
+        problems: ``(line, message)`` for each problem, in file order (``line`` is 1-based, or
+            ``None`` when unknown); the error's message lists them all as ``path:line: message``.
+    """
+
+    def __init__(self, path: str, problems: Iterable[tuple[int | None, str]]) -> None:
+        self.path = path
+        self.problems = tuple(problems)
+        shown = [
+            f"{path}:{line}: {msg}" if line else f"{path}: {msg}" for line, msg in self.problems
+        ]
+        super().__init__("\n".join(shown))
 
 
 class PredicateCompileError(ContractError):

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -146,3 +148,31 @@ def test_route_with_hybrid_recall(invoke: Invoke, site: Sitecare, free_account: 
     assert data["candidates"][0]["skill"] == "connect-domain"
     assert {"dense", "bm25"} <= set(data["candidates"][0]["components"])
     assert "connect-domain" in {b["skill"] for b in data["blocked"]}
+
+
+@pytest.mark.parametrize("method", ["bm25", "dense"])
+def test_message_that_is_not_utf8_is_routed_with_replacement_characters(
+    invoke: Invoke, site: Sitecare, free_account: str, method: str
+) -> None:
+    """Regression: a 0xff byte crashed dense recall and reached bm25's JSON output raw."""
+    text = "connect my own domain \udcff\udcfe please"  # how Python hands over bytes ff fe
+    args = site.pipeline_args(method)
+    result = ok(invoke("route", text, "--account", free_account, *args, "--json"))
+    result.stdout.encode("utf-8")  # no lone surrogate left: valid UTF-8
+    data = json.loads(result.stdout)
+    assert data["message"] == "connect my own domain \ufffd\ufffd please"
+    assert data["matched"] is True
+    assert "not valid UTF-8: 2 undecodable byte(s) replaced by U+FFFD" in result.stderr
+
+
+def test_invalid_utf8_bytes_on_the_real_command_line_give_valid_json(
+    site: Sitecare, free_account: str
+) -> None:
+    """The same through a real process: argv bytes in, UTF-8 JSON bytes out."""
+    argv = [sys.executable, "-c", "from maitred.cli.main import main; main()", "route"]
+    message = b"connect my own domain \xff please"
+    args = [*argv, message, "--account", free_account, *site.pipeline_args("bm25"), "--json"]
+    done = subprocess.run(args, capture_output=True, check=False)
+    assert done.returncode == 0, done.stderr.decode("utf-8", "replace")
+    data = json.loads(done.stdout.decode("utf-8"))  # strict: raises on a raw 0xff
+    assert data["message"] == "connect my own domain \ufffd please"

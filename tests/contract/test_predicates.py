@@ -16,7 +16,12 @@ from maitred.contract import (
     exit_predicate,
     load_sidecar,
 )
-from maitred.errors import ContractError, PredicateCompileError, UndeclaredStateError
+from maitred.errors import (
+    ContractError,
+    PredicateCompileError,
+    SidecarError,
+    UndeclaredStateError,
+)
 from maitred.state import Snapshot
 
 NOW = 1_000_000.0
@@ -150,8 +155,55 @@ def test_sidecar_errors_name_file_and_entry(tmp_path: Path) -> None:
     (tmp_path / "maitred.yaml").write_text(
         "exit_predicates:\n  - name: p\n    expr: 'a.b =='\n    reads: [a.b]\n"
     )
-    with pytest.raises(PredicateCompileError, match=r"maitred\.yaml.*exit_predicates\[0\]"):
+    with pytest.raises(SidecarError, match=r"maitred\.yaml:3: .*exit_predicates\[0\]"):
         load_sidecar(tmp_path, "s")
+
+
+def test_sidecar_reports_every_problem_of_the_file_with_its_line(tmp_path: Path) -> None:
+    """Regression: only the first problem of a file was reported, and with no line."""
+    (tmp_path / "maitred.yaml").write_text(
+        "cost: -1\n"  # 1
+        "mutates: maybe\n"  # 2
+        "colour: red\n"  # 3
+        "exit_predicates:\n"  # 4
+        "  - name: fine\n"  # 5
+        "    expr: account.plan == 'free'\n"  # 6
+        "    reads: [account.plan]\n"  # 7
+        "  - name: broken\n"  # 8
+        "    expr: 'account.plan =='\n"  # 9
+        "    reads: [account.plan]\n"  # 10
+        "  - name: counts\n"  # 11
+        "    expr: size(account.domains)\n"  # 12
+        "    reads: [account.domains]\n"  # 13
+        "  - name: fine\n"  # 14
+        "    expr: account.plan == 'x'\n"  # 15
+        "    reads: [account.plan]\n"  # 16
+    )
+    with pytest.raises(SidecarError) as info:
+        load_sidecar(tmp_path, "s")
+    error = info.value
+    assert error.path == str(tmp_path / "maitred.yaml")
+    lines = [line for line, _ in error.problems]
+    assert lines == [1, 2, 3, 9, 12, 14]  # in file order
+    messages = [m for _, m in error.problems]
+    assert "`cost` must be a positive number" in messages[0]
+    assert "`mutates` must be true or false" in messages[1]
+    assert "unknown key 'colour'" in messages[2]
+    assert "exit_predicates[1] (broken): CEL expression does not compile" in messages[3]
+    assert "gives int, never a bool" in messages[4]
+    assert "'fine' is declared twice" in messages[5]
+    assert f"{error.path}:9: " in str(error)
+
+
+def test_sidecar_yaml_error_names_the_file_and_line_not_unicode_string(tmp_path: Path) -> None:
+    """Regression: a YAML error named `<unicode string>` instead of the file."""
+    (tmp_path / "maitred.yaml").write_text("cost: 1\nexit_predicates:\n  - name: [unclosed\n")
+    with pytest.raises(SidecarError) as info:
+        load_sidecar(tmp_path, "s")
+    assert "<unicode string>" not in str(info.value)
+    ((line, message),) = info.value.problems
+    assert line == 4 and message.startswith("not valid YAML")
+    assert str(info.value).startswith(f"{tmp_path / 'maitred.yaml'}:4: not valid YAML")
 
 
 def test_skill_exit_names_predicate() -> None:
@@ -186,3 +238,42 @@ def test_sidecar_per_key_freshness(tmp_path: Path) -> None:
     )
     contract, _ = load_sidecar(tmp_path, "s")
     assert contract.exit_predicates[0].max_age_s == {"a.b": 30}
+
+
+@pytest.mark.parametrize(
+    ("expression", "gives"),
+    [
+        ("size(account.domains)", "int"),
+        ('"free"', "string"),
+        ("now", "int"),
+        ('account.plan == "free" ? 1 : 0', "int"),
+        ("account.balance + 1", "int"),
+    ],
+)
+def test_an_expression_that_never_gives_a_bool_is_refused_at_load(
+    expression: str, gives: str
+) -> None:
+    """Regression: these compiled, passed `skills validate`, and failed on every turn."""
+    keys = ("account.domains", "account.plan", "account.balance")
+    used = tuple(k for k in keys if k in expression)
+    with pytest.raises(PredicateCompileError, match=f"gives {gives}, never a bool"):
+        CelPredicate(expression, "p", used or ("account.plan",))
+
+
+@pytest.mark.parametrize(
+    "expression",
+    [
+        "account.flag",  # a bool-valued key: only its real type decides
+        "account.balance > 3",
+        "has(account.plan)",
+        "size(account.domains) > 0",
+        'account.plan == "free" && now > 0',
+        "account.balance < 0 || account.limit.exceeded",
+    ],
+)
+def test_expressions_that_can_give_a_bool_load(expression: str) -> None:
+    keys = ("account.flag", "account.balance", "account.plan", "account.domains")
+    used = tuple(k for k in keys if k in expression) or ("account.limit",)
+    if "account.limit" in expression:
+        used = (*used, "account.limit")
+    CelPredicate(expression, "p", used)

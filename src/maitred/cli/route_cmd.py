@@ -154,8 +154,11 @@ def route(
 ) -> None:
     """Route one message for one account: the menu offered and every skill blocked, with why.
 
-    Exits with status 3 when the turn failed closed (state unavailable, account not found).
+    Exits with status 3 when the turn failed closed (state unavailable, account not found). A
+    message that is not valid UTF-8 is routed with each undecodable byte replaced by U+FFFD (as
+    `run` reads message files), with a warning on stderr.
     """
+    text = _message_text(text)
     pipeline = build_pipeline(
         skills,
         state,
@@ -172,6 +175,32 @@ def route(
         _print_turn(data)
     if data["cause"]:
         raise typer.Exit(EXIT_FAIL_CLOSED)
+
+
+def _message_text(text: str) -> str:
+    """The command-line message as valid Unicode, warning on stderr when it was not.
+
+    Python decodes command-line bytes that are not UTF-8 into lone surrogates (U+DC80..U+DCFF,
+    "surrogateescape"). No tokenizer, JSON document or decision log can hold those, so each such
+    byte becomes U+FFFD, the Unicode replacement character, exactly as `run` decodes message
+    files (``errors="replace"``); the rest of the message is routed unchanged.
+    """
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        pass
+    try:
+        clean = text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    except UnicodeEncodeError:  # a surrogate that did not come from a byte (e.g. U+D800)
+        clean = text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+    replaced = clean.count("\ufffd") - text.count("\ufffd")
+    err_console.print(
+        f"[yellow]warning:[/] the message is not valid UTF-8: {replaced} undecodable byte(s) "
+        "replaced by U+FFFD; pass UTF-8 text (check the terminal's or the shell's encoding)",
+        highlight=False,
+    )
+    return clean
 
 
 def run(

@@ -16,11 +16,19 @@ from maitred.skills.catalog import validate as validate_paths
 
 def validate(
     paths: list[Path] = typer.Argument(..., help="Skill folders or tool files."),
-    strict: bool = typer.Option(False, "--strict", help="Treat every spec deviation as an error."),
+    lenient: bool = typer.Option(
+        False,
+        "--lenient",
+        help="Report Agent Skills spec deviations as warnings (as loading for routing does).",
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
 ) -> None:
-    """Check skill folders and tool files against the Agent Skills spec; never crashes."""
-    report = validate_paths([str(p) for p in paths], strict=strict)
+    """Check skill folders and tool files against the Agent Skills spec; never crashes.
+
+    Every deviation from the spec's rules is an error (exit 1) unless --lenient; size advice
+    and tool-file deviations are warnings. Each problem names its file and line.
+    """
+    report = validate_paths([str(p) for p in paths], lenient=lenient)
     if as_json:
         dump_json(report)
     else:

@@ -23,7 +23,7 @@ import inspect
 import textwrap
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Final, Literal, Protocol, runtime_checkable
 
 from maitred._canonical import text_hash
 from maitred.errors import ContractError, PredicateCompileError, UndeclaredStateError
@@ -242,7 +242,8 @@ class CelPredicate:
     ``reads: [account.plan]`` makes ``account.plan`` available to the expression; ``now`` is
     always available (the snapshot time, unix seconds, so date rules replay identically). The
     expression is compiled once; references to undeclared top-level names are refused at
-    load time. Any evaluation error makes the predicate hold.
+    load time, and so is an expression that can never be a condition (see
+    :func:`_check_gives_bool`). Any evaluation error makes the predicate hold.
     """
 
     expression: str
@@ -275,6 +276,7 @@ class CelPredicate:
         unknown = sorted(set(program.variables()) - roots - bound)
         if unknown:
             raise UndeclaredStateError(self.name, unknown[0], keys)
+        _check_gives_bool(program, keys, f"predicate {self.name!r}{where}", self.expression)
         object.__setattr__(self, "_program", program)
         if not self.version:
             object.__setattr__(self, "version", text_hash(self.expression))
@@ -286,6 +288,76 @@ class CelPredicate:
                 f"predicate {self.name!r}: expression gave {type(result).__name__}, not bool"
             )
         return result
+
+
+_PROBES: tuple[tuple[str, Any], ...] = (
+    ("bool", False),
+    ("int", 0),
+    ("double", 0.5),
+    ("string", ""),
+    ("list", []),
+    ("map", {}),
+    ("null", None),
+)
+"""One value of each kind state can hold (JSON's kinds, with int and double apart)."""
+
+_CEL_TYPES: Mapping[str, str] = {
+    "int": "int",
+    "float": "double",
+    "str": "string",
+    "list": "list",
+    "dict": "map",
+    "NoneType": "null",
+    "bytes": "bytes",
+}
+
+
+_MISSING: Final = object()
+
+
+def _nest(keys: tuple[str, ...], value: Any) -> dict[str, Any]:
+    """Every key set to ``value``, as nested maps (a key under a scalar key is left out)."""
+    out: dict[str, Any] = {}
+    for key in keys:
+        *parents, leaf = key.split(".")
+        node: Any = out
+        for part in parents:
+            node = node.setdefault(part, {}) if isinstance(node, dict) else None
+        if isinstance(node, dict):
+            node[leaf] = value
+    return out
+
+
+def _check_gives_bool(program: Any, keys: tuple[str, ...], what: str, expression: str) -> None:
+    """Refuse at load an expression that yields a value but never a bool.
+
+    The ``cel`` binding has no type checker, so the expression is evaluated with every declared
+    key set to one value of each kind (all bools, all ints, ... and all missing). A predicate
+    that gives a non-bool for every kind it accepts (``size(account.domains)``, a string
+    literal, ``now``) would fail on every turn at run time; one that gives a bool for some kind
+    is accepted, since the real types are only known then (a bare ``account.plan`` passes
+    here, and fails on its first evaluation if the key does not hold a bool). Errors for a
+    probe only mean the expression does not accept that kind.
+
+    Raises:
+        PredicateCompileError: no probe gave a bool and at least one gave another value.
+    """
+    got: set[str] = set()
+    for probe in (*_PROBES, ("missing", _MISSING)):
+        context = {"now": 0} if probe[1] is _MISSING else {"now": 0, **_nest(keys, probe[1])}
+        try:
+            result = program.execute(context)
+        except Exception:  # this kind of value is not accepted: no information
+            continue
+        if isinstance(result, bool):
+            return
+        got.add(_CEL_TYPES.get(type(result).__name__, type(result).__name__))
+    if got:
+        raise PredicateCompileError(
+            f"{what}: CEL expression {expression!r} gives {' or '.join(sorted(got))}, never a "
+            "bool, for every kind of value its state keys may hold; a predicate must be true or "
+            'false: compare the value (e.g. `size(x) > 0`, `x == "free"`)'
+        )
 
 
 def _first_line(doc: str | None) -> str:

@@ -16,7 +16,8 @@
         message: Custom domains need a paid plan.
       - python: scripts/procedure.py:domain_in_use   # ... or a decorated Python predicate
 
-Errors name the sidecar file and the entry at fault.
+Errors name the sidecar file, the line and the entry at fault, and a file's problems are all
+reported at once (a :class:`~maitred.errors.SidecarError` lists each with its line).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from maitred.errors import (
     ContractError,
     PredicateCompileError,
     ProcedureError,
+    SidecarError,
     UndeclaredStateError,
 )
 
@@ -43,52 +45,158 @@ _KEYS = {"cost", "mutates", "family", "procedure", "exit_predicates"}
 _PRED_KEYS = {"name", "expr", "python", "reads", "on_missing", "on_stale", "max_age_s", "message"}
 
 
+class _Problems:
+    """Every problem of one sidecar, each with its line; raised together at the end."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.items: list[tuple[int | None, str]] = []
+
+    def add(self, node: yaml.Node | None, message: str) -> None:
+        line = node.start_mark.line + 1 if node is not None else None
+        self.items.append((line, message.removeprefix(f"{self.path}: ")))
+
+    def raise_any(self) -> None:
+        if self.items:
+            raise SidecarError(self.path, sorted(self.items, key=lambda item: item[0] or 0))
+
+
 def load_sidecar(folder: Path, skill: str) -> tuple[Contract, str | None]:
-    """Load ``folder/maitred.yaml`` -> (contract, family). No file -> an empty contract."""
+    """Load ``folder/maitred.yaml`` -> (contract, family). No file -> an empty contract.
+
+    Every entry is checked even after one fails, so a file's problems come out together.
+
+    Raises:
+        SidecarError: the file is not valid YAML, or any entry is invalid (each problem with
+            its line; a predicate that does not compile or reads undeclared state included).
+    """
     path = folder / SIDECAR
     if not path.is_file():
         return Contract(), None
     where = str(path)
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except yaml.YAMLError as exc:
-        raise ContractError(f"{where}: not valid YAML: {exc}") from None
-    if not isinstance(data, dict):
-        raise ContractError(f"{where}: must be a mapping with keys {sorted(_KEYS)}")
-    unknown = sorted(set(data) - _KEYS)
-    if unknown:
-        raise ContractError(f"{where}: unknown key(s) {unknown}; known keys: {sorted(_KEYS)}")
+    problems = _Problems(where)
+    data, root = _read(path, problems)
+    problems.raise_any()
+    nodes = _value_nodes(root)
+    unknown = sorted(str(k) for k in set(data) - _KEYS)
+    for key in unknown:
+        problems.add(_key_node(root, key), f"unknown key {key!r}; known keys: {sorted(_KEYS)}")
     cost = data.get("cost", 1.0)
     if isinstance(cost, bool) or not isinstance(cost, (int, float)) or cost <= 0:
-        raise ContractError(f"{where}: `cost` must be a positive number, got {cost!r}")
+        problems.add(nodes.get("cost"), f"`cost` must be a positive number, got {cost!r}")
     mutates = data.get("mutates", False)
     if not isinstance(mutates, bool):
-        raise ContractError(f"{where}: `mutates` must be true or false, got {mutates!r}")
+        problems.add(nodes.get("mutates"), f"`mutates` must be true or false, got {mutates!r}")
     family = data.get("family")
     if family is not None and not isinstance(family, str):
-        raise ContractError(f"{where}: `family` must be a string, got {family!r}")
+        problems.add(nodes.get("family"), f"`family` must be a string, got {family!r}")
     modules: dict[str, ModuleType] = {}
     procedure = None
     if data.get("procedure") is not None:
-        procedure = _resolve(folder, str(data["procedure"]), skill, modules, where)
-        if not callable(procedure):
-            raise ProcedureError(f"{where}: procedure {data['procedure']!r} is not callable")
-    entries = data.get("exit_predicates") or []
-    if not isinstance(entries, list):
-        raise ContractError(f"{where}: `exit_predicates` must be a list")
-    predicates: list[Predicate] = []
-    for i, entry in enumerate(entries):
-        predicates.append(
-            _predicate(folder, entry, skill, modules, f"{where}: exit_predicates[{i}]")
+        try:
+            procedure = _resolve(folder, str(data["procedure"]), skill, modules, where)
+            if not callable(procedure):
+                raise ProcedureError(f"procedure {data['procedure']!r} is not callable")
+        except ContractError as exc:
+            problems.add(nodes.get("procedure"), str(exc))
+    predicates = _predicates(folder, data, nodes, skill, modules, problems)
+    problems.raise_any()
+    return Contract(float(cost), mutates, tuple(predicates), procedure, where), family
+
+
+def _read(path: Path, problems: _Problems) -> tuple[dict[Any, Any], yaml.MappingNode | None]:
+    """The file's mapping and its node tree; a problem (with its line) when it is not one."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        problems.add(
+            None, f"is not UTF-8 text ({exc.reason} at byte {exc.start}): save it as UTF-8"
         )
-    names = [p.name for p in predicates]
-    dupes = sorted({n for n in names if names.count(n) > 1})
-    if dupes:
-        raise ContractError(f"{where}: exit predicate name(s) {dupes} declared twice")
-    return (
-        Contract(float(cost), mutates, tuple(predicates), procedure, where),
-        family,
+        return {}, None
+    loader = yaml.SafeLoader(text)
+    try:
+        node = loader.get_single_node()
+        data = loader.construct_document(node) if node is not None else None
+    except yaml.MarkedYAMLError as exc:  # str(exc) would name "<unicode string>", not the file
+        mark = exc.problem_mark or exc.context_mark
+        what = "; ".join(p for p in (exc.context, exc.problem) if p) or "syntax error"
+        column = f" at column {mark.column + 1}" if mark is not None else ""
+        problems.items.append(
+            (mark.line + 1 if mark is not None else None, f"not valid YAML: {what}{column}")
+        )
+        return {}, None
+    except (yaml.YAMLError, ValueError, TypeError, RecursionError) as exc:
+        problems.add(None, f"cannot be loaded as YAML ({type(exc).__name__}: {exc})")
+        return {}, None
+    finally:
+        loader.dispose()
+    if data is None:
+        return {}, None
+    if not isinstance(data, dict) or not isinstance(node, yaml.MappingNode):
+        problems.add(node, f"must be a mapping with keys {sorted(_KEYS)}")
+        return {}, None
+    return data, node
+
+
+def _value_nodes(node: yaml.Node | None) -> dict[str, yaml.Node]:
+    """Key -> value node of a mapping node (positions for errors); empty for anything else."""
+    if not isinstance(node, yaml.MappingNode):
+        return {}
+    return {str(k.value): v for k, v in node.value if isinstance(k, yaml.ScalarNode)}
+
+
+def _key_node(node: yaml.Node | None, key: str) -> yaml.Node | None:
+    if not isinstance(node, yaml.MappingNode):
+        return None
+    return next(
+        (k for k, _ in node.value if isinstance(k, yaml.ScalarNode) and k.value == key), None
     )
+
+
+def _predicates(
+    folder: Path,
+    data: dict[Any, Any],
+    nodes: dict[str, yaml.Node],
+    skill: str,
+    modules: dict[str, ModuleType],
+    problems: _Problems,
+) -> list[Predicate]:
+    """The ``exit_predicates`` entries that load; a problem for each one that does not."""
+    entries = data.get("exit_predicates") or []
+    listed = nodes.get("exit_predicates")
+    if not isinstance(entries, list):
+        problems.add(listed, "`exit_predicates` must be a list")
+        return []
+    entry_nodes = listed.value if isinstance(listed, yaml.SequenceNode) else []
+    predicates: list[Predicate] = []
+    seen: dict[str, int] = {}
+    for i, entry in enumerate(entries):
+        node = entry_nodes[i] if i < len(entry_nodes) else listed
+        try:
+            predicate = _predicate(folder, entry, skill, modules, f"exit_predicates[{i}]")
+        except ContractError as exc:
+            problems.add(_entry_field(node, str(exc)), str(exc))
+            continue
+        if predicate.name in seen:
+            problems.add(
+                node,
+                f"exit_predicates[{i}]: predicate name {predicate.name!r} is declared twice "
+                f"(also exit_predicates[{seen[predicate.name]}]): rename one",
+            )
+        seen.setdefault(predicate.name, i)
+        predicates.append(predicate)
+    return predicates
+
+
+def _entry_field(node: yaml.Node | None, message: str) -> yaml.Node | None:
+    """The entry's field the message is about (``expr`` for a CEL problem), else the entry."""
+    fields = _value_nodes(node)
+    for key in ("expr", "reads", "python", "max_age_s", "name"):
+        if key in fields and f"`{key}`" in message:
+            return fields[key]
+    if "CEL expression" in message and "expr" in fields:
+        return fields["expr"]
+    return node
 
 
 def _predicate(

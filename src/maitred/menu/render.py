@@ -21,7 +21,7 @@ from html import escape
 from typing import Any, Literal
 
 from maitred.errors import ConfigError
-from maitred.menu.tokens import count_tokens
+from maitred.menu.tokens import count_tokens_memo
 from maitred.skills.model import Catalog, Skill
 
 Format = Literal["openai", "anthropic", "mcp", "agentskills"]
@@ -125,7 +125,7 @@ class MenuRenderer:
         hit = self._cache.get(name)
         if hit is None:
             entry = self._render(self.catalog[name])
-            hit = (entry, count_tokens(_entry_text(entry)))
+            hit = (entry, count_tokens_memo(_entry_text(entry)))
             self._cache[name] = hit
         return hit
 

@@ -30,6 +30,8 @@ import importlib.util
 import inspect
 import json
 import os
+import shutil
+import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,6 +42,7 @@ import torch
 from numpy.typing import NDArray
 from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedTokenizerBase
 
+from maitred._atomic import entry_lock, publish, sweep_temps, temp_prefix
 from maitred.errors import ConfigError
 
 DEFAULT_GGUF: Final = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -91,21 +94,44 @@ def file_sha256(path: Path) -> str:
 
 
 def _load_gguf(path: Path, cache_dir: Path) -> tuple[Any, PreTrainedTokenizerBase, str]:
-    """Model and tokenizer from a GGUF file, converted once and cached as safetensors."""
+    """Model and tokenizer from a GGUF file, converted once and cached as safetensors.
+
+    Safe when several processes load the same file at once (parallel test workers): the first
+    converts under the entry's lock, the others wait and then read its result (see
+    :mod:`maitred._atomic`).
+    """
     digest = file_sha256(path)
-    folder = cache_dir / f"{path.stem}-{digest[:16]}"
-    if not (folder / "config.json").is_file():
-        tokenizer = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
-        model = AutoModelForCausalLM.from_pretrained(
-            str(path.parent), gguf_file=path.name, dtype=torch.float32
-        )
-        tmp = folder.with_name(folder.name + f".tmp{os.getpid()}")
-        _save_plain(model, tmp)
-        tokenizer.save_pretrained(tmp)
-        tmp.replace(folder)  # atomic: a half-written folder is never taken for a cache
+    # "-v2": the weights keep the tied input embedding (folders of the first format are not used)
+    folder = cache_dir / f"{path.stem}-{digest[:16]}-v2"
+    if not _converted(folder):
+        with entry_lock(folder):
+            if not _converted(folder):  # nobody converted it while this process waited
+                sweep_temps(folder)
+                tmp = Path(tempfile.mkdtemp(prefix=temp_prefix(folder), dir=cache_dir))
+                try:
+                    _convert_gguf(path, tmp)
+                except BaseException:  # a failed conversion leaves nothing behind
+                    shutil.rmtree(tmp, ignore_errors=True)
+                    raise
+                publish(tmp, folder, _converted)
     model = AutoModelForCausalLM.from_pretrained(str(folder), dtype=torch.float32)
     tokenizer = AutoTokenizer.from_pretrained(str(folder))
     return model, tokenizer, f"{path.stem}@{digest[:12]}"
+
+
+def _converted(folder: Path) -> bool:
+    """Whether ``folder`` holds a finished conversion (its config is written before the rename)."""
+    return (folder / "config.json").is_file()
+
+
+def _convert_gguf(path: Path, out: Path) -> None:
+    """Dequantise the GGUF file ``path`` and save model and tokenizer into the folder ``out``."""
+    tokenizer = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
+    model = AutoModelForCausalLM.from_pretrained(
+        str(path.parent), gguf_file=path.name, dtype=torch.float32
+    )
+    _save_plain(model, out)
+    tokenizer.save_pretrained(out)
 
 
 def load_causal_lm(
@@ -139,13 +165,21 @@ def _save_plain(model: Any, folder: Path) -> None:
     transformers refuses ``save_pretrained`` on a model it loaded from GGUF (it still thinks of
     it as quantised), but the tensors are plain float32 after dequantisation.
     """
-    from safetensors.torch import save_model
+    from safetensors.torch import save_file
 
     folder.mkdir(parents=True, exist_ok=True)
     config = model.config.to_dict()
     config.pop("quantization_config", None)
     (folder / "config.json").write_text(json.dumps(config, indent=1), encoding="utf-8")
-    save_model(model, str(folder / "model.safetensors"))
+    state = model.state_dict()
+    if getattr(model.config, "tie_word_embeddings", False):
+        # Tied weights are one tensor under two names. Keep the input embedding, the one
+        # transformers loads and ties the head to (safetensors' `save_model` kept only
+        # `lm_head.weight`; loading then reported `model.embed_tokens.weight` missing and
+        # initialised it, and the tie could go either way).
+        state = {k: v for k, v in state.items() if k != "lm_head.weight"}
+    tensors = {k: v.detach().contiguous() for k, v in state.items()}
+    save_file(tensors, str(folder / "model.safetensors"), metadata={"format": "pt"})
 
 
 @dataclass(frozen=True)

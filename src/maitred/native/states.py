@@ -10,6 +10,8 @@ refuses a file made by another backbone or at another layer.
 from __future__ import annotations
 
 import json
+import os
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -33,9 +35,15 @@ def save_states(
     offsets = np.cumsum([0] + [len(a) for a in arrays]).astype(np.int64)
     meta = {"backbone_id": backbone_id, "layer": layer, "keys": list(keys)}
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp.npz")
-    np.savez(tmp, states=flat.astype(np.float16), offsets=offsets, meta=np.array(json.dumps(meta)))
-    tmp.replace(path)
+    # a name of its own per writer: two processes caching the same states must not share one
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}-{threading.get_ident()}.npz")
+    try:
+        np.savez(
+            tmp, states=flat.astype(np.float16), offsets=offsets, meta=np.array(json.dumps(meta))
+        )
+        tmp.replace(path)  # atomic: a reader sees the old file or the whole new one
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def load_states(

@@ -14,22 +14,23 @@ version or other parameters (copied or tampered with) is never used: :meth:`Inde
 raises :class:`~maitred.errors.IndexMismatchError`, and :meth:`IndexStore.load_or_build`
 rebuilds it, with a warning.
 
-Writes are atomic: a component is written into a temporary folder beside its final place and
-renamed into place only when complete (``index.json`` last), so a crash or a concurrent builder
-never leaves a half-written index that a later run would load.
+Writes are atomic and safe under concurrency: a component is written into a temporary folder
+beside its final place, under a lock on that place, and renamed into place only when complete
+(``index.json`` last), so a crash or a concurrent builder never leaves a half-written index that a
+later run would load, nor a temporary folder (see :mod:`maitred._atomic`).
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import os
 import shutil
 import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
+from maitred._atomic import entry_lock, publish, sweep_temps, temp_prefix
 from maitred._canonical import canonical_json, content_hash
 from maitred.errors import IndexMismatchError, RecallError
 from maitred.skills.model import Catalog
@@ -96,27 +97,44 @@ class IndexStore:
         component: str,
         params: Mapping[str, Any],
         writer: Callable[[Path], None],
+        *,
+        keep_existing: bool = False,
     ) -> Path:
-        """Write a component atomically (temporary folder, then rename) and return its folder."""
+        """Write a component atomically (temporary folder, then rename) and return its folder.
+
+        Savers of the same component are serialised by the entry's lock. No temporary folder
+        outlives the call, and leftovers of a killed writer of this entry are swept (see
+        :mod:`maitred._atomic`).
+
+        Args:
+            keep_existing: keep a folder already there whose ``index.json`` matches (another
+                process built the same index meanwhile) instead of replacing it; the writer is
+                then not called. A folder that does not match is always replaced.
+        """
         final = self.folder(catalog, component, params)
-        final.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{component}-", dir=final.parent))
-        try:
-            writer(tmp)
-            meta = self._meta(catalog, component, params)
-            (tmp / _META).write_text(json.dumps(meta, indent=1, sort_keys=True), encoding="utf-8")
-            if final.exists():
-                stale = final.with_name(f".stale-{final.name}-{os.getpid()}")
-                os.replace(final, stale)
-                shutil.rmtree(stale, ignore_errors=True)
+        meta = self._meta(catalog, component, params)
+
+        def matches(folder: Path) -> bool:
             try:
-                os.replace(tmp, final)
-            except OSError:
-                # another process finished the same build first; its copy is as good as ours
-                if not (final / _META).is_file():
-                    raise
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
+                stored = json.loads((folder / _META).read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                return False
+            return canonical_json(stored) == canonical_json(meta)
+
+        with entry_lock(final):
+            sweep_temps(final)
+            if keep_existing and matches(final):
+                return final
+            tmp = Path(tempfile.mkdtemp(prefix=temp_prefix(final), dir=final.parent))
+            try:
+                writer(tmp)
+                (tmp / _META).write_text(
+                    json.dumps(meta, indent=1, sort_keys=True), encoding="utf-8"
+                )
+            except BaseException:
+                shutil.rmtree(tmp, ignore_errors=True)
+                raise
+            publish(tmp, final, matches if keep_existing else lambda _: False)
         return final
 
     def load_or_build(
@@ -132,17 +150,25 @@ class IndexStore:
         """Load the stored component, or build, store and return it.
 
         A stored component that does not match (another catalog version or parameters) or
-        cannot be read is rebuilt and replaced, with a warning; it is never used.
+        cannot be read is rebuilt and replaced, with a warning; it is never used. When none was
+        stored and another process stores the same component first, its copy is kept.
         """
+        broken = False
         try:
             loaded = self.load(catalog, component, params, reader)
         except (IndexMismatchError, RecallError, OSError, ValueError, KeyError) as exc:
             logger.warning("rebuilding the %s index: %s", component, exc)
-            loaded = None
+            loaded, broken = None, True
         if loaded is not None:
             return loaded
         built = build()
-        self.save(catalog, component, params, lambda folder: writer(built, folder))
+        self.save(
+            catalog,
+            component,
+            params,
+            lambda folder: writer(built, folder),
+            keep_existing=not broken,
+        )
         return built
 
     @staticmethod

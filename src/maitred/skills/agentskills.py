@@ -31,6 +31,8 @@ differs from its folder, long descriptions, non-string metadata values, unknown 
 name) and reports each deviation as a warning that names the file, field and rule. What makes a
 skill unloadable is an error in both modes: no frontmatter, unclosed frontmatter, invalid YAML,
 frontmatter that is not a mapping, a missing or empty description, a file that is not UTF-8.
+A body longer than the spec recommends (:data:`BODY_MAX_LINES` lines, about
+:data:`BODY_MAX_TOKENS` tokens) is advice: a warning in every mode, never an error.
 """
 
 from __future__ import annotations
@@ -58,6 +60,11 @@ DESCRIPTION_MAX = 1024
 COMPATIBILITY_MAX = 500
 FIELDS = ("name", "description", "license", "compatibility", "metadata", "allowed-tools")
 RESOURCE_DIRS = ("scripts", "references", "assets")
+BODY_MAX_LINES = 500
+"""The spec's recommended maximum length of the ``SKILL.md`` body, in lines."""
+BODY_MAX_TOKENS = 5000
+"""The spec's recommended maximum size of the body, in tokens (estimated)."""
+CHARS_PER_TOKEN = 4
 
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-")
 
@@ -117,7 +124,28 @@ def parse_skill_md(
         metadata=_metadata(fm, path, diag),
         allowed_tools=_allowed_tools(fm, path, diag),
     )
+    _check_body_size(fm.body, path, diag)
     return md, tuple(diag.warnings)
+
+
+def _check_body_size(body: str, path: str, diag: Diagnostics) -> None:
+    """Advise when the body is longer than the spec recommends (a warning in every mode).
+
+    The spec loads the whole body when a skill is activated and recommends keeping it under
+    :data:`BODY_MAX_LINES` lines and about :data:`BODY_MAX_TOKENS` tokens, with details moved
+    to ``references/``. Tokens are estimated at :data:`CHARS_PER_TOKEN` characters each (the
+    skills package does not load a tokenizer).
+    """
+    lines = body.count("\n") + 1 if body else 0
+    tokens = len(body) // CHARS_PER_TOKEN
+    if lines <= BODY_MAX_LINES and tokens <= BODY_MAX_TOKENS:
+        return
+    diag.advise(
+        path,
+        f"the body is {lines} lines and about {tokens} tokens (the spec recommends under "
+        f"{BODY_MAX_LINES} lines and {BODY_MAX_TOKENS} tokens, all loaded on activation): "
+        "move details into `references/` files that the body links to",
+    )
 
 
 def load_skill(

@@ -38,9 +38,10 @@ from maitred.errors import (
     DuplicateSkillError,
     EmptyCatalogError,
     MaitredError,
+    SidecarError,
     SkillParseError,
 )
-from maitred.skills.agentskills import SKILL_FILE, load_skill
+from maitred.skills.agentskills import SKILL_FILE, load_skill, parse_skill_md
 from maitred.skills.model import Catalog, Skill
 from maitred.skills.report import Diagnostics, LoadReport, Problem
 from maitred.skills.tools import TOOL_SUFFIXES, read_tools
@@ -110,20 +111,31 @@ def load_catalog_report(
     return run.catalog, run.report()
 
 
-def validate(paths: PathLike | Iterable[PathLike], strict: bool = False) -> dict[str, Any]:
+def validate(
+    paths: PathLike | Iterable[PathLike], strict: bool = False, *, lenient: bool = False
+) -> dict[str, Any]:
     """Check skills and tools without loading a catalog; never raises on malformed input.
+
+    A validator is stricter than loading for routing: every ``SKILL.md`` deviation from the
+    Agent Skills spec (name missing, too long, not ``a-z0-9-``, not the folder's name; a
+    description over 1,024 characters; ...) is an *error*, and all of a file's problems are
+    reported, not just the first. Advice (a body longer than the spec recommends) and tool-file
+    deviations (tools follow MCP/OpenAI rules, not the Agent Skills spec) stay warnings.
 
     Args:
         paths: as for :func:`load_catalog`.
-        strict: report deviations from the Agent Skills spec as errors, not warnings.
+        strict: load in strict mode: any deviation, tool files' included, is an error, but
+            only the first of each file is found.
+        lenient: report spec deviations as warnings, as loading for routing treats them.
 
     Returns:
-        ``{"skills": examined, "valid": loaded, "warnings": [...], "errors": [...]}``, each
-        warning and error a ``{"path", "field", "message"}`` record (``path`` may end in
+        ``{"skills": examined, "valid": without errors, "warnings": [...], "errors": [...]}``,
+        each warning and error a ``{"path", "field", "message"}`` record (``path`` may end in
         ``:line``; ``field`` may be ``None``).
     """
     try:
-        return load_catalog_report(paths, strict=strict)[1].as_dict()
+        run = _load(paths, strict=strict, family_from_parent=False, rules_are_errors=not lenient)
+        return run.report().as_dict()
     except Exception as exc:  # a last guard: validate must answer, whatever it was given
         problem = Problem(str(paths), f"validation failed: {type(exc).__name__}: {exc}")
         return LoadReport(errors=(problem,)).as_dict()
@@ -137,10 +149,12 @@ class _Run:
     strict: bool
     family_from_parent: bool
     diag: Diagnostics
+    rules_are_errors: bool = False
     settings: Mapping[str, Any] = field(default_factory=dict)
     settings_used: dict[str, Any] = field(default_factory=dict)
     skills: list[Skill] = field(default_factory=list)
     examined: int = 0
+    invalid: int = 0
     first_error: MaitredError | None = None
     fatal: MaitredError | None = None
     catalog: Catalog | None = None
@@ -158,7 +172,7 @@ class _Run:
     def report(self) -> LoadReport:
         return LoadReport(
             self.examined,
-            len(self.skills),
+            len(self.skills) - self.invalid,
             tuple(self.diag.warnings),
             tuple(self.diag.errors),
         )
@@ -169,10 +183,17 @@ def _load(
     *,
     strict: bool,
     family_from_parent: bool,
+    rules_are_errors: bool = False,
     settings: Mapping[str, Any] | None = None,
 ) -> _Run:
     given = [Path(paths)] if isinstance(paths, (str, os.PathLike)) else [Path(p) for p in paths]
-    run = _Run(strict, family_from_parent, Diagnostics(strict=strict), dict(settings or {}))
+    run = _Run(
+        strict,
+        family_from_parent,
+        Diagnostics(strict=strict),
+        rules_are_errors,
+        dict(settings or {}),
+    )
     for path in given:
         _load_path(path, run)
     unused = sorted(set(run.settings) - set(run.settings_used))
@@ -190,7 +211,11 @@ def _load(
         errors = run.diag.errors
         failed = f" ({len(errors)} could not be loaded, first {errors[0].where})" if errors else ""
         error = EmptyCatalogError(f"no skills or tools found in {shown}{failed}: {_WHAT_TO_GIVE}")
-        run.fail(error, Problem(shown, str(error)), fatal=True)
+        if errors:  # each already says why nothing loaded: a generic report would repeat it
+            run.first_error = run.first_error or error
+            run.fatal = run.fatal or error
+        else:
+            run.fail(error, Problem(shown, str(error)), fatal=True)
     elif names and not (strict and run.diag.errors):
         try:
             run.catalog = Catalog(tuple(run.skills))
@@ -287,12 +312,9 @@ def _load_skill(folder: Path, run: _Run) -> None:
         )
     except SkillParseError as exc:
         run.fail_parse(exc)
-    except (ContractError, UnicodeDecodeError) as exc:
-        # UnicodeDecodeError can only come from the sidecar: SKILL.md decoding is checked.
-        sidecar = str(folder / SIDECAR)
-        named = isinstance(exc, ContractError) and sidecar in str(exc)
-        wrapped = exc if isinstance(exc, ContractError) and named else _wrap(sidecar, exc)
-        run.fail(wrapped, Problem(sidecar, str(exc).removeprefix(f"{sidecar}: ")))
+    except ContractError as exc:
+        _record_md_problems(run, _skill_md_warnings(folder))  # they count all the same
+        _fail_sidecar(run, folder, exc)
     except Exception as exc:  # one broken skill must not stop the others from loading
         error = SkillParseError(
             str(folder / SKILL_FILE), f"could not be loaded: {type(exc).__name__}: {exc}"
@@ -300,8 +322,40 @@ def _load_skill(folder: Path, run: _Run) -> None:
         error.__cause__ = exc
         run.fail_parse(error)
     else:
-        run.diag.warnings.extend(warnings)
-        run.skills.append(skill)
+        run.invalid += _record_md_problems(run, warnings)
+        run.skills.append(skill)  # still checked for duplicate names
+
+
+def _record_md_problems(run: _Run, warnings: Iterable[Problem]) -> bool:
+    """Record a SKILL.md's warnings; True when one breaks a rule a validator counts as error."""
+    found = list(warnings)
+    broken = [w for w in found if w.rule] if run.rules_are_errors else []
+    run.diag.warnings.extend(w for w in found if w not in broken)
+    for problem in broken:
+        run.fail(problem.to_error(), problem)
+    return bool(broken)
+
+
+def _skill_md_warnings(folder: Path) -> tuple[Problem, ...]:
+    """The warnings of a SKILL.md whose sidecar failed (``load_skill`` raised before returning
+    them); none when the file cannot be parsed leniently either."""
+    md_path = folder / SKILL_FILE
+    try:
+        here = Path(os.path.abspath(folder)).name
+        return parse_skill_md(md_path.read_bytes(), path=str(md_path), folder_name=here)[1]
+    except (MaitredError, OSError):
+        return ()
+
+
+def _fail_sidecar(run: _Run, folder: Path, exc: ContractError) -> None:
+    """Record a sidecar that cannot be used: each of its problems, with its line."""
+    if isinstance(exc, SidecarError):
+        for line, message in exc.problems:
+            run.fail(exc, Problem(exc.path, message, line=line))
+        return
+    sidecar = str(folder / SIDECAR)
+    wrapped = exc if sidecar in str(exc) else _wrap(sidecar, exc)
+    run.fail(wrapped, Problem(sidecar, str(exc).removeprefix(f"{sidecar}: ")))
 
 
 def _wrap(sidecar: str, exc: Exception) -> ContractError:

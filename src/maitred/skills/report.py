@@ -7,6 +7,11 @@ Loading has two modes, and this module is where they differ:
   *error*, reported and skipped so the rest still loads;
 * **strict** turns every deviation into a :class:`~maitred.errors.SkillParseError`.
 
+A validator wants a third reading: load leniently (so every problem of a file is found, not just
+the first), then report each warning that breaks a spec rule (:attr:`Problem.rule`) as an error.
+Advice (:meth:`Diagnostics.advise`, e.g. a body longer than the spec recommends) stays a warning
+in every mode.
+
 Parsers report through a :class:`Diagnostics` collector, so a rule is written once and the mode
 decides whether breaking it warns or raises. A :class:`LoadReport` is the immutable summary the
 catalog hands back; :meth:`LoadReport.as_dict` is the JSON shape ``validate`` returns.
@@ -29,12 +34,15 @@ class Problem:
         message: what is wrong and what to do about it.
         field: the frontmatter field or JSON key at fault, if any (``"metadata.owner"``).
         line: 1-based line number in ``path``, if known.
+        rule: whether it breaks a rule of the spec (``maitred skills validate`` reports those as
+            errors unless ``--lenient``), rather than advice such as a size recommendation.
     """
 
     path: str
     message: str
     field: str | None = None
     line: int | None = None
+    rule: bool = False
 
     @property
     def where(self) -> str:
@@ -112,10 +120,14 @@ class Diagnostics:
         Raises:
             SkillParseError: in strict mode.
         """
-        problem = Problem(path, message, field, line)
+        problem = Problem(path, message, field, line, rule=True)
         if self.strict:
             raise problem.to_error()
         self.warnings.append(problem)
+
+    def advise(self, path: str, message: str, *, line: int | None = None) -> None:
+        """A recommendation the spec makes but does not require: always only a warning."""
+        self.warnings.append(Problem(path, message, line=line))
 
     def error(self, problem: Problem) -> None:
         """Record something that could not be loaded (it is skipped)."""
