@@ -2,8 +2,11 @@
 
 The command reads and checks the config, builds the engine (catalog, recall index, state
 provider with its deadline, decision log), and serves until interrupted; the engine and its
-log are closed on the way out. Starlette, uvicorn and prometheus-client come with the ``serve``
-extra and are imported only here, so the rest of the CLI works without them.
+log are closed when the server shuts down (the app's lifespan). On SIGTERM/SIGINT uvicorn
+shuts down gracefully, then re-raises the signal, so the exit status is the signal's.
+
+Starlette, uvicorn and prometheus-client come with the ``serve`` extra and are imported only
+here, so the rest of the CLI works without them.
 """
 
 from __future__ import annotations
@@ -30,14 +33,15 @@ def serve(
     settings = load_config(config)
     engine = open_engine(settings)
     try:
-        app = create_app(Service(engine, settings.tenants, settings.limits), settings.limits)
+        service = Service(engine, settings.tenants, settings.limits)
+        app = create_app(service, settings.limits, on_shutdown=engine.close)
         uvicorn.run(
             app,
             host=host or settings.host,
             port=settings.port if port is None else port,
             log_level="warning",
         )
-    finally:
+    finally:  # on a signal uvicorn re-raises it after shutdown; the lifespan closed the engine
         engine.close()
 
 

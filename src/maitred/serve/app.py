@@ -25,8 +25,9 @@ state fetch waiting on its deadline never blocks the event loop.
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from starlette.applications import Starlette
@@ -45,8 +46,26 @@ from maitred.serve.service import Service
 Handler = Callable[[Request], Awaitable[Response]]
 
 
-def create_app(service: Service, limits: Limits) -> ASGIApp:
-    """The ASGI app: the routes above, each error a JSON body, every request counted."""
+def create_app(
+    service: Service, limits: Limits, *, on_shutdown: Callable[[], None] | None = None
+) -> ASGIApp:
+    """The ASGI app: the routes above, each error a JSON body, every request counted.
+
+    Args:
+        service: the engine behind the routes.
+        limits: the body limit (and the session bounds the service already holds).
+        on_shutdown: called when the server shuts down (``maitred serve`` closes the engine
+            and its log there: uvicorn re-raises SIGTERM after its shutdown, so code after
+            ``uvicorn.run`` never runs on a signal).
+    """
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            if on_shutdown is not None:
+                on_shutdown()
 
     async def turns(request: Request) -> Response:
         tenant = authenticate(request, service.tenants)
@@ -97,7 +116,7 @@ def create_app(service: Service, limits: Limits) -> ASGIApp:
         Route("/metrics", metrics, methods=["GET"]),
         Route("/openapi.json", spec, methods=["GET"]),
     ]
-    app = Starlette(routes=routes)
+    app = Starlette(routes=routes, lifespan=lifespan)
     return _Counted(app, service, {r.path for r in routes})
 
 
