@@ -117,3 +117,13 @@ def test_sessions_expire_when_idle_and_are_scoped_by_tenant() -> None:
     clock.now = 179
     assert store.get("t1", "s") is None
     assert store.expired == 1 and len(store) == 0
+
+
+def test_tables_may_live_in_their_own_file_next_to_the_config(tmp_path: Path) -> None:
+    (tmp_path / "tables.json").write_text('{"account": "accounts"}', encoding="utf-8")
+    config = load_config(write_deployment(tmp_path, tables="tables.json"))
+    assert config.tables == {"account": "accounts"}
+    elsewhere = tmp_path / "other"
+    elsewhere.mkdir()
+    with pytest.raises(ConfigError, match=r"field 'tables' names .*missing\.json"):
+        load_config(write_deployment(elsewhere, tables="missing.json"))

@@ -4,7 +4,7 @@
 
     catalogs: [skills/, tools.json]        # skill folders and tools files (relative to this file)
     state: sqlite:///accounts.db           # a provider spec (maitred.state.open_provider)
-    tables: {account: accounts}            # key root -> table, for SQL providers
+    tables: {account: accounts}            # key root -> table (SQL providers), or a YAML/JSON file
     state_timeout_s: 0.5                   # the deadline on every state fetch (SQL providers)
     options: {method: bm25, top_k: 10, menu_format: openai}   # PipelineOptions fields
     log: log.sqlite                        # the decision log (path or postgresql:// URL)
@@ -154,7 +154,9 @@ def parse_config(data: Any, source: str, *, base: Path | None = None) -> ServeCo
     if timeout is not None and (not _is_number(timeout) or timeout <= 0):
         r.fail("state_timeout_s", f"must be a positive number of seconds, not {timeout!r}")
     tables = top.get("tables")
-    if tables is not None:
+    if isinstance(tables, str):
+        tables = _tables_file(r, Path(_resolve(root, tables)))
+    elif tables is not None:
         tables = r.mapping(tables, "tables")
     settings = r.mapping(top.get("settings", {}), "settings")
     log = top.get("log")
@@ -256,6 +258,15 @@ def _tenants(r: _Reader, value: Any) -> dict[str, Tenant]:
         prefix = r.string(body["account_prefix"], f"{where}.account_prefix") if has_prefix else None
         out[name] = Tenant(name, digest, accounts, prefix)
     return out
+
+
+def _tables_file(r: _Reader, path: Path) -> dict[str, Any]:
+    """A key root -> table mapping kept in its own YAML/JSON file (``maitred demo`` writes one)."""
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        r.fail("tables", f"names {str(path)!r}, which cannot be read as YAML/JSON: {exc}")
+    return r.mapping(data, f"tables ({path})")
 
 
 def _limits(r: _Reader, value: Any) -> Limits:
