@@ -8,11 +8,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from maitred.actions.session import Session
 from maitred.cli.main import main
 from maitred.errors import ConfigError
-from maitred.serve import load_config, open_engine
+from maitred.serve import load_config, open_engine, parse_config
 from maitred.serve.sessions import SessionStore
 
 from .deploy import sha, write_deployment
@@ -127,3 +128,23 @@ def test_tables_may_live_in_their_own_file_next_to_the_config(tmp_path: Path) ->
     elsewhere.mkdir()
     with pytest.raises(ConfigError, match=r"field 'tables' names .*missing\.json"):
         load_config(write_deployment(elsewhere, tables="missing.json"))
+
+
+def test_a_relative_sqlite_state_path_is_relative_to_the_config(tmp_path: Path) -> None:
+    config = load_config(write_deployment(tmp_path, state="sqlite:///accounts.db"))
+    assert config.state == f"sqlite:///{tmp_path / 'accounts.db'}"
+    (tmp_path / "x").mkdir()
+    absolute = load_config(write_deployment(tmp_path / "x", state="sqlite:////srv/a.db"))
+    assert absolute.state == "sqlite:////srv/a.db"
+
+
+def test_the_readme_config_example_is_a_valid_config(tmp_path: Path) -> None:
+    readme = Path(__file__).resolve().parents[2] / "README.md"
+    section = readme.read_text(encoding="utf-8").split("## Running the service", 1)[1]
+    example = section.split("```yaml\n", 1)[1].split("```", 1)[0]
+    (tmp_path / "demo-out").mkdir()
+    (tmp_path / "demo-out" / "tables.json").write_text('{"account": "accounts"}', "utf-8")
+    config = parse_config(yaml.safe_load(example), "README.md", base=tmp_path)
+    assert config.tenants["demo"].token_sha256 == sha("demo-token")
+    assert config.tenants["demo"].owns("acc-000001")
+    assert config.state == f"sqlite:///{tmp_path / 'demo-out/accounts.sqlite'}"

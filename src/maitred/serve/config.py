@@ -26,8 +26,8 @@ Invariants:
 * Every error names the file and the dotted field (``tenants.acme.accounts``) and says what to
   write instead; unknown fields are errors too, so a typo never becomes a setting silently
   ignored.
-* Relative paths (catalogs, a log path, a JSON state file, cache_dir) are relative to the
-  config file, so the server behaves the same from any working directory.
+* Relative paths (catalogs, tables and log files, a JSON or SQLite state file, cache_dir)
+  are relative to the config file, so the server behaves the same from any working directory.
 """
 
 from __future__ import annotations
@@ -317,7 +317,11 @@ def _resolve(root: Path, value: str) -> str:
 
 
 def _resolve_state(root: Path, spec: str) -> str:
-    """A JSON state file is relative to the config; URLs are used as written."""
+    """A JSON state file and a relative SQLite path are relative to the config; other URLs are
+    used as written."""
+    sqlite = "sqlite:///"
+    if spec.startswith(sqlite) and not spec[len(sqlite) :].startswith("/"):
+        return sqlite + _resolve(root, spec[len(sqlite) :])
     if spec.startswith("json:"):
         return "json:" + _resolve(root, spec[5:])
     if ":" not in spec.split("/")[0] and spec.lower().endswith(".json"):
