@@ -106,6 +106,12 @@ def test_an_unknown_session_is_404_with_a_clear_error(client: TestClient, deploy
     assert logged_decisions(deployment.parent) == []
 
 
+def test_the_funnel_of_a_tenant_without_turns_is_empty(client: TestClient) -> None:
+    r = client.get("/v1/funnel", headers=auth("globex"))
+    assert r.status_code == 200
+    assert (r.json()["messages"], r.json()["candidate_pairs"]) == (0, 0)
+
+
 def test_the_funnel_counts_the_tenants_own_turns_only(client: TestClient) -> None:
     _turn(client, "acc-free", "a-1")
     _turn(client, "acc-pro", "a-2")

@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 
+from maitred.serve import Service
+
 from .deploy import DOMAIN_TEXT, TOKENS, auth, logged_decisions, logged_turns
 
 TURN = {"text": DOMAIN_TEXT, "account": "acc-pro", "session_id": "s-1"}
@@ -163,6 +165,7 @@ def test_a_store_that_goes_down_fails_closed_is_counted_and_recovers(
         assert (down["allow"], down["code"]) == (False, "STATE_UNAVAILABLE")
         turn = client.post("/v1/turns", json=TURN, headers=auth("acme")).json()
         assert turn["cause"] == "state_unavailable"
+        assert "ran out of time (0.2s" in turn["provider_error"]  # state_timeout_s applied
         assert turn["visible"] == ["list_domains"]  # reads no state: still offered
         assert [b["skill"] for b in turn["blocked"]] == ["connect_custom_domain"]
         ready = client.get("/readyz")
@@ -178,3 +181,21 @@ def test_a_store_that_goes_down_fails_closed_is_counted_and_recovers(
     assert (ok["allow"], ok["code"]) == (True, "OK")
     codes = [code for _, code in logged_decisions(deployment.parent)]
     assert codes == ["STATE_UNAVAILABLE", "OK"]
+
+
+def test_a_broken_decision_log_is_503_and_nothing_is_handed_out(
+    client: TestClient, service: Service
+) -> None:
+    assert service.engine.log is not None
+    service.engine.log.close()  # every later write or flush fails
+    r = client.post("/v1/turns", json=TURN, headers=auth("acme"))
+    assert r.status_code == 503
+    err = r.json()["error"]
+    assert err["code"] == "engine_unavailable" and "LogError" in err["message"]
+    assert "menu" not in r.json()
+    # the turn was never remembered: the session does not exist
+    call = {"session_id": "s-1", "call": {"name": "list_domains", "arguments": {}}}
+    assert client.post("/v1/calls/check", json=call, headers=auth("acme")).status_code == 404
+    ready = client.get("/readyz")
+    assert ready.status_code == 503 and ready.json()["checks"]["log"]["ok"] is False
+    assert 'maitred_engine_errors_total{error="LogError"} 1.0' in client.get("/metrics").text

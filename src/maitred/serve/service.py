@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from maitred.actions.model import ToolCall
+from maitred.actions.session import Session
 from maitred.analytics.funnel import funnel
 from maitred.decision import Message
 from maitred.engine import Maitred
@@ -89,8 +90,35 @@ class Service:
 
     def turn(self, tenant: Tenant, req: TurnRequest) -> dict[str, Any]:
         """Route one message in a session (created on first use) and remember its menu."""
+        fmt = req.format or self._default_format
+        pipeline = self.engine.pipeline
+        with self._lock:  # two first turns of one new session id must not make two sessions
+            session = self._session_for(tenant, req)
+            message = Message(
+                id=uuid.uuid4().hex[:16],
+                text=req.text,
+                account=req.account,
+                conversation=session.id,
+            )
+            pipeline.run_id = self.run_ids[tenant.name]
+            pipeline.renderer = self._renderers[fmt]
+            try:
+                turn = self._engine_call(lambda: self.engine.turn(message, session=session))
+            finally:
+                pipeline.renderer = self._renderers[self._default_format]
+            self.sessions.put(tenant.name, session)
+        self.metrics.observe_turn(turn)
+        out = turn.to_json()
+        out["session_id"] = session.id
+        out["cause"] = turn.record.cause
+        return out
+
+    def _session_for(self, tenant: Tenant, req: TurnRequest) -> Session:
+        """The tenant's session of that id, or a new one for the request's account."""
         session = self.sessions.get(tenant.name, req.session_id)
-        if session is not None and session.account != req.account:
+        if session is None:
+            return self.engine.session(req.account, id=req.session_id)
+        if session.account != req.account:
             raise Problem(
                 409,
                 "session_account_mismatch",
@@ -98,26 +126,7 @@ class Service:
                 "session_id for this account",
                 field="session_id",
             )
-        if session is None:
-            session = self.engine.session(req.account, id=req.session_id)
-        fmt = req.format or self._default_format
-        message = Message(
-            id=uuid.uuid4().hex[:16], text=req.text, account=req.account, conversation=session.id
-        )
-        pipeline = self.engine.pipeline
-        with self._lock:
-            pipeline.run_id = self.run_ids[tenant.name]
-            pipeline.renderer = self._renderers[fmt]
-            try:
-                turn = self._engine_call(lambda: self.engine.turn(message, session=session))
-            finally:
-                pipeline.renderer = self._renderers[self._default_format]
-        self.sessions.put(tenant.name, session)
-        self.metrics.observe_turn(turn)
-        out = turn.to_json()
-        out["session_id"] = session.id
-        out["cause"] = turn.record.cause
-        return out
+        return session
 
     # -- stage 5 ------------------------------------------------------------------------------
 
