@@ -3,6 +3,7 @@ and the answers the decision log must agree with."""
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
@@ -10,8 +11,10 @@ import pytest
 from starlette.testclient import TestClient
 
 from maitred.menu.render import RENDERERS
+from maitred.serve import Service
+from maitred.serve.requests import TurnRequest
 
-from .deploy import DOMAIN_TEXT, auth, logged_decisions
+from .deploy import DOMAIN_TEXT, auth, logged_decisions, logged_turns
 
 
 def _turn(
@@ -149,3 +152,16 @@ def test_metrics_count_requests_stages_and_blocks(client: TestClient) -> None:
     assert 'maitred_call_decisions_total{code="TOOL_NOT_OFFERED",verdict="reject"} 1.0' in text
     assert 'maitred_fail_closed_total{cause="STATE_UNAVAILABLE"} 0.0' in text
     assert "maitred_sessions 1.0" in text
+
+
+def test_concurrent_turns_are_serialised_and_each_is_logged_once(
+    service: Service, deployment: Path
+) -> None:
+    tenant = service.tenants["acme"]
+    requests = [TurnRequest(DOMAIN_TEXT, "acc-pro", f"c-{i % 4}") for i in range(16)]
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        turns = list(pool.map(lambda r: service.turn(tenant, r), requests))
+    assert len({t["turn_id"] for t in turns}) == 16
+    assert all("connect_custom_domain" in t["exposed"] for t in turns)
+    assert logged_turns(deployment.parent) == 16
+    assert len(service.sessions) == 4  # one per session id, however the first turns raced
