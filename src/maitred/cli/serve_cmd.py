@@ -39,7 +39,8 @@ def serve(
             app,
             host=host or settings.host,
             port=settings.port if port is None else port,
-            log_level="warning",
+            log_level="info",  # the address it listens on, startup and shutdown
+            access_log=False,  # per-request counts and latencies are in /metrics
         )
     finally:  # on a signal uvicorn re-raises it after shutdown; the lifespan closed the engine
         engine.close()
