@@ -49,6 +49,7 @@ def _imports(package: str) -> set[tuple[str, str]]:
         ("actions", ("maitred.recall", "maitred.native", "maitred.cli", "onnxruntime", "torch")),
         ("audit", ("maitred.recall", "maitred.cli", "onnxruntime")),
         ("replay", ("maitred.cli", "maitred.gate")),
+        ("serve", ("maitred.cli", "maitred.native", "torch", "onnxruntime")),
     ],
 )
 def test_package_does_not_import(package: str, forbidden: tuple[str, ...]) -> None:
@@ -88,6 +89,21 @@ def test_the_core_never_imports_the_lab() -> None:
                 (str(rel), n) for n in names if n == "maitred.lab" or n.startswith("maitred.lab.")
             ]
     assert not bad, f"the core imports the lab: {bad}"
+
+
+def test_only_the_cli_imports_the_service_and_only_the_service_its_web_stack() -> None:
+    web = ("starlette", "uvicorn", "prometheus_client")
+    for path in SRC.rglob("*.py"):
+        rel = path.relative_to(SRC)
+        if rel.parts[0] == "serve":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            names += [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            for name in names:
+                top = name.split(".")[0]
+                assert not (name.startswith("maitred.serve") and rel.parts[0] != "cli"), rel
+                assert top not in web or rel.parts[0] == "cli", f"{rel} imports {name}"
 
 
 def test_no_torch_outside_native() -> None:

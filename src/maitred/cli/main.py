@@ -23,6 +23,7 @@ from maitred.cli import (
     replay_cmd,
     report_cmd,
     route_cmd,
+    serve_cmd,
     skills_cmd,
 )
 from maitred.cli._common import err_console
@@ -55,6 +56,7 @@ app.command("demo")(demo_cmd.demo)
 # later capabilities register their own commands (parity/audit/report, actions, depth)
 for _module in (audit_cmd, actions_cmd, depth_cmd, report_cmd, replay_cmd, native_cmd):
     _module.register(app, eval_app)
+serve_cmd.register(app, eval_app)
 app.add_typer(eval_app, name="eval")
 
 

@@ -1,0 +1,269 @@
+"""What the HTTP layer costs: ``POST /v1/turns`` against ``Maitred.turn()`` in process.
+
+The workload is the sitecare demo domain (11 Agent Skills, a seeded SQLite accounts store, its
+seeded customer messages; a message's conversation is its session). Both sides use the same
+engine configuration and a SQLite decision log flushed after every turn, so the difference is
+the HTTP layer: JSON parsing, authentication, the session map, the worker-thread hop, loopback
+TCP and the response's JSON.
+
+1. **one client, in process**: ``engine.turn(message, session=...)`` per message, p50 / p99;
+2. **1, 4 and 16 concurrent clients over HTTP**: ``maitred serve`` started as a subprocess on
+   a free loopback port; threads, one ``httpx.Client`` each, sending messages of the same
+   stream: messages/s, p50, p99, the server's own mean time per request (from its
+   ``/metrics``: middleware to response, without the client and the TCP hop), p50 as a
+   multiple of the in-process p50, and messages/s as a multiple of one client's.
+
+Bounded: ``--messages`` requests per measurement (after ``--warmup``), each phase stopped at
+``--max-seconds``; loopback only. The engine serialises turns (one lock), so concurrency buys
+overlap of the HTTP work with the engine, not parallel turns.
+
+    PYTHONPATH=src .venv/bin/python benchmarks/serve_http.py                 # bm25
+    PYTHONPATH=src .venv/bin/python benchmarks/serve_http.py --methods bm25,dense
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import yaml
+
+from maitred import Maitred
+from maitred.actions.session import Session
+from maitred.decision import Message
+from maitred.lab.domains import sitecare
+from maitred.serve import load_config, open_engine
+
+TOKEN = "bench-token"
+N_ACCOUNTS = 200
+
+
+def _pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def _summary(latencies_s: list[float], wall_s: float) -> dict[str, float]:
+    return {
+        "n": len(latencies_s),
+        "per_s": len(latencies_s) / wall_s if wall_s > 0 else 0.0,
+        "p50_ms": statistics.median(latencies_s) * 1e3,
+        "p99_ms": _pct(latencies_s, 0.99) * 1e3,
+    }
+
+
+def _workspace(root: Path, method: str, n_messages: int) -> tuple[Path, list[dict[str, Any]]]:
+    """Accounts, messages and a server config under ``root``."""
+    db = root / "accounts.sqlite"
+    if not db.exists():
+        sitecare.write_accounts(db, N_ACCOUNTS, seed=11)
+    messages = list(sitecare.generate_messages(n_messages, N_ACCOUNTS, seed=11))
+    config = {
+        "catalogs": [str(sitecare.skills_dir())],
+        "state": f"sqlite:///{db}",
+        "tables": sitecare.TABLES,
+        "state_timeout_s": 1.0,
+        "options": {"method": method, "top_k": 5},
+        "log": f"log-{method}.sqlite",
+        "cache_dir": "cache",
+        "tenants": {
+            "bench": {
+                "token_sha256": hashlib.sha256(TOKEN.encode()).hexdigest(),
+                "account_prefix": "acc-",
+            }
+        },
+        "limits": {"max_sessions": 100_000},
+    }
+    path = root / f"serve-{method}.yaml"
+    path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    return path, messages
+
+
+def in_process(config: Path, messages: list[dict[str, Any]], warmup: int) -> dict[str, float]:
+    """``engine.turn()`` per message at one client (log flushed per turn, as the server does)."""
+    engine: Maitred = open_engine(load_config(config))
+    sessions: dict[str, Session] = {}
+    latencies: list[float] = []
+    try:
+        start = time.perf_counter()
+        for i, m in enumerate(messages):
+            session = sessions.get(m["conversation"])
+            if session is None:
+                session = engine.session(m["account"], id=m["conversation"])
+                sessions[m["conversation"]] = session
+            msg = Message(f"ip{i}", m["text"], m["account"], conversation=session.id)
+            t0 = time.perf_counter()
+            engine.turn(msg, session=session)
+            if i >= warmup:
+                latencies.append(time.perf_counter() - t0)
+            elif i == warmup - 1:
+                start = time.perf_counter()
+        return _summary(latencies, time.perf_counter() - start)
+    finally:
+        engine.close()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _start_server(config: Path, port: int) -> subprocess.Popen[bytes]:
+    src = Path(__file__).resolve().parents[1] / "src"
+    env = {**os.environ, "PYTHONPATH": f"{src}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    cmd = [sys.executable, "-m", "maitred.cli.main", "serve", "-c", str(config)]
+    proc = subprocess.Popen([*cmd, "--port", str(port)], env=env)
+    deadline = time.monotonic() + 300  # a first dense index build takes a while
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit(f"the server exited with {proc.returncode}")
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=1).status_code == 200:
+                return proc
+        except httpx.TransportError:
+            pass
+        time.sleep(0.2)
+    proc.kill()
+    raise SystemExit("the server did not become ready")
+
+
+def over_http(
+    base: str, messages: list[dict[str, Any]], clients: int, max_s: float
+) -> dict[str, float]:
+    """``clients`` threads sending the messages (each taken once) until done or ``max_s``."""
+    latencies: list[float] = []
+    lock = threading.Lock()
+    cursor = iter(enumerate(messages))
+    stop_at = time.monotonic() + max_s
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+
+    def client() -> None:
+        with httpx.Client(base_url=base, headers=headers, timeout=30) as http:
+            while time.monotonic() < stop_at:
+                with lock:
+                    item = next(cursor, None)
+                if item is None:
+                    return
+                _, m = item
+                body = {"text": m["text"], "account": m["account"], "session_id": m["conversation"]}
+                t0 = time.perf_counter()
+                r = http.post("/v1/turns", json=body)
+                took = time.perf_counter() - t0
+                r.raise_for_status()
+                with lock:
+                    latencies.append(took)
+
+    threads = [threading.Thread(target=client) for _ in range(clients)]
+    start = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return _summary(latencies, time.perf_counter() - start)
+
+
+def _server_seconds(base: str) -> tuple[float, float]:
+    """(sum, count) of ``maitred_http_request_seconds`` for ``/v1/turns``: the server's side."""
+    total = count = 0.0
+    for line in httpx.get(f"{base}/metrics", timeout=10).text.splitlines():
+        if line.startswith('maitred_http_request_seconds_sum{route="/v1/turns"}'):
+            total = float(line.split()[-1])
+        elif line.startswith('maitred_http_request_seconds_count{route="/v1/turns"}'):
+            count = float(line.split()[-1])
+    return total, count
+
+
+def bench_method(root: Path, method: str, args: argparse.Namespace) -> dict[str, Any]:
+    total = args.warmup + args.messages * (1 + len(args.clients))
+    config, messages = _workspace(root, method, total)
+    print(f"[{method}] in process ...", file=sys.stderr, flush=True)
+    inproc = in_process(config, messages[: args.warmup + args.messages], args.warmup)
+    port = _free_port()
+    proc = _start_server(config, port)
+    base = f"http://127.0.0.1:{port}"
+    out: dict[str, Any] = {"method": method, "in_process": inproc, "http": {}}
+    try:
+        rest = messages[args.warmup + args.messages :]
+        over_http(base, messages[: args.warmup], 1, args.max_seconds)  # warm the server
+        for i, c in enumerate(args.clients):
+            chunk = rest[i * args.messages : (i + 1) * args.messages]
+            print(f"[{method}] HTTP, {c} client(s) ...", file=sys.stderr, flush=True)
+            before = _server_seconds(base)
+            result = over_http(base, chunk, c, args.max_seconds)
+            after = _server_seconds(base)
+            served = max(1.0, after[1] - before[1])
+            result["server_mean_ms"] = (after[0] - before[0]) / served * 1e3
+            out["http"][str(c)] = result
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+    one = out["http"][str(args.clients[0])]
+    out["http_over_in_process_p50"] = one["p50_ms"] / inproc["p50_ms"]
+    return out
+
+
+def render(results: list[dict[str, Any]], clients: list[int]) -> str:
+    lines = [
+        "| recall | clients | messages/s | p50 ms | p99 ms | server mean ms | p50 vs in-process "
+        "| messages/s vs 1 client |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for res in results:
+        ip = res["in_process"]
+        lines.append(
+            f"| {res['method']} | in process, 1 | {ip['per_s']:,.0f} | {ip['p50_ms']:.2f} | "
+            f"{ip['p99_ms']:.2f} | | 1.00x | |"
+        )
+        base = res["http"][str(clients[0])]["per_s"]
+        for c in clients:
+            h = res["http"][str(c)]
+            lines.append(
+                f"| {res['method']} | HTTP, {c} | {h['per_s']:,.0f} | {h['p50_ms']:.2f} | "
+                f"{h['p99_ms']:.2f} | {h['server_mean_ms']:.2f} | "
+                f"{h['p50_ms'] / ip['p50_ms']:.2f}x | "
+                f"{h['per_s'] / base:.2f}x |"
+            )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--methods", default="bm25", help="comma-separated recall methods")
+    parser.add_argument("--messages", type=int, default=300, help="requests per measurement")
+    parser.add_argument("--warmup", type=int, default=30)
+    parser.add_argument("--clients", default="1,4,16", help="concurrency levels")
+    parser.add_argument("--max-seconds", type=float, default=60.0, help="cap per measurement")
+    parser.add_argument("--out", type=Path, default=None, help="write the results as JSON")
+    parser.add_argument("--workdir", type=Path, default=None, help="keep files here")
+    args = parser.parse_args()
+    args.clients = [int(c) for c in args.clients.split(",")]
+    if args.clients[0] != 1:
+        parser.error("--clients must start with 1 (the one-client latency the ratios use)")
+    with tempfile.TemporaryDirectory() as tmp:
+        root = args.workdir or Path(tmp)
+        root.mkdir(parents=True, exist_ok=True)
+        results = [bench_method(root, m, args) for m in args.methods.split(",")]
+    if args.out:
+        args.out.write_text(json.dumps(results, indent=2), encoding="utf-8")
+    print(render(results, args.clients))
+
+
+if __name__ == "__main__":
+    main()

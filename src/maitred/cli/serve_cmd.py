@@ -1,0 +1,51 @@
+"""`maitred serve --config serve.yaml`: run the HTTP API under uvicorn.
+
+The command reads and checks the config, builds the engine (catalog, recall index, state
+provider with its deadline, decision log), and serves until interrupted; the engine and its
+log are closed when the server shuts down (the app's lifespan). On SIGTERM/SIGINT uvicorn
+shuts down gracefully, then re-raises the signal, so the exit status is the signal's.
+
+Starlette, uvicorn and prometheus-client come with the ``serve`` extra and are imported only
+here, so the rest of the CLI works without them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from maitred.errors import MissingExtraError
+
+
+def serve(
+    config: Path = typer.Option(..., "--config", "-c", help="The server's YAML config."),
+    host: str | None = typer.Option(None, "--host", help="Bind address (overrides server.host)."),
+    port: int | None = typer.Option(None, "--port", help="Port (overrides server.port)."),
+) -> None:
+    """Serve the HTTP API: /v1/turns, /v1/calls/check, /v1/funnel, /healthz, /readyz, /metrics."""
+    try:
+        import uvicorn
+
+        from maitred.serve import Service, create_app, load_config, open_engine
+    except ImportError as exc:
+        raise MissingExtraError("maitred serve", "serve", exc.name) from None
+    settings = load_config(config)
+    engine = open_engine(settings)
+    try:
+        service = Service(engine, settings.tenants, settings.limits)
+        app = create_app(service, settings.limits, on_shutdown=engine.close)
+        uvicorn.run(
+            app,
+            host=host or settings.host,
+            port=settings.port if port is None else port,
+            log_level="info",  # the address it listens on, startup and shutdown
+            access_log=False,  # per-request counts and latencies are in /metrics
+        )
+    finally:  # on a signal uvicorn re-raises it after shutdown; the lifespan closed the engine
+        engine.close()
+
+
+def register(app: typer.Typer, eval_app: typer.Typer) -> None:
+    """Add `serve` to the app."""
+    app.command("serve")(serve)

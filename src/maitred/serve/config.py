@@ -1,0 +1,333 @@
+"""The server's configuration file (YAML), read once at start and checked field by field.
+
+::
+
+    catalogs: [skills/, tools.json]        # skill folders and tools files (relative to this file)
+    state: sqlite:///accounts.db           # a provider spec (maitred.state.open_provider)
+    tables: {account: accounts}            # key root -> table (SQL providers), or a YAML/JSON file
+    state_timeout_s: 0.5                   # the deadline on every state fetch (SQL providers)
+    options: {method: bm25, top_k: 10, menu_format: openai}   # PipelineOptions fields
+    log: log.sqlite                        # the decision log (path or postgresql:// URL)
+    cache_dir: .maitred-cache              # where recall indexes persist
+    settings: {}                           # values for rule factories in tools sidecars
+    tenants:
+      acme:
+        token_sha256: 9f86d0...            # printf %s "$TOKEN" | sha256sum
+        accounts: [acc-1, acc-2]           # or: account_prefix: "acme-"
+    limits: {max_body_bytes: 65536, max_sessions: 10000, session_idle_s: 1800}
+    server: {host: 127.0.0.1, port: 8080}
+
+Invariants:
+
+* Only **hashes** of bearer tokens are stored (64 hex digits of SHA-256); a config that holds
+  something else in ``token_sha256`` is refused, and two tenants may not share a hash.
+* Each tenant names its accounts by an explicit list **or** a prefix, never both and never
+  neither, so "which accounts may this token act on" always has one answer.
+* Every error names the file and the dotted field (``tenants.acme.accounts``) and says what to
+  write instead; unknown fields are errors too, so a typo never becomes a setting silently
+  ignored.
+* Relative paths (catalogs, tables and log files, a JSON or SQLite state file, cache_dir)
+  are relative to the config file, so the server behaves the same from any working directory.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any, NoReturn
+
+import yaml
+
+from maitred.build import PipelineOptions
+from maitred.errors import ConfigError
+
+_HEX64 = re.compile(r"^[0-9a-f]{64}$")
+_TENANT = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+_TOP = frozenset(
+    {
+        "catalogs",
+        "state",
+        "tables",
+        "state_timeout_s",
+        "options",
+        "log",
+        "cache_dir",
+        "settings",
+        "tenants",
+        "limits",
+        "server",
+    }
+)
+
+
+@dataclass(frozen=True)
+class Tenant:
+    """Who a bearer token is, and which accounts it may act on.
+
+    Attributes:
+        name: the tenant's name (in metrics, run ids and logs; never secret).
+        token_sha256: SHA-256 of the token, as 64 lower-case hex digits.
+        accounts: the accounts it owns, when listed explicitly.
+        account_prefix: the prefix every account it owns starts with, otherwise.
+    """
+
+    name: str
+    token_sha256: str
+    accounts: frozenset[str] | None = None
+    account_prefix: str | None = None
+
+    def owns(self, account: str) -> bool:
+        """Whether ``account`` belongs to this tenant."""
+        if self.accounts is not None:
+            return account in self.accounts
+        return self.account_prefix is not None and account.startswith(self.account_prefix)
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Bounds on what one request, and the server's memory of sessions, may take.
+
+    Attributes:
+        max_body_bytes: a larger request body is refused (413) before it is parsed.
+        max_sessions: sessions kept in memory; the least recently used is dropped beyond it.
+        session_idle_s: a session unused for this long is forgotten (its id then gives 404).
+    """
+
+    max_body_bytes: int = 64 * 1024
+    max_sessions: int = 10_000
+    session_idle_s: float = 1800.0
+
+
+@dataclass(frozen=True)
+class ServeConfig:
+    """Everything ``maitred serve`` needs, as plain values (see the module docstring)."""
+
+    catalogs: tuple[str, ...]
+    state: str
+    tenants: Mapping[str, Tenant]
+    tables: Mapping[str, Any] | None = None
+    state_timeout_s: float | None = None
+    options: PipelineOptions = field(default_factory=PipelineOptions)
+    log: str | None = None
+    cache_dir: str | None = None
+    settings: Mapping[str, Any] = field(default_factory=dict)
+    limits: Limits = field(default_factory=Limits)
+    host: str = "127.0.0.1"
+    port: int = 8080
+    source: str = "<config>"
+
+
+def load_config(path: str | Path) -> ServeConfig:
+    """Read and check a server configuration file.
+
+    Raises:
+        ConfigError: the file cannot be read, is not YAML, or a field is wrong (the message
+            names the file, the field and what to write).
+    """
+    where = str(path)
+    try:
+        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark
+        line = f":{mark.line + 1}" if mark is not None else ""
+        raise ConfigError(f"{where}{line}: not valid YAML: {exc.problem}") from None
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise ConfigError(f"{where}: cannot read the server config: {exc}") from None
+    return parse_config(data, where, base=Path(path).resolve().parent)
+
+
+def parse_config(data: Any, source: str, *, base: Path | None = None) -> ServeConfig:
+    """Check a decoded configuration mapping (``source`` names it in errors)."""
+    r = _Reader(source)
+    top = r.mapping(data, "")
+    r.no_unknown(top, _TOP, "")
+    root = base or Path.cwd()
+    catalogs = r.str_list(r.require(top, "catalogs", ""), "catalogs")
+    if not catalogs:
+        r.fail("catalogs", "is empty; list at least one skill folder or tools file")
+    state = r.string(r.require(top, "state", ""), "state")
+    limits = _limits(r, top.get("limits", {}))
+    host, port = _server(r, top.get("server", {}))
+    timeout = top.get("state_timeout_s")
+    if timeout is not None and (not _is_number(timeout) or timeout <= 0):
+        r.fail("state_timeout_s", f"must be a positive number of seconds, not {timeout!r}")
+    tables = top.get("tables")
+    if isinstance(tables, str):
+        tables = _tables_file(r, Path(_resolve(root, tables)))
+    elif tables is not None:
+        tables = r.mapping(tables, "tables")
+    settings = r.mapping(top.get("settings", {}), "settings")
+    log = top.get("log")
+    cache_dir = top.get("cache_dir")
+    return ServeConfig(
+        catalogs=tuple(_resolve(root, c) for c in catalogs),
+        state=_resolve_state(root, state),
+        tenants=_tenants(r, r.require(top, "tenants", "")),
+        tables=tables,
+        state_timeout_s=float(timeout) if timeout is not None else None,
+        options=_options(r, top.get("options", {})),
+        log=_resolve_log(root, r.string(log, "log")) if log is not None else None,
+        cache_dir=_resolve(root, r.string(cache_dir, "cache_dir")) if cache_dir else None,
+        settings=settings,
+        limits=limits,
+        host=host,
+        port=port,
+        source=source,
+    )
+
+
+class _Reader:
+    """Type checks that raise a ConfigError naming the file and the dotted field."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+
+    def fail(self, where: str, what: str) -> NoReturn:
+        field_name = f" field {where!r}" if where else ""
+        raise ConfigError(f"{self.source}:{field_name} {what}")
+
+    def require(self, data: Mapping[str, Any], key: str, prefix: str) -> Any:
+        if key not in data or data[key] is None:
+            self.fail(_join(prefix, key), "is required")
+        return data[key]
+
+    def mapping(self, value: Any, where: str) -> dict[str, Any]:
+        if not isinstance(value, Mapping):
+            self.fail(where, f"must be a mapping, not {type(value).__name__}")
+        return {str(k): v for k, v in value.items()}
+
+    def string(self, value: Any, where: str) -> str:
+        if not isinstance(value, str) or not value:
+            self.fail(where, f"must be a non-empty string, not {value!r}")
+        return str(value)
+
+    def str_list(self, value: Any, where: str) -> list[str]:
+        if isinstance(value, str):
+            value = [value]
+        if not isinstance(value, list):
+            self.fail(where, f"must be a list of strings, not {type(value).__name__}")
+        return [self.string(v, f"{where}[{i}]") for i, v in enumerate(value)]
+
+    def no_unknown(self, data: Mapping[str, Any], known: frozenset[str], prefix: str) -> None:
+        extra = sorted(set(data) - known)
+        if extra:
+            self.fail(
+                _join(prefix, extra[0]), f"is not a known field; choose one of {sorted(known)}"
+            )
+
+
+def _join(prefix: str, key: str) -> str:
+    return f"{prefix}.{key}" if prefix else key
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _tenants(r: _Reader, value: Any) -> dict[str, Tenant]:
+    data = r.mapping(value, "tenants")
+    if not data:
+        r.fail("tenants", "is empty; define at least one tenant with a token_sha256")
+    out: dict[str, Tenant] = {}
+    seen: dict[str, str] = {}
+    for name, spec in data.items():
+        where = f"tenants.{name}"
+        if not _TENANT.match(name):
+            r.fail(where, "tenant names use letters, digits, '_', '.', '-' (at most 64)")
+        body = r.mapping(spec, where)
+        r.no_unknown(body, frozenset({"token_sha256", "accounts", "account_prefix"}), where)
+        digest = r.string(r.require(body, "token_sha256", where), f"{where}.token_sha256")
+        digest = digest.lower()
+        if not _HEX64.match(digest):
+            r.fail(
+                f"{where}.token_sha256",
+                "must be the SHA-256 of the token as 64 hex digits (never the token itself): "
+                'printf %s "$TOKEN" | sha256sum',
+            )
+        if digest in seen:
+            r.fail(f"{where}.token_sha256", f"is the same token as tenant {seen[digest]!r}")
+        seen[digest] = name
+        has_list, has_prefix = "accounts" in body, "account_prefix" in body
+        if has_list == has_prefix:
+            r.fail(where, "needs exactly one of 'accounts' (a list) or 'account_prefix'")
+        accounts = (
+            frozenset(r.str_list(body["accounts"], f"{where}.accounts")) if has_list else None
+        )
+        prefix = r.string(body["account_prefix"], f"{where}.account_prefix") if has_prefix else None
+        out[name] = Tenant(name, digest, accounts, prefix)
+    return out
+
+
+def _tables_file(r: _Reader, path: Path) -> dict[str, Any]:
+    """A key root -> table mapping kept in its own YAML/JSON file (``maitred demo`` writes one)."""
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        r.fail("tables", f"names {str(path)!r}, which cannot be read as YAML/JSON: {exc}")
+    return r.mapping(data, f"tables ({path})")
+
+
+def _limits(r: _Reader, value: Any) -> Limits:
+    data = r.mapping(value, "limits")
+    known = frozenset(f.name for f in fields(Limits))
+    r.no_unknown(data, known, "limits")
+    for key, val in data.items():
+        if not _is_number(val) or val <= 0:
+            r.fail(f"limits.{key}", f"must be a positive number, not {val!r}")
+    for key in ("max_body_bytes", "max_sessions"):
+        if key in data and not isinstance(data[key], int):
+            r.fail(f"limits.{key}", f"must be a whole number, not {data[key]!r}")
+    return Limits(**data)
+
+
+def _server(r: _Reader, value: Any) -> tuple[str, int]:
+    data = r.mapping(value, "server")
+    r.no_unknown(data, frozenset({"host", "port"}), "server")
+    host = r.string(data.get("host", "127.0.0.1"), "server.host")
+    port = data.get("port", 8080)
+    if not isinstance(port, int) or isinstance(port, bool) or not 0 <= port <= 65535:
+        r.fail("server.port", f"must be a port number 0-65535, not {port!r}")
+    return host, int(port)
+
+
+def _options(r: _Reader, value: Any) -> PipelineOptions:
+    data = r.mapping(value, "options")
+    known = frozenset(f.name for f in fields(PipelineOptions))
+    r.no_unknown(data, known, "options")
+    defaults = PipelineOptions()
+    for key, val in data.items():
+        default = getattr(defaults, key)
+        ok = (
+            (key == "min_score" and (val is None or _is_number(val)))
+            or (isinstance(default, bool) and isinstance(val, bool))
+            or (isinstance(default, int) and not isinstance(default, bool) and type(val) is int)
+            or (isinstance(default, str) and isinstance(val, str))
+            or (key == "depth_params" and isinstance(val, Mapping))
+        )
+        if not ok:
+            r.fail(f"options.{key}", f"has the wrong type ({val!r}); the default is {default!r}")
+    return PipelineOptions(**data)
+
+
+def _resolve(root: Path, value: str) -> str:
+    path = Path(value).expanduser()
+    return str(path if path.is_absolute() else root / path)
+
+
+def _resolve_state(root: Path, spec: str) -> str:
+    """A JSON state file and a relative SQLite path are relative to the config; other URLs are
+    used as written."""
+    sqlite = "sqlite:///"
+    if spec.startswith(sqlite) and not spec[len(sqlite) :].startswith("/"):
+        return sqlite + _resolve(root, spec[len(sqlite) :])
+    if spec.startswith("json:"):
+        return "json:" + _resolve(root, spec[5:])
+    if ":" not in spec.split("/")[0] and spec.lower().endswith(".json"):
+        return _resolve(root, spec)
+    return spec
+
+
+def _resolve_log(root: Path, value: str) -> str:
+    return value if "://" in value else _resolve(root, value)

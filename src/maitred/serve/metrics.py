@@ -1,0 +1,129 @@
+"""What ``GET /metrics`` exposes, in the Prometheus text format (``prometheus-client``).
+
+Each app has its own :class:`~prometheus_client.CollectorRegistry` (never the process-global
+one), so two apps in one process -- tests, a benchmark -- count apart.
+
+=====================================  ======================================================
+``maitred_http_requests_total``        requests by route template, method and status
+``maitred_http_request_seconds``       request latency by route (histogram)
+``maitred_stage_seconds``              per-stage latency of each turn, from
+                                       ``TurnRecord.timings_us`` (recall, gate, depth, menu)
+``maitred_blocked_pairs_total``        candidates the executability gate withheld, by the
+                                       predicate that fired (``cause:<cause>`` when the turn
+                                       failed closed as a whole and no predicate ran)
+``maitred_fail_closed_total``          fail-closed outcomes by cause: turns
+                                       (``state_unavailable``, ``account_not_found``) and
+                                       call decisions (``STATE_UNAVAILABLE``,
+                                       ``STATE_MISSING``, ``STATE_STALE``)
+``maitred_call_decisions_total``       call checks by verdict and code
+``maitred_sessions``                   sessions held in memory
+``maitred_engine_errors_total``        requests the engine could not serve (log or catalog
+                                       broken: 503), by error class
+=====================================  ======================================================
+
+The decision log's backlog is not exported: ``turn()`` and ``check()`` flush the log before
+they return, so the backlog after every request is zero by construction, and the log protocol
+has no public way to read it during a flush.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+)
+
+from maitred.actions.model import Decision
+from maitred.pipeline import Turn
+
+CONTENT_TYPE = CONTENT_TYPE_LATEST
+FAIL_CLOSED_CALL_CODES = frozenset({"STATE_UNAVAILABLE", "STATE_MISSING", "STATE_STALE"})
+_STAGE_BUCKETS = (
+    0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0,
+)  # fmt: skip
+
+
+class Metrics:
+    """The server's counters and histograms, in one registry."""
+
+    def __init__(self, sessions: Callable[[], int]) -> None:
+        self.registry = CollectorRegistry()
+        reg = self.registry
+        self.requests = Counter(
+            "maitred_http_requests",
+            "HTTP requests by route, method and status.",
+            ("route", "method", "status"),
+            registry=reg,
+        )
+        self.latency = Histogram(
+            "maitred_http_request_seconds",
+            "HTTP request latency by route.",
+            ("route",),
+            registry=reg,
+        )
+        self.stages = Histogram(
+            "maitred_stage_seconds",
+            "Per-stage latency of each routed turn.",
+            ("stage",),
+            buckets=_STAGE_BUCKETS,
+            registry=reg,
+        )
+        self.blocked = Counter(
+            "maitred_blocked_pairs",
+            "Candidates withheld by the executability gate, by the predicate that fired.",
+            ("predicate",),
+            registry=reg,
+        )
+        self.fail_closed = Counter(
+            "maitred_fail_closed",
+            "Fail-closed outcomes by cause (turn causes and call codes).",
+            ("cause",),
+            registry=reg,
+        )
+        self.calls = Counter(
+            "maitred_call_decisions",
+            "Call checks by verdict and code.",
+            ("verdict", "code"),
+            registry=reg,
+        )
+        self.engine_errors = Counter(
+            "maitred_engine_errors",
+            "Requests the engine could not serve, by error class.",
+            ("error",),
+            registry=reg,
+        )
+        self.sessions = Gauge("maitred_sessions", "Sessions held in memory.", registry=reg)
+        self.sessions.set_function(lambda: float(sessions()))
+        for cause in ("state_unavailable", "account_not_found", *FAIL_CLOSED_CALL_CODES):
+            self.fail_closed.labels(cause)  # present at zero, so dashboards see the series
+
+    def observe_turn(self, turn: Turn) -> None:
+        """Count one routed turn: stage timings, blocks, and a whole-turn failure."""
+        rec = turn.record
+        for stage, micros in rec.timings_us.items():
+            self.stages.labels(stage).observe(micros / 1e6)
+        cause = rec.cause
+        for pair in rec.blocked:
+            if pair.fired:
+                for outcome in pair.fired:
+                    self.blocked.labels(outcome.predicate).inc()
+            else:
+                self.blocked.labels(f"cause:{cause or 'unknown'}").inc()
+        if cause is not None:
+            self.fail_closed.labels(cause).inc()
+
+    def observe_decision(self, decision: Decision) -> None:
+        """Count one call decision, and its fail-closed code if it has one."""
+        self.calls.labels(decision.verdict, decision.code).inc()
+        if decision.code in FAIL_CLOSED_CALL_CODES:
+            self.fail_closed.labels(decision.code).inc()
+
+    def render(self) -> bytes:
+        """The Prometheus text exposition of every metric."""
+        return generate_latest(self.registry)

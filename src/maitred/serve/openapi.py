@@ -1,0 +1,349 @@
+"""The OpenAPI 3.1 description served at ``/openapi.json``, written by hand.
+
+Seven routes do not need a generator. The schemas are plain JSON Schema (2020-12, as OpenAPI
+3.1 uses), so the tests validate real responses against them with ``jsonschema``: a field the
+server adds, drops or retypes without updating this file fails a test, and so does a route
+missing from it.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from maitred.menu.render import RENDERERS
+
+_STR = {"type": "string"}
+_NULLABLE_STR = {"type": ["string", "null"]}
+
+
+def _ref(name: str) -> dict[str, str]:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+def _json(schema: dict[str, Any], description: str) -> dict[str, Any]:
+    return {"description": description, "content": {"application/json": {"schema": schema}}}
+
+
+def _error(description: str) -> dict[str, Any]:
+    return _json(_ref("Error"), description)
+
+
+_SCHEMAS: dict[str, Any] = {
+    "Error": {
+        "type": "object",
+        "required": ["error"],
+        "properties": {
+            "error": {
+                "type": "object",
+                "required": ["status", "code", "message"],
+                "properties": {
+                    "status": {"type": "integer"},
+                    "code": {
+                        "type": "string",
+                        "description": "stable: unauthorized, account_forbidden, "
+                        "session_not_found, session_account_mismatch, body_too_large, "
+                        "malformed_json, invalid_field, run_not_found, no_decision_log, "
+                        "engine_unavailable",
+                    },
+                    "message": _STR,
+                    "field": {"type": "string", "description": "the offending field, dotted"},
+                },
+            }
+        },
+    },
+    "TurnRequest": {
+        "type": "object",
+        "required": ["text", "account", "session_id"],
+        "additionalProperties": False,
+        "properties": {
+            "text": {"type": "string", "minLength": 1, "description": "the user's message"},
+            "account": {"type": "string", "description": "whose state the gate reads"},
+            "session_id": {
+                "type": "string",
+                "maxLength": 128,
+                "description": "the conversation; created on first use, then remembered "
+                "(bounded, idle expiry) so a later call check knows what was offered",
+            },
+            "conversation": {
+                "type": "array",
+                "description": "earlier messages (strings or {role, content}); checked, but "
+                "routing ranks `text` alone in this version",
+                "items": {
+                    "oneOf": [
+                        _STR,
+                        {
+                            "type": "object",
+                            "required": ["role", "content"],
+                            "properties": {"role": _STR, "content": _STR},
+                        },
+                    ]
+                },
+            },
+            "format": {"enum": sorted(RENDERERS), "description": "menu format"},
+        },
+    },
+    "PredicateOutcome": {
+        "type": "object",
+        "required": ["predicate", "status", "message"],
+        "properties": {
+            "predicate": _STR,
+            "status": _STR,
+            "version": _STR,
+            "values": {"type": "object"},
+            "detail": _STR,
+            "message": {"type": "string", "description": "the predicate's message for people"},
+        },
+    },
+    "Blocked": {
+        "type": "object",
+        "required": ["skill", "rank", "predicates"],
+        "properties": {
+            "skill": _STR,
+            "rank": {"type": "integer"},
+            "predicates": {"type": "array", "items": _ref("PredicateOutcome")},
+        },
+    },
+    "TurnResponse": {
+        "type": "object",
+        "required": [
+            "turn_id",
+            "session_id",
+            "account",
+            "menu_format",
+            "menu",
+            "menu_tokens",
+            "exposed",
+            "visible",
+            "blocked",
+            "candidates",
+            "cause",
+            "timings_us",
+        ],
+        "properties": {
+            "turn_id": {"type": "string", "description": "the turn's id in the decision log"},
+            "session_id": _STR,
+            "message": _STR,
+            "account": _STR,
+            "matched": {"type": "boolean"},
+            "candidates": {"type": "array", "items": {"type": "object"}},
+            "visible": {"type": "array", "items": _STR},
+            "exposed": {"type": "array", "items": _STR},
+            "blocked": {"type": "array", "items": _ref("Blocked")},
+            "menu_format": {"enum": sorted(RENDERERS)},
+            "menu_tokens": {"type": "integer"},
+            "menu": {
+                "description": "tool objects (openai, anthropic, mcp) or the skills block as "
+                "text (agentskills)",
+                "type": ["array", "string"],
+            },
+            "snapshot_hash": _NULLABLE_STR,
+            "provider_error": _NULLABLE_STR,
+            "cause": {
+                "enum": ["state_unavailable", "account_not_found", None],
+                "description": "set when the turn failed closed as a whole",
+            },
+            "catalog_version": _STR,
+            "timings_us": {"type": "object", "additionalProperties": {"type": "integer"}},
+        },
+    },
+    "CheckRequest": {
+        "type": "object",
+        "required": ["session_id", "call"],
+        "additionalProperties": False,
+        "properties": {
+            "session_id": _STR,
+            "call": {
+                "type": "object",
+                "required": ["name"],
+                "additionalProperties": False,
+                "properties": {
+                    "name": _STR,
+                    "arguments": {"type": "object"},
+                    "id": {"type": "string", "description": "the provider's tool call id"},
+                },
+            },
+        },
+    },
+    "CheckResponse": {
+        "type": "object",
+        "required": [
+            "decision_id",
+            "session_id",
+            "turn_id",
+            "allow",
+            "verdict",
+            "code",
+            "message_for_model",
+            "message",
+            "fields",
+            "tool_result",
+            "decision",
+        ],
+        "properties": {
+            "decision_id": _STR,
+            "session_id": _STR,
+            "turn_id": _NULLABLE_STR,
+            "allow": {"type": "boolean"},
+            "verdict": {"enum": ["allow", "reject"]},
+            "code": {"type": "string", "description": "OK, TOOL_NOT_OFFERED, ARGS_INVALID, ..."},
+            "message_for_model": _STR,
+            "message": {"type": "string", "description": "for people"},
+            "fields": {"type": "array", "items": _STR},
+            "tool_result": {
+                "type": ["object", "null"],
+                "description": "on reject: what to hand the model instead of the tool's output",
+            },
+            "decision": {"type": "object", "description": "the decision as logged"},
+        },
+    },
+    "Funnel": {
+        "type": "object",
+        "required": ["run_id", "messages", "candidate_pairs", "blocked_pairs", "fail_closed"],
+        "properties": {
+            "run_id": _NULLABLE_STR,
+            "messages": {"type": "integer"},
+            "candidate_pairs": {"type": "integer"},
+            "blocked_pairs": {"type": "integer"},
+            "fail_closed": {"type": "object"},
+        },
+    },
+    "Ready": {
+        "type": "object",
+        "required": ["ready", "checks"],
+        "properties": {
+            "ready": {"type": "boolean"},
+            "checks": {
+                "type": "object",
+                "additionalProperties": {
+                    "type": "object",
+                    "required": ["ok", "detail"],
+                    "properties": {"ok": {"type": "boolean"}, "detail": _STR},
+                },
+            },
+        },
+    },
+}
+
+_AUTH_ERRORS = {
+    "401": _error("missing or unknown bearer token (WWW-Authenticate: Bearer)"),
+}
+_BODY_ERRORS = {
+    "400": _error("the body is empty or not JSON"),
+    "413": _error("the body is larger than limits.max_body_bytes"),
+    "422": _error("a field is missing, unknown or of the wrong type (`field` names it)"),
+    "503": _error("the decision log or the engine failed; nothing was decided"),
+}
+_SECURE: list[dict[str, list[str]]] = [{"bearer": []}]
+
+
+def openapi() -> dict[str, Any]:
+    """The API description (a fresh dict each call)."""
+    return copy.deepcopy(_spec())
+
+
+def _spec() -> dict[str, Any]:
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "maitred",
+            "version": "1",
+            "description": "What an LLM agent is offered each turn, and which tool calls it "
+            "may make. Every decision is logged.",
+        },
+        "components": {
+            "schemas": _SCHEMAS,
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+        },
+        "paths": {
+            "/v1/turns": {
+                "post": {
+                    "summary": "Route one message: the menu, the blocked skills, the turn id",
+                    "security": _SECURE,
+                    "requestBody": {
+                        "required": True,
+                        "content": {"application/json": {"schema": _ref("TurnRequest")}},
+                    },
+                    "responses": {
+                        "200": _json(_ref("TurnResponse"), "the turn"),
+                        "403": _error("the account is not one of the tenant's"),
+                        "409": _error("the session belongs to another account"),
+                        **_AUTH_ERRORS,
+                        **_BODY_ERRORS,
+                    },
+                }
+            },
+            "/v1/calls/check": {
+                "post": {
+                    "summary": "Allow or reject one tool call of a session",
+                    "security": _SECURE,
+                    "requestBody": {
+                        "required": True,
+                        "content": {"application/json": {"schema": _ref("CheckRequest")}},
+                    },
+                    "responses": {
+                        "200": _json(_ref("CheckResponse"), "the decision (allow or reject)"),
+                        "404": _error("no such session for this tenant (or it expired)"),
+                        **_AUTH_ERRORS,
+                        **_BODY_ERRORS,
+                    },
+                }
+            },
+            "/v1/funnel": {
+                "get": {
+                    "summary": "The funnel of the tenant's turns in this server process",
+                    "security": _SECURE,
+                    "parameters": [
+                        {
+                            "name": "run_id",
+                            "in": "query",
+                            "required": False,
+                            "schema": _STR,
+                            "description": "an earlier run of this tenant (serve-<tenant>-...)",
+                        }
+                    ],
+                    "responses": {
+                        "200": _json(_ref("Funnel"), "the funnel"),
+                        "404": _error("no decision log, or no such run of this tenant"),
+                        **_AUTH_ERRORS,
+                    },
+                }
+            },
+            "/healthz": {
+                "get": {
+                    "summary": "The process is up",
+                    "responses": {
+                        "200": _json(
+                            {"type": "object", "properties": {"status": {"const": "ok"}}}, "up"
+                        )
+                    },
+                }
+            },
+            "/readyz": {
+                "get": {
+                    "summary": "Catalog loaded, decision log writable, state store reachable",
+                    "responses": {
+                        "200": _json(_ref("Ready"), "ready"),
+                        "503": _json(_ref("Ready"), "not ready; `checks` says which part"),
+                    },
+                }
+            },
+            "/metrics": {
+                "get": {
+                    "summary": "Prometheus metrics",
+                    "responses": {
+                        "200": {
+                            "description": "text exposition format",
+                            "content": {"text/plain": {"schema": _STR}},
+                        }
+                    },
+                }
+            },
+            "/openapi.json": {
+                "get": {
+                    "summary": "This description",
+                    "responses": {"200": _json({"type": "object"}, "OpenAPI 3.1")},
+                }
+            },
+        },
+    }

@@ -1,0 +1,245 @@
+"""Turning an HTTP request into checked values: who is asking, and what they asked for.
+
+Everything here runs *before* the engine sees a request, and each failure becomes one JSON
+error with a stable ``code``:
+
+=====  ========================  ==============================================================
+401    ``unauthorized``          no ``Authorization: Bearer ...`` header, or a token no tenant
+                                 has (with ``WWW-Authenticate: Bearer``)
+413    ``body_too_large``        a body over ``limits.max_body_bytes``, refused from its
+                                 ``Content-Length`` or while it streams, before any parsing
+400    ``malformed_json``        a body that is empty or not JSON (line and column named)
+422    ``invalid_field``         a field missing, of the wrong type, or unknown (``field``
+                                 names it, dotted: ``call.arguments``)
+=====  ========================  ==============================================================
+
+Tokens are compared as SHA-256 digests with :func:`hmac.compare_digest` against **every**
+tenant (no early exit), so the time taken says nothing about which tenant came close.
+
+:class:`Problem` is not one of maitred's errors: it is an HTTP answer on its way out, raised
+inside a request handler and turned into a response by the app, never seen by a caller of the
+library.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from starlette.requests import Request
+
+from maitred.menu.render import RENDERERS
+from maitred.serve.config import Tenant
+
+MAX_ID = 128
+
+
+class Problem(Exception):
+    """An error response in flight: status, stable code, message, and optionally the field."""
+
+    def __init__(
+        self,
+        status: int,
+        code: str,
+        message: str,
+        *,
+        field: str | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+        self.field = field
+        self.headers = dict(headers or {})
+
+    def body(self) -> dict[str, Any]:
+        """The JSON error body: ``{"error": {"status", "code", "message", "field"?}}``."""
+        out: dict[str, Any] = {"status": self.status, "code": self.code, "message": self.message}
+        if self.field is not None:
+            out["field"] = self.field
+        return {"error": out}
+
+
+@dataclass(frozen=True)
+class TurnRequest:
+    """``POST /v1/turns``: one user message of one session."""
+
+    text: str
+    account: str
+    session_id: str
+    format: str | None = None
+    conversation: tuple[Any, ...] = field(default=())
+
+
+@dataclass(frozen=True)
+class CheckRequest:
+    """``POST /v1/calls/check``: one tool call the model made in a session."""
+
+    session_id: str
+    name: str
+    arguments: Mapping[str, Any]
+    call_id: str = ""
+
+
+def authenticate(request: Request, tenants: Mapping[str, Tenant]) -> Tenant:
+    """The tenant whose token the request bears.
+
+    Raises:
+        Problem: 401 when the header is missing, malformed or matches no tenant.
+    """
+    header = request.headers.get("authorization", "")
+    scheme, _, token = header.partition(" ")
+    token = token.strip()
+    if scheme.lower() != "bearer" or not token:
+        raise Problem(
+            401,
+            "unauthorized",
+            "send the tenant's token as 'Authorization: Bearer <token>'",
+            headers={"WWW-Authenticate": 'Bearer realm="maitred"'},
+        )
+    digest = hashlib.sha256(token.encode("utf-8")).hexdigest()
+    found: Tenant | None = None
+    for tenant in tenants.values():  # every tenant, always: no early exit to time
+        if hmac.compare_digest(digest, tenant.token_sha256):
+            found = tenant
+    if found is None:
+        raise Problem(
+            401,
+            "unauthorized",
+            "the bearer token is not valid for any tenant of this server",
+            headers={"WWW-Authenticate": 'Bearer realm="maitred", error="invalid_token"'},
+        )
+    return found
+
+
+async def read_json(request: Request, max_bytes: int) -> dict[str, Any]:
+    """The request body as a JSON object, refused when it is too large or not JSON.
+
+    Raises:
+        Problem: 413 (too large, before parsing), 400 (not JSON), 422 (not an object).
+    """
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > max_bytes:
+        raise _too_large(max_bytes)
+    chunks: list[bytes] = []
+    total = 0
+    async for chunk in request.stream():
+        total += len(chunk)
+        if total > max_bytes:
+            raise _too_large(max_bytes)
+        chunks.append(chunk)
+    raw = b"".join(chunks)
+    if not raw.strip():
+        raise Problem(400, "malformed_json", "the request body is empty; send a JSON object")
+    try:
+        data = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise Problem(
+            400,
+            "malformed_json",
+            f"the request body is not valid JSON: {exc.msg} at line {exc.lineno} column "
+            f"{exc.colno}",
+        ) from None
+    except UnicodeDecodeError as exc:
+        raise Problem(
+            400, "malformed_json", f"the request body is not UTF-8 JSON: {exc.reason}"
+        ) from None
+    if not isinstance(data, dict):
+        raise _invalid("", f"the body must be a JSON object, not {_kind(data)}")
+    return data
+
+
+def parse_turn(data: Mapping[str, Any]) -> TurnRequest:
+    """Check a turn request's fields (422 naming the first bad one)."""
+    _no_unknown(data, ("text", "account", "session_id", "conversation", "format"), "")
+    fmt = data.get("format")
+    if fmt is not None and fmt not in RENDERERS:
+        raise _invalid("format", f"must be one of {sorted(RENDERERS)}, not {fmt!r}")
+    conversation = data.get("conversation", [])
+    if not isinstance(conversation, list):
+        raise _invalid("conversation", f"must be a list of messages, not {_kind(conversation)}")
+    for i, item in enumerate(conversation):
+        if isinstance(item, str):
+            continue
+        if not (
+            isinstance(item, dict)
+            and isinstance(item.get("role"), str)
+            and isinstance(item.get("content"), str)
+        ):
+            raise _invalid(
+                f"conversation[{i}]",
+                'must be a string or an object {"role": string, "content": string}',
+            )
+    return TurnRequest(
+        text=_string(data, "text", limit=None),
+        account=_string(data, "account"),
+        session_id=_string(data, "session_id"),
+        format=fmt,
+        conversation=tuple(conversation),
+    )
+
+
+def parse_check(data: Mapping[str, Any]) -> CheckRequest:
+    """Check a call-check request's fields (422 naming the first bad one)."""
+    _no_unknown(data, ("session_id", "call"), "")
+    session_id = _string(data, "session_id")
+    call = data.get("call")
+    if not isinstance(call, dict):
+        raise _invalid("call", f'must be an object {{"name", "arguments"}}, not {_kind(call)}')
+    _no_unknown(call, ("name", "arguments", "id"), "call.")
+    arguments = call.get("arguments", {})
+    if not isinstance(arguments, dict):
+        raise _invalid("call.arguments", f"must be an object, not {_kind(arguments)}")
+    call_id = call.get("id", "")
+    if not isinstance(call_id, str):
+        raise _invalid("call.id", f"must be a string, not {_kind(call_id)}")
+    return CheckRequest(session_id, _string(call, "name", prefix="call."), arguments, call_id)
+
+
+def _string(
+    data: Mapping[str, Any], key: str, *, prefix: str = "", limit: int | None = MAX_ID
+) -> str:
+    value = data.get(key)
+    if value is None:
+        raise _invalid(prefix + key, "is required")
+    if not isinstance(value, str):
+        raise _invalid(prefix + key, f"must be a string, not {_kind(value)}")
+    if not value.strip():
+        raise _invalid(prefix + key, "must not be empty")
+    if limit is not None and len(value) > limit:
+        raise _invalid(prefix + key, f"must be at most {limit} characters")
+    return value
+
+
+def _no_unknown(data: Mapping[str, Any], known: tuple[str, ...], prefix: str) -> None:
+    for key in data:
+        if key not in known:
+            raise _invalid(prefix + str(key), f"is not a known field; choose from {list(known)}")
+
+
+def _invalid(where: str, what: str) -> Problem:
+    subject = f"field {where!r}" if where else "the request body"
+    return Problem(422, "invalid_field", f"{subject} {what}", field=where)
+
+
+def _too_large(max_bytes: int) -> Problem:
+    return Problem(
+        413,
+        "body_too_large",
+        f"the request body is larger than this server accepts ({max_bytes} bytes, "
+        "limits.max_body_bytes)",
+    )
+
+
+def _kind(value: Any) -> str:
+    names = {dict: "an object", list: "an array", str: "a string", bool: "a boolean"}
+    if value is None:
+        return "null"
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return "a number"
+    return names.get(type(value), type(value).__name__)

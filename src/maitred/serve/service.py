@@ -1,0 +1,237 @@
+"""The server's use of the engine: one :class:`Maitred`, many tenants, sessions kept between calls.
+
+:class:`Service` is synchronous and knows nothing of HTTP; the app (:mod:`maitred.serve.app`)
+parses and authorises a request, then calls it on a worker thread.
+
+* **One engine call at a time.** ``turn()`` and ``check()`` run under one lock: the pipeline
+  is not written for concurrent turns, and serialising them keeps each turn's log rows, run id
+  and menu format together. The state fetch inside a call has its own deadline
+  (``state_timeout_s``), so one slow store cannot hold the lock for longer than that.
+* **Menus in the requested format.** One :class:`~maitred.menu.render.MenuRenderer` per format
+  is built at start over the engine's catalog (entries and token counts cached); a turn swaps
+  the pipeline's renderer under the lock, so the menu handed back *and* the tokens logged are
+  those of the format the client asked for.
+* **One run per tenant.** At start each tenant gets a run in the decision log
+  (``serve-<tenant>-<hex>``) and its turns are logged under it, so ``GET /v1/funnel`` counts
+  exactly that tenant's turns of this server process. Runs of earlier processes are reachable
+  by id (``?run_id=``) when they carry the tenant's prefix; other tenants' runs are not.
+* **Nothing is decided for a request that was refused.** Authentication, account ownership and
+  session lookup happen before the engine is called, so a 401/403/404 leaves no decision in
+  the log.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from maitred.actions.model import ToolCall
+from maitred.actions.session import Session
+from maitred.analytics.funnel import funnel
+from maitred.decision import Message
+from maitred.engine import Maitred
+from maitred.errors import MaitredError
+from maitred.menu.render import RENDERERS, MenuRenderer
+from maitred.serve.config import Limits, Tenant
+from maitred.serve.metrics import Metrics
+from maitred.serve.requests import CheckRequest, Problem, TurnRequest
+from maitred.serve.sessions import SessionStore
+
+_PROBE_ACCOUNT = "__maitred_readyz__"
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Check:
+    """One readiness check: whether it passed, and what it saw."""
+
+    ok: bool
+    detail: str
+
+
+class Service:
+    """The engine behind the HTTP API.
+
+    Args:
+        engine: the engine (its catalog, state provider and decision log).
+        tenants: tenant name -> :class:`~maitred.serve.config.Tenant`.
+        limits: session bounds.
+    """
+
+    def __init__(self, engine: Maitred, tenants: Mapping[str, Tenant], limits: Limits) -> None:
+        self.engine = engine
+        self.tenants = dict(tenants)
+        self.sessions = SessionStore(limits.max_sessions, limits.session_idle_s)
+        self.metrics = Metrics(lambda: len(self.sessions))
+        self._lock = threading.Lock()
+        pipeline = engine.pipeline
+        self._default_format = pipeline.renderer.format
+        self._renderers = {
+            fmt: pipeline.renderer
+            if fmt == pipeline.renderer.format
+            else MenuRenderer(engine.catalog, fmt)
+            for fmt in RENDERERS
+        }
+        self.run_ids: dict[str, str] = {}
+        for name in sorted(self.tenants):
+            run_id = f"serve-{name}-{uuid.uuid4().hex[:8]}"
+            if engine.log is not None:
+                pipeline.begin_run(run_id)
+            self.run_ids[name] = run_id
+        if engine.log is not None:
+            engine.log.flush()
+
+    # -- stages 1-4 ---------------------------------------------------------------------------
+
+    def turn(self, tenant: Tenant, req: TurnRequest) -> dict[str, Any]:
+        """Route one message in a session (created on first use) and remember its menu."""
+        fmt = req.format or self._default_format
+        pipeline = self.engine.pipeline
+        with self._lock:  # two first turns of one new session id must not make two sessions
+            session = self._session_for(tenant, req)
+            message = Message(
+                id=uuid.uuid4().hex[:16],
+                text=req.text,
+                account=req.account,
+                conversation=session.id,
+            )
+            pipeline.run_id = self.run_ids[tenant.name]
+            pipeline.renderer = self._renderers[fmt]
+            try:
+                turn = self._engine_call(lambda: self.engine.turn(message, session=session))
+            finally:
+                pipeline.renderer = self._renderers[self._default_format]
+            self.sessions.put(tenant.name, session)
+        self.metrics.observe_turn(turn)
+        out = turn.to_json()
+        out["session_id"] = session.id
+        out["cause"] = turn.record.cause
+        return out
+
+    def _session_for(self, tenant: Tenant, req: TurnRequest) -> Session:
+        """The tenant's session of that id, or a new one for the request's account."""
+        session = self.sessions.get(tenant.name, req.session_id)
+        if session is None:
+            return self.engine.session(req.account, id=req.session_id)
+        if session.account != req.account:
+            raise Problem(
+                409,
+                "session_account_mismatch",
+                f"session {req.session_id!r} belongs to another account; start a new "
+                "session_id for this account",
+                field="session_id",
+            )
+        return session
+
+    # -- stage 5 ------------------------------------------------------------------------------
+
+    def check(self, tenant: Tenant, req: CheckRequest) -> dict[str, Any]:
+        """Check one call against the session's latest menu, its arguments and the state."""
+        session = self.sessions.get(tenant.name, req.session_id)
+        if session is None:
+            raise Problem(
+                404,
+                "session_not_found",
+                f"no session {req.session_id!r}: it was never started with POST /v1/turns, or "
+                "it expired; send a turn with this session_id first",
+                field="session_id",
+            )
+        call = ToolCall(req.name, dict(req.arguments), req.call_id)
+        with self._lock:
+            decision = self._engine_call(lambda: self.engine.check(call, session=session))
+        self.metrics.observe_decision(decision)
+        return {
+            "decision_id": decision.decision_id,
+            "session_id": session.id,
+            "turn_id": decision.turn_id or None,
+            "allow": decision.allow,
+            "verdict": decision.verdict,
+            "code": decision.code,
+            "message_for_model": decision.message_for_model,
+            "message": decision.message,
+            "fields": list(decision.fields),
+            "tool_result": None if decision.allow else decision.tool_result(),
+            "decision": decision.to_json(),
+        }
+
+    # -- analytics and health -----------------------------------------------------------------
+
+    def funnel(self, tenant: Tenant, run_id: str | None) -> dict[str, Any]:
+        """The funnel of the tenant's run in this process, or of an earlier run of its own."""
+        log = self.engine.log
+        if log is None:
+            raise Problem(
+                404,
+                "no_decision_log",
+                "this server keeps no decision log (set 'log' in its config)",
+            )
+        run = run_id or self.run_ids[tenant.name]
+        if not run.startswith(f"serve-{tenant.name}-"):
+            raise _no_run(run)
+        with self._lock:
+            try:
+                return funnel(log, run).to_json()
+            except MaitredError as exc:
+                if "is not in the decision log" in str(exc):
+                    raise _no_run(run) from None
+                raise self._unavailable(exc) from None
+
+    def ready(self) -> dict[str, Check]:
+        """Catalog loaded, decision log writable, state provider reachable (in that order)."""
+        catalog = self.engine.catalog
+        checks = {
+            "catalog": Check(
+                len(catalog) > 0, f"{len(catalog)} skills and tools, version {catalog.version}"
+            )
+        }
+        with self._lock:
+            checks["log"] = self._log_check()
+            checks["state"] = self._state_check()
+        return checks
+
+    def _log_check(self) -> Check:
+        log = self.engine.log
+        if log is None:
+            return Check(True, "no decision log configured")
+        try:
+            log.flush()
+            log.query("SELECT 1")
+        except MaitredError as exc:
+            return Check(False, f"{type(exc).__name__}: {exc}")
+        path = Path(log.location)
+        if "://" not in log.location and path.exists() and not os.access(path, os.W_OK):
+            return Check(False, f"{log.location} is not writable by this process")
+        return Check(True, log.location)
+
+    def _state_check(self) -> Check:
+        keys = sorted({k for skill in self.engine.catalog for k in skill.contract.reads})
+        if not keys:
+            return Check(True, "the catalog reads no state")
+        try:
+            self.engine.provider.fetch(_PROBE_ACCOUNT, keys)
+        except Exception as exc:  # any failure means "not reachable", never a crash of /readyz
+            return Check(False, f"{type(exc).__name__}: {exc}")
+        return Check(True, f"answered for {len(keys)} keys")
+
+    def _engine_call(self, call: Callable[[], T]) -> T:
+        try:
+            return call()
+        except MaitredError as exc:
+            raise self._unavailable(exc) from None
+
+    def _unavailable(self, exc: MaitredError) -> Problem:
+        self.metrics.engine_errors.labels(type(exc).__name__).inc()
+        return Problem(
+            503,
+            "engine_unavailable",
+            f"the decision could not be made durable or computed: {type(exc).__name__}: {exc}",
+        )
+
+
+def _no_run(run: str) -> Problem:
+    return Problem(404, "run_not_found", f"no run {run!r} of this tenant in the decision log")
