@@ -200,3 +200,9 @@ def test_replay_inline_key_still_works_but_warns(capsys: pytest.CaptureFixture[s
     assert replay_cmd._api_key("inline", "UNSET_VARIABLE_FOR_TEST") == "inline"
     assert "shell history" in capsys.readouterr().err
     assert _parse(("replay",), ["-s", "x", "--api-key", "k"])["api_key"] == "k"
+
+
+def test_help_says_what_a_missing_log_or_clock_means() -> None:
+    assert "MAITRED_LOG" in _help("report") and "maitred-decisions.sqlite" in _help("report")
+    assert "the pack's own clock" in _help("actions", "check")
+    assert "MAITRED_API_KEY" in _help("replay")  # the default variable name, not a key
