@@ -96,6 +96,19 @@ def _plain_help(param: TyperOption | TyperArgument) -> None:
     param.help = f"{help_text[:-1] if help_text.endswith('.') else help_text} ({words})."
 
 
+def _plain_params(params: list[Any]) -> None:
+    for param in params:
+        if isinstance(param, TyperOption | TyperArgument):
+            _plain_help(param)
+
+
+def _flag_metavar(option: TyperOption | None) -> TyperOption | None:
+    """The help option, shown as the flag it is (click builds it per context, outside params)."""
+    if option is not None:
+        option.metavar = ""
+    return option
+
+
 def _option_names(command: TyperCommand) -> set[str]:
     names: set[str] = set()
     for param in command.params:
@@ -144,9 +157,7 @@ class MaitredCommand(TyperCommand):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        for param in self.params:
-            if isinstance(param, TyperOption | TyperArgument):
-                _plain_help(param)
+        _plain_params(self.params)
 
     def active_aliases(self) -> dict[str, str]:
         """The old spellings this command accepts: the catalog's, then its own."""
@@ -159,10 +170,7 @@ class MaitredCommand(TyperCommand):
         return super().parse_args(ctx, rewrite_aliases(args, self.active_aliases(), _warn))
 
     def get_help_option(self, ctx: ClickContext) -> TyperOption | None:
-        option = super().get_help_option(ctx)
-        if option is not None:
-            option.metavar = ""
-        return option
+        return _flag_metavar(super().get_help_option(ctx))
 
 
 class MaitredGroup(TyperGroup):
@@ -170,15 +178,10 @@ class MaitredGroup(TyperGroup):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        for param in self.params:
-            if isinstance(param, TyperOption | TyperArgument):
-                _plain_help(param)
+        _plain_params(self.params)
 
     def get_help_option(self, ctx: ClickContext) -> TyperOption | None:
-        option = super().get_help_option(ctx)
-        if option is not None:
-            option.metavar = ""
-        return option
+        return _flag_metavar(super().get_help_option(ctx))
 
 
 def _with_aliases(aliases: Mapping[str, str]) -> type[MaitredCommand]:
