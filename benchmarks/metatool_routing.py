@@ -26,7 +26,7 @@ What it does, in order:
 3. **Report on test** with the recallers exactly as ``make_recaller`` builds them (the code
    defaults), so the figures can be reproduced with::
 
-       maitred eval routing --catalog bench-out/metatool/tools.jsonl \\
+       maitred eval routing --skills bench-out/metatool/tools.jsonl \\
            --queries bench-out/metatool/test.jsonl --method hybrid --json
 
 Run: ``.venv/bin/python benchmarks/metatool_routing.py [--data DIR] [--out DIR]``. It prints

@@ -33,7 +33,7 @@ What it does, in order:
 
 Trained maps (``bench-out/native/rollout/maps-L24.npz``) come from::
 
-    maitred native train --catalog bench-out/metatool/tools.jsonl --layer 24 --steps 300 \\
+    maitred native train --skills bench-out/metatool/tools.jsonl --layer 24 --steps 300 \\
         --pairs bench-out/native/metatool/train.jsonl --out bench-out/native/rollout/maps-L24.npz
 
 (the 500 training queries of ``benchmarks/native_prep.py``). Without that file only the

@@ -49,7 +49,7 @@ def test_same_seed_same_report() -> None:
 
 
 def test_drifted_example_fails_naming_skill_predicate_and_counterexample() -> None:
-    result = CliRunner().invoke(app, ["parity", "--domain", str(DRIFTED), "--fixtures", "400"])
+    result = CliRunner().invoke(app, ["parity", "--skills", str(DRIFTED), "--fixtures", "400"])
     assert result.exit_code == 1, result.stdout + str(result.exception)
     out = result.stdout
     inline = next(line for line in out.splitlines() if line.startswith("SOUNDNESS setup-mailbox"))
@@ -65,7 +65,7 @@ def test_drifted_example_fails_naming_skill_predicate_and_counterexample() -> No
 
 def test_drifted_example_as_json() -> None:
     result = CliRunner().invoke(
-        app, ["parity", "--domain", str(DRIFTED), "--fixtures", "300", "--json"]
+        app, ["parity", "--skills", str(DRIFTED), "--fixtures", "300", "--json"]
     )
     assert result.exit_code == 1
     data = json.loads(result.stdout)
@@ -85,7 +85,7 @@ def test_drifted_example_as_json() -> None:
 
 def test_sitecare_cli_passes() -> None:
     result = CliRunner().invoke(
-        app, ["parity", "--domain", str(skills_dir()), "--fixtures", "50", "--json"]
+        app, ["parity", "--skills", str(skills_dir()), "--fixtures", "50", "--json"]
     )
     assert result.exit_code == 0, result.stdout
     assert json.loads(result.stdout)["totals"]["soundness_violations"] == 0

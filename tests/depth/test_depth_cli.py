@@ -23,11 +23,11 @@ def _run(*args: str) -> str:
 def test_make_tasks_from_sitecare(tmp_path: Path) -> None:
     queries, tasks = tmp_path / "q.jsonl", tmp_path / "t.jsonl"
     _run(
-        "depth", "domain-queries", "--domain", "sitecare", "--n", "20", "--seed", "1",
+        "depth", "domain-queries", "--domain", "sitecare", "-n", "20", "--seed", "1",
         "--out", str(queries),
     )  # fmt: skip
     _run(
-        "depth", "make-tasks", "--catalog", str(skills_dir()), "--queries", str(queries),
+        "depth", "make-tasks", "--skills", str(skills_dir()), "--queries", str(queries),
         "--method", "bm25", "--top", "5", "--costs", "seeded", "--dispersion", "1",
         "--seed", "3", "--out", str(tasks),
     )  # fmt: skip

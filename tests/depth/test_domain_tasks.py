@@ -71,7 +71,7 @@ def test_bad_banks_and_names_are_refused() -> None:
 
 def test_cli_writes_labelled_queries(tmp_path: Path) -> None:
     out = tmp_path / "q.jsonl"
-    args = ["depth", "domain-queries", "--domain", "airline", "--n", "25", "--seed", "2"]
+    args = ["depth", "domain-queries", "--domain", "airline", "--messages", "25", "--seed", "2"]
     result = CliRunner().invoke(app, [*args, "--prefix", "alte", "--out", str(out)])
     assert result.exit_code == 0, (result.stdout, result.exception)
     assert "wrote 25 queries" in result.stdout

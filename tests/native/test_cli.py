@@ -25,7 +25,7 @@ def test_layers_command_on_a_model_folder(tmp_path: Path) -> None:
     app = typer.Typer()
     register(app, typer.Typer())
     png = tmp_path / "curve.png"
-    args = ["native", "layers", "-c", str(tools), "--model", str(tmp_path / "m"), "--json"]
+    args = ["native", "layers", "-s", str(tools), "--model", str(tmp_path / "m"), "--json"]
     result = CliRunner().invoke(app, [*args, "--png", str(png)])
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
@@ -54,7 +54,7 @@ def test_rollout_command_calibrates_and_reports(tmp_path: Path) -> None:
     trajs.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     app = typer.Typer()
     register(app, typer.Typer())
-    base = ["native", "rollout", "-c", str(tools), "-t", str(trajs), "--model", str(tmp_path / "m")]
+    base = ["native", "rollout", "-s", str(tools), "-t", str(trajs), "--model", str(tmp_path / "m")]
     base += ["--maps", str(tmp_path / "none.npz"), "--cache-dir", str(tmp_path / "cache")]
     result = CliRunner().invoke(app, [*base, "--val", str(trajs), "--json"])
     assert result.exit_code == 0, result.output
@@ -80,7 +80,7 @@ def test_calibrate_command_refuses_queries_without_a_catalog_gold(tmp_path: Path
     )
     app = typer.Typer()
     register(app, typer.Typer())
-    result = CliRunner().invoke(app, ["native", "calibrate", "-c", str(tools), "-q", str(queries)])
+    result = CliRunner().invoke(app, ["native", "calibrate", "-s", str(tools), "-q", str(queries)])
     assert result.exit_code != 0
     assert isinstance(result.exception, ConfigError)
     assert "gold skill" in str(result.exception)

@@ -27,21 +27,42 @@ console = Console()
 # soft_wrap: an error or a skipped-line report stays on one line whatever the terminal width
 err_console = Console(stderr=True, soft_wrap=True)
 
-SKILLS_OPT = typer.Option(
-    ..., "--skills", "-s", help="Skill folders or tool files (.json/.jsonl); repeatable."
+# One spelling per concept (README, "Command-line conventions"). The catalog is `--skills`/`-s`
+# everywhere; `--catalog`/`-c` still parse as hidden aliases (see _conventions.py).
+SKILLS_HELP = "Skill folders or tool files (.json/.jsonl); repeatable."
+SKILLS_OPT = typer.Option(..., "--skills", "-s", metavar="PATH", help=SKILLS_HELP)
+"""The catalog option, for ``skills: list[str] = SKILLS_OPT``."""
+LOG_HELP = (
+    "Decision log: a file path or a postgresql:// URL (default: $MAITRED_LOG, else "
+    "maitred-decisions.sqlite)."
+)
+LOG_OPT = typer.Option(None, "--log", metavar="PATH|URL", help=LOG_HELP)
+"""The decision log, for ``log: str | None = LOG_OPT`` (None: the settings' log)."""
+API_KEY_ENV_HELP = (
+    "Name of the environment variable that holds the API key (the key itself never goes on "
+    "the command line)."
 )
 STATE_OPT = typer.Option(
-    ..., "--state", help="State provider: sqlite:///x.db, postgresql://..., or a .json file."
+    ...,
+    "--state",
+    metavar="URL|PATH",
+    help="State provider: sqlite:///x.db, postgresql://..., or a .json file.",
 )
 TABLES_OPT = typer.Option(
-    None, "--tables", help="YAML/JSON file mapping key roots to tables (SQL providers)."
+    None,
+    "--tables",
+    help="YAML/JSON file mapping key roots to tables, for SQL providers (default: none).",
 )
 METHOD_HELP = (
     "Recall method: bm25, dense, hybrid, native-glance ...; append +intents to rank each "
     "request of a multi-request message (e.g. dense+intents)."
 )
 METHOD_OPT = typer.Option("dense", "--method", "-m", help=METHOD_HELP)
-CACHE_OPT = typer.Option(None, "--cache-dir", help="Where indexes persist (MAITRED_CACHE_DIR).")
+CACHE_OPT = typer.Option(
+    None,
+    "--cache-dir",
+    help="Where indexes persist (default: $MAITRED_CACHE_DIR, else .maitred-cache).",
+)
 
 
 def dump_json(value: Any) -> None:

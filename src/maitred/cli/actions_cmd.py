@@ -23,7 +23,8 @@ import typer
 from maitred.actions.packs import load_pack, pack_names
 from maitred.actions.policy import Policy
 from maitred.actions.replay import load_trajectories, replay
-from maitred.cli._common import console, dump_json
+from maitred.cli._common import API_KEY_ENV_HELP, console, dump_json
+from maitred.cli._conventions import App
 from maitred.engine import Maitred
 from maitred.errors import ConfigError
 from maitred.lab.agents import (
@@ -96,7 +97,9 @@ def check(
         ..., "--trajectories", "-t", help='JSONL {"id", "context", "calls": [...]}.'
     ),
     now: str | None = typer.Option(
-        None, "--now", help="The pack's clock (ISO time; default: the pack's own)."
+        None,
+        "--now",
+        help="The time the pack's rules read, ISO 8601 (default: the pack's own clock).",
     ),
     carry_state: bool = typer.Option(
         False,
@@ -163,17 +166,25 @@ def _print_report(report: EvalReport) -> None:
 
 def agent(
     pack: str = typer.Option(..., "--pack", help=f"Pack: {', '.join(sorted(DOMAINS))}."),
-    tasks: int = typer.Option(..., "--tasks", help="Number of tasks (from seeded databases)."),
+    tasks: int = typer.Option(..., "--tasks", help="How many tasks (from seeded databases)."),
     agent_name: str = typer.Option(..., "--agent", help=f"Agent: {', '.join(AGENTS)}."),
     trials: int = typer.Option(4, "--trials", "-k", help="Trials per task and arm (K)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the task set, trials and bootstrap."),
     rate: float = typer.Option(0.5, "--rate", help="reckless: chance of a forbidden write."),
-    base_url: str | None = typer.Option(None, "--base-url", help="llm: OpenAI-compatible URL."),
-    model: str | None = typer.Option(None, "--model", help="llm: the model name."),
-    key_env: str = typer.Option(
-        "OPENAI_API_KEY", "--api-key-env", help="llm: environment variable with the API key."
+    base_url: str | None = typer.Option(
+        None, "--base-url", help="llm: OpenAI-compatible URL (default: none; llm needs it)."
     ),
-    log: str | None = typer.Option(None, "--log", help="Log gated decisions to this log."),
+    model: str | None = typer.Option(
+        None, "--model", help="llm: the model name (default: none; llm needs it)."
+    ),
+    key_env: str = typer.Option(
+        "OPENAI_API_KEY", "--api-key-env", metavar="NAME", help=f"llm: {API_KEY_ENV_HELP}"
+    ),
+    log: str | None = typer.Option(
+        None,
+        "--log",
+        help="Log gated decisions to this log, a file path or postgresql:// URL (default: no log).",
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
 ) -> None:
     """Gates on vs off: pass^1 and pass^K with paired-bootstrap intervals, by whether a gate
@@ -195,11 +206,9 @@ def agent(
         _print_report(report)
 
 
-def register(app: typer.Typer, eval_app: typer.Typer) -> None:
+def register(app: App, eval_app: App) -> None:
     """Add this module's commands to the `maitred` app (and its `eval` group)."""
-    actions_app = typer.Typer(
-        help="The action gate: policy checks on tool calls.", no_args_is_help=True
-    )
+    actions_app = App(help="The action gate: policy checks on tool calls.")
     actions_app.command("check")(check)
     app.add_typer(actions_app, name="actions")
     eval_app.command("agent")(agent)

@@ -12,7 +12,8 @@ import typer
 
 from maitred.audit.forced import audit_blocked
 from maitred.audit.parity import audit_domain
-from maitred.cli._common import console, dump_json, err_console
+from maitred.cli._common import LOG_OPT, console, dump_json, err_console
+from maitred.cli._conventions import App
 from maitred.errors import ConfigError
 from maitred.lab.domains.sitecare import skills_dir
 from maitred.log.base import open_log
@@ -21,10 +22,12 @@ from maitred.skills.catalog import load_catalog
 
 
 def parity(
-    domain: Path = typer.Option(
-        ..., "--domain", "-d", help="A folder of skill folders (each with maitred.yaml)."
+    skills: Path = typer.Option(
+        ..., "--skills", "-s", help="A folder of skill folders (each with maitred.yaml)."
     ),
-    fixtures: int = typer.Option(1000, "--fixtures", "-n", min=1, help="State fixtures per skill."),
+    fixtures: int = typer.Option(
+        1000, "--fixtures", "-n", min=1, help="How many state fixtures per skill."
+    ),
     seed: int = typer.Option(0, "--seed", help="Seed of the random fixtures."),
     as_json: bool = typer.Option(False, "--json", help="Print per-skill rows and totals as JSON."),
 ) -> None:
@@ -33,14 +36,14 @@ def parity(
     Exit status 1 when the gate blocks a state on which the procedure completes (a soundness
     violation); missed blocks and procedure errors are reported but do not fail.
     """
-    if not domain.exists():
-        raise ConfigError(f"--domain {domain}: no such folder; give a folder of skill folders")
+    if not skills.exists():
+        raise ConfigError(f"--skills {skills}: no such folder; give a folder of skill folders")
 
     def progress(skill: str, done: int, total: int) -> None:
         err_console.print(f"  parity {done}/{total}: {skill}", highlight=False)
 
     report = audit_domain(
-        domain, fixtures=fixtures, seed=seed, progress=None if as_json else progress
+        skills, fixtures=fixtures, seed=seed, progress=None if as_json else progress
     )
     if as_json:
         dump_json(report.to_json())
@@ -51,15 +54,20 @@ def parity(
 
 
 def blocked(
-    log: str | None = typer.Option(None, "--log", help="Decision log (path or postgresql:// URL)."),
-    sample: int = typer.Option(..., "--sample", "-n", min=1, help="Blocked pairs to draw."),
+    log: str | None = LOG_OPT,
+    sample: int = typer.Option(
+        ..., "--sample", "-n", min=1, help="How many blocked pairs to draw."
+    ),
     skills: list[Path] | None = typer.Option(
         None,
         "--skills",
         "-s",
-        help="The skills the log was written with (default: the built-in sitecare domain).",
+        help="The skills the log was written with; repeatable (default: the built-in sitecare "
+        "skills).",
     ),
-    run: str | None = typer.Option(None, "--run", help="Only pairs of this run id."),
+    run: str | None = typer.Option(
+        None, "--run", help="Only pairs of this run id (default: every run)."
+    ),
     seed: int = typer.Option(0, "--seed", help="Seed of the draw."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
 ) -> None:
@@ -84,11 +92,12 @@ def blocked(
         raise typer.Exit(1)
 
 
-def register(app: typer.Typer, eval_app: typer.Typer) -> None:
-    """Add `parity` and the `audit` group (`audit blocked`) to the `maitred` app."""
-    app.command("parity")(parity)
-    audit_app = typer.Typer(
-        help="Audits of the gate against the decision log.", no_args_is_help=True
-    )
+def register(app: App, eval_app: App) -> None:
+    """Add `parity` and the `audit` group (`audit blocked`) to the `maitred` app.
+
+    `parity` took its catalog as ``--domain``/``-d``; those stay as hidden aliases.
+    """
+    app.command("parity", aliases={"--domain": "--skills", "-d": "-s"})(parity)
+    audit_app = App(help="Audits of the gate against the decision log.")
     audit_app.command("blocked")(blocked)
     app.add_typer(audit_app, name="audit")

@@ -29,9 +29,11 @@ DEMO_OPTIONS = PipelineOptions(method="dense", top_k=5, min_score=0.35, family=T
 
 
 def demo(
-    messages: int = typer.Option(100_000, "--messages", "-n", help="Messages to generate."),
+    messages: int = typer.Option(
+        100_000, "--messages", "-n", help="How many messages to generate."
+    ),
     out: Path = typer.Option(Path("demo-out"), "--out", "-o", help="Output folder."),
-    accounts: int = typer.Option(5_000, "--accounts", min=1, help="Accounts to generate."),
+    accounts: int = typer.Option(5_000, "--accounts", min=1, help="How many accounts to generate."),
     seed: int = typer.Option(7, "--seed", help="Seed for the generators."),
 ) -> None:
     """Generate the sitecare domain's accounts and traffic, route it all, print the funnel."""

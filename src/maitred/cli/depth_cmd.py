@@ -13,13 +13,14 @@ from rich.markup import escape
 from rich.table import Table
 
 from maitred.cli._common import (
-    CACHE_OPT,
     METHOD_OPT,
+    SKILLS_OPT,
     console,
     dump_json,
     err_console,
     index_progress,
 )
+from maitred.cli._conventions import App
 from maitred.depth.camdf import save_model, train_camdf
 from maitred.depth.payoff import DepthTask
 from maitred.errors import ConfigError, InputError
@@ -99,7 +100,8 @@ def eval_depth(
     guard: float | None = typer.Option(
         None,
         "--sufficiency-guard",
-        help="Tune every rule under a floor: training sufficiency at most this below full's.",
+        help="Tune every rule under a floor: training sufficiency at most this below full's "
+        "(default: no floor).",
     ),
 ) -> None:
     """Compare every depth rule: payoff, paired bootstrap CI vs CAM-DF, exposure, sufficiency."""
@@ -134,7 +136,7 @@ def eval_depth(
 
 
 def make_tasks_cmd(
-    catalog: list[str] = typer.Option(..., "--catalog", "-c", help="Skills dir or tools JSONL."),
+    skills: list[str] = SKILLS_OPT,
     queries: Path = typer.Option(..., "--queries", "-q", help='JSONL {"id","text","gold":[...]}.'),
     method: str = METHOD_OPT,
     top: int = typer.Option(20, "--top", help="Candidates kept per task."),
@@ -142,13 +144,15 @@ def make_tasks_cmd(
     dispersion: float = typer.Option(1.0, "--dispersion", help="Seeded cost dispersion d."),
     seed: int = typer.Option(0, "--seed", help="Seed of the seeded cost model."),
     out: Path = typer.Option(..., "--out", "-o", help="Task JSONL to write."),
-    cache_dir: Path | None = CACHE_OPT,
+    cache_dir: Path | None = typer.Option(
+        None, "--cache-dir", help="Where indexes persist (default: built in memory, not kept)."
+    ),
 ) -> None:
     """Build a depth task file from labelled queries ranked by a recall method."""
     if costs not in COST_MODELS:
         raise ConfigError(f"unknown --costs {costs!r}; choose one of {', '.join(COST_MODELS)}")
     cost_model: CostModel = costs  # type: ignore[assignment]
-    cat = load_catalog(catalog)
+    cat = load_catalog(skills)
     bad: list[InputError] = []
     labelled = load_queries(queries, on_error=bad.append)
     for err in bad[:10]:
@@ -162,8 +166,10 @@ def make_tasks_cmd(
 
 
 def domain_queries_cmd(
-    domain: str = typer.Option(..., "--domain", "-d", help=f"One of {', '.join(DOMAINS)}."),
-    n: int = typer.Option(600, "--n", help="How many two-request messages."),
+    domain: str = typer.Option(
+        ..., "--domain", "-d", help=f"A built-in domain, by name: {', '.join(DOMAINS)}."
+    ),
+    n: int = typer.Option(600, "--messages", "-n", help="How many two-request messages."),
     seed: int = typer.Option(0, "--seed", help="Generator seed."),
     prefix: str | None = typer.Option(None, "--prefix", help="Id prefix (default: the domain's)."),
     out: Path = typer.Option(..., "--out", "-o", help="Labelled query JSONL to write."),
@@ -186,7 +192,7 @@ def train_cmd(
         None,
         "--sufficiency-guard",
         help="Tune the stop threshold under a floor: training sufficiency at most this below "
-        "exposing the whole list.",
+        "exposing the whole list (default: no floor).",
     ),
 ) -> None:
     """Train a CAM-DF stopper and save it (use with depth rule `camdf`, model=PATH)."""
@@ -203,13 +209,15 @@ def train_cmd(
         console.print(f"  {feature:>20} {value:+.3f}")
 
 
-def register(app: typer.Typer, eval_app: typer.Typer) -> None:
-    """Add this module's commands to the `maitred` app (and its `eval` group)."""
-    depth_app = typer.Typer(
-        help="Cost-aware depth: task files and CAM-DF models.", no_args_is_help=True
-    )
+def register(app: App, eval_app: App) -> None:
+    """Add this module's commands to the `maitred` app (and its `eval` group).
+
+    Old spellings kept as hidden aliases: make-tasks ``--catalog``/``-c`` (as everywhere) and
+    domain-queries ``--n`` (now ``--messages``/``-n``).
+    """
+    depth_app = App(help="Cost-aware depth: task files and CAM-DF models.")
     depth_app.command("make-tasks")(make_tasks_cmd)
-    depth_app.command("domain-queries")(domain_queries_cmd)
+    depth_app.command("domain-queries", aliases={"--n": "--messages"})(domain_queries_cmd)
     depth_app.command("train")(train_cmd)
     app.add_typer(depth_app, name="depth")
     eval_app.command("depth")(eval_depth)

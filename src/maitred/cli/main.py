@@ -12,6 +12,7 @@ import sys
 import typer
 from rich.markup import escape
 
+from maitred import __version__
 from maitred.cli import (
     actions_cmd,
     audit_cmd,
@@ -27,20 +28,37 @@ from maitred.cli import (
     skills_cmd,
 )
 from maitred.cli._common import err_console
+from maitred.cli._conventions import App
 from maitred.errors import MaitredError
 
-app = typer.Typer(
+app = App(
     name="maitred",
     help="Decide what an LLM agent is offered and what it may do, turn by turn.",
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-    add_completion=False,
 )
-skills_app = typer.Typer(
-    help="Skill catalogs: validate folders and tool files.", no_args_is_help=True
-)
-log_app = typer.Typer(help="The decision log: verify hashes, migrate.", no_args_is_help=True)
-eval_app = typer.Typer(help="Evaluations: routing accuracy.", no_args_is_help=True)
+skills_app = App(help="Skill catalogs: validate folders and tool files.")
+log_app = App(help="The decision log: verify hashes, migrate.")
+eval_app = App(help="Evaluations: routing accuracy, depth rules, gated agents.")
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"maitred {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(
+        False,
+        "--version",
+        is_eager=True,
+        expose_value=True,
+        callback=_print_version,
+        help="Print the version and exit.",
+    ),
+) -> None:
+    """Decide what an LLM agent is offered and what it may do, turn by turn."""
+
 
 skills_app.command("validate")(skills_cmd.validate)
 app.add_typer(skills_app, name="skills")

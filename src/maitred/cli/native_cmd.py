@@ -11,23 +11,24 @@ from pathlib import Path
 import numpy as np
 import typer
 
-from maitred.cli._common import console, dump_json, progress_bar
+from maitred.cli._common import SKILLS_OPT, console, dump_json, progress_bar
+from maitred.cli._conventions import App
 from maitred.errors import ConfigError
 from maitred.skills.catalog import load_catalog
 
-native_app = typer.Typer(
-    help="Native routing (Gavel): layers, index, train, calibrate, rollout.", no_args_is_help=True
-)
+native_app = App(help="Native routing (Gavel): layers, index, train, calibrate, rollout.")
 
 MODEL_OPT = typer.Option(None, "--model", help="A .gguf file or HF model folder (default SmolLM2).")
 
 
 @native_app.command("layers")
 def layers_cmd(
-    catalog: list[str] = typer.Option(..., "--catalog", "-c", help="Skills dir or tools JSONL."),
+    skills: list[str] = SKILLS_OPT,
     model: Path | None = MODEL_OPT,
-    sample: int = typer.Option(48, "--sample", help="Skill texts measured."),
-    png: Path | None = typer.Option(None, "--png", help="Write the curve as a PNG."),
+    sample: int = typer.Option(48, "--sample", "-n", help="How many skill texts to measure."),
+    png: Path | None = typer.Option(
+        None, "--png", help="Write the curve as a PNG (default: no picture)."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print the curve as JSON."),
 ) -> None:
     """Hidden-state entropy per layer over skill texts; the floor is the default layer."""
@@ -37,11 +38,11 @@ def layers_cmd(
     from maitred.native.data import skill_text
     from maitred.native.layers import choose_layer, entropy_curve, plot_curve
 
-    cat = load_catalog(catalog)
-    skills = list(cat)
-    random.Random(0).shuffle(skills)
+    cat = load_catalog(skills)
+    entries = list(cat)
+    random.Random(0).shuffle(entries)
     backbone = Backbone.load(model, keep_layers=10_000)
-    curve = entropy_curve(backbone, [skill_text(s) for s in skills[:sample]])
+    curve = entropy_curve(backbone, [skill_text(s) for s in entries[:sample]])
     chosen = choose_layer(curve)
     if png is not None:
         plot_curve(curve, chosen, png, f"{backbone.backbone_id}: entropy over {sample} skills")
@@ -57,16 +58,18 @@ def layers_cmd(
 
 @native_app.command("index")
 def index_cmd(
-    catalog: list[str] = typer.Option(..., "--catalog", "-c", help="Skills dir or tools JSONL."),
+    skills: list[str] = SKILLS_OPT,
     maps: Path | None = typer.Option(None, "--maps", help="Maps file (default: the active one)."),
-    epsilon: float | None = typer.Option(None, "--epsilon", help="Compress banks (cover radius)."),
+    epsilon: float | None = typer.Option(
+        None, "--epsilon", help="Compress banks to this cover radius (default: keep every key)."
+    ),
     cache_dir: Path = typer.Option(Path(".maitred-cache"), "--cache-dir", help="Index cache."),
 ) -> None:
     """Read every skill once and build its key bank (cached by catalog, backbone and layer)."""
     from maitred.native.recall import build_recaller
     from maitred.recall.store import IndexStore
 
-    cat = load_catalog(catalog)
+    cat = load_catalog(skills)
     with progress_bar("reading skills", len(cat)) as advance:
         last = [0]
 
@@ -87,7 +90,7 @@ def index_cmd(
 
 @native_app.command("calibrate")
 def calibrate_cmd(
-    catalog: list[str] = typer.Option(..., "--catalog", "-c", help="Skills dir or tools JSONL."),
+    skills: list[str] = SKILLS_OPT,
     queries: Path = typer.Option(
         ..., "--queries", "-q", help="Validation queries (never the ones you report on)."
     ),
@@ -99,7 +102,7 @@ def calibrate_cmd(
     from maitred.recall.evaluate import load_queries
     from maitred.recall.store import IndexStore
 
-    cat = load_catalog(catalog)
+    cat = load_catalog(skills)
     labelled = load_queries(queries)
     with progress_bar("scoring validation queries", len(labelled)) as advance:
         last = [0]
@@ -121,7 +124,7 @@ def calibrate_cmd(
 
 @native_app.command("train")
 def train_cmd(
-    catalog: list[str] = typer.Option(..., "--catalog", "-c", help="Skills dir or tools JSONL."),
+    skills: list[str] = SKILLS_OPT,
     pairs: Path = typer.Option(..., "--pairs", "-p", help='Training JSONL {"id","text","gold"}.'),
     layer: int | None = typer.Option(None, "--layer", help="Read-out layer (default 80%)."),
     model: Path | None = MODEL_OPT,
@@ -138,7 +141,7 @@ def train_cmd(
     from maitred.native.recall import SKILL_TOKENS, active_maps_path
     from maitred.recall.evaluate import load_queries
 
-    cat = load_catalog(catalog)
+    cat = load_catalog(skills)
     queries = [q for q in load_queries(pairs) if len(q.gold) == 1 and q.gold[0] in cat]
     used = sorted({q.gold[0] for q in queries})
     if len(used) < 2:
@@ -169,12 +172,18 @@ def train_cmd(
 
 @native_app.command("rollout")
 def rollout_cmd(
-    catalog: list[str] = typer.Option(..., "--catalog", "-c", help="Skills dir or tools JSONL."),
+    skills: list[str] = SKILLS_OPT,
     trajectories: Path = typer.Option(
         ..., "--trajectories", "-t", help='JSONL {"id","text","gold","onset"} to evaluate.'
     ),
-    val: Path | None = typer.Option(None, "--val", help="Trajectories to calibrate on."),
-    threshold: float | None = typer.Option(None, "--threshold", help="Lead to fire at."),
+    val: Path | None = typer.Option(
+        None,
+        "--val",
+        help="Trajectories to calibrate the threshold on (default: none; this or --threshold).",
+    ),
+    threshold: float | None = typer.Option(
+        None, "--threshold", help="Lead to fire at (default: none; this or --val, to calibrate it)."
+    ),
     half_life: float | None = typer.Option(
         None, "--half-life", help="Vote half-life in tokens (default: the library's)."
     ),
@@ -194,7 +203,7 @@ def rollout_cmd(
 
     if (val is None) == (threshold is None):
         raise ConfigError("give one of --val FILE (calibrate the threshold on it) or --threshold")
-    cat = load_catalog(catalog)
+    cat = load_catalog(skills)
     path = maps or active_maps_path()
     backbone = None
     if model is not None:
@@ -243,6 +252,6 @@ def rollout_cmd(
     )
 
 
-def register(app: typer.Typer, eval_app: typer.Typer) -> None:
+def register(app: App, eval_app: App) -> None:
     """Add `native` (layers, index, train, rollout) to the app."""
     app.add_typer(native_app, name="native")

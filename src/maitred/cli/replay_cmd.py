@@ -2,9 +2,19 @@
 
 from __future__ import annotations
 
+import os
+
 import typer
 
-from maitred.cli._common import console, dump_json, progress_bar
+from maitred.cli._common import (
+    API_KEY_ENV_HELP,
+    LOG_OPT,
+    console,
+    dump_json,
+    err_console,
+    progress_bar,
+)
+from maitred.cli._conventions import App
 from maitred.errors import ConfigError
 from maitred.log import open_log
 from maitred.replay import (
@@ -21,17 +31,28 @@ from maitred.skills.catalog import load_catalog
 
 
 def replay_cmd(
-    skills: list[str] = typer.Option(..., "--skills", "-s", help="The catalog the log used."),
-    log: str | None = typer.Option(None, "--log", help="Decision log (path or postgresql:// URL)."),
+    skills: list[str] = typer.Option(
+        ..., "--skills", "-s", help="The catalog the log was written with; repeatable."
+    ),
+    log: str | None = LOG_OPT,
     cohort: str = typer.Option("risk", "--cohort", help="random or risk (see docs)."),
-    n: int = typer.Option(200, "--n", help="Conversations to replay."),
+    n: int = typer.Option(200, "--conversations", "-n", help="How many conversations to replay."),
     model: str = typer.Option("local", "--model", help="local, local:PATH.gguf, or a model name."),
-    base_url: str | None = typer.Option(None, "--base-url", help="OpenAI-compatible endpoint."),
-    api_key: str = typer.Option("", "--api-key", envvar="MAITRED_API_KEY", help="Bearer token."),
-    workers: int = typer.Option(1, "--workers", help="Concurrent model calls."),
+    base_url: str | None = typer.Option(
+        None, "--base-url", help="OpenAI-compatible endpoint (default: none, for local models)."
+    ),
+    api_key_env: str = typer.Option(
+        "MAITRED_API_KEY", "--api-key-env", metavar="NAME", help=API_KEY_ENV_HELP
+    ),
+    api_key: str = typer.Option(
+        "", "--api-key", hidden=True, help="Old: the key itself; use --api-key-env."
+    ),
+    workers: int = typer.Option(1, "--workers", help="How many model calls run at once."),
     seed: int = typer.Option(0, "--seed", help="Sampling seed."),
     ray_address: str | None = typer.Option(
-        None, "--ray-address", help="Fan out over a Ray cluster (e.g. auto, ray://host:10001)."
+        None,
+        "--ray-address",
+        help="Fan out over a Ray cluster, e.g. auto or ray://host:10001 (default: threads here).",
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
 ) -> None:
@@ -39,7 +60,8 @@ def replay_cmd(
     if cohort not in COHORTS:
         raise ConfigError(f"unknown cohort {cohort!r}; choose one of {list(COHORTS)}")
     if n < 1 or workers < 1:
-        raise ConfigError("--n and --workers must be at least 1")
+        raise ConfigError("--conversations and --workers must be at least 1")
+    api_key = _api_key(api_key, api_key_env)
     fanout: Fanout
     if ray_address:
         fanout = RayFanout(ray_address, ModelSpec(model, tuple(skills), base_url, api_key), workers)
@@ -65,6 +87,22 @@ def replay_cmd(
     )
 
 
-def register(app: typer.Typer, eval_app: typer.Typer) -> None:
-    """Add `replay` to the app."""
-    app.command("replay")(replay_cmd)
+def _api_key(given: str, env_name: str) -> str:
+    """The API key: from the environment variable ``env_name``, or (old, hidden) given inline.
+
+    A key typed on the command line stays in the shell history and shows in the process list,
+    so the inline form only survives one release, with a warning.
+    """
+    if given:
+        err_console.print(
+            "warning: --api-key puts the key in your shell history and the process list; "
+            "export it and pass --api-key-env NAME (default MAITRED_API_KEY) instead",
+            highlight=False,
+        )
+        return given
+    return os.environ.get(env_name, "")
+
+
+def register(app: App, eval_app: App) -> None:
+    """Add `replay` to the app (``--n`` stays a hidden alias of ``--conversations``)."""
+    app.command("replay", aliases={"--n": "--conversations"})(replay_cmd)

@@ -7,14 +7,15 @@ from pathlib import Path
 import typer
 
 from maitred.analytics.report import write_report
-from maitred.cli._common import console
+from maitred.cli._common import LOG_OPT, console
+from maitred.cli._conventions import App
 from maitred.settings import Settings
 
 
 def report(
-    log: str | None = typer.Option(None, "--log", help="Decision log (path or postgresql:// URL)."),
+    log: str | None = LOG_OPT,
     out: Path = typer.Option(Path("report"), "--out", "-o", help="Folder for report.html + PNGs."),
-    run: str | None = typer.Option(None, "--run", help="Only this run id."),
+    run: str | None = typer.Option(None, "--run", help="Only this run id (default: every run)."),
     anonymise: bool = typer.Option(
         False, "--anonymise", help="Replace skill and predicate names by pseudonyms."
     ),
@@ -24,6 +25,6 @@ def report(
     console.print(f"wrote {written['html']} and {len(written) - 2} charts", highlight=False)
 
 
-def register(app: typer.Typer, eval_app: typer.Typer) -> None:
+def register(app: App, eval_app: App) -> None:
     """Add `report` to the app."""
     app.command("report")(report)
