@@ -229,9 +229,11 @@ class Maitred:
         *,
         progress: Callable[[int], None] | None = None,
         run_id: str | None = None,
+        batch: int = 256,
     ) -> RunStats:
-        """Route many messages into the log (batched; see :meth:`Pipeline.run`)."""
-        return self.pipeline.run(messages, progress=progress, run_id=run_id)
+        """Route many messages into the log, ``batch`` at a time (see :meth:`Pipeline.run`;
+        the log commits at least once a second)."""
+        return self.pipeline.run(messages, progress=progress, run_id=run_id, batch=batch)
 
     # -- stage 5 ------------------------------------------------------------------------------
 

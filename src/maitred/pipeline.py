@@ -61,7 +61,8 @@ class Turn:
         """The turn as JSON: what ``maitred route --json`` prints and the service returns.
 
         ``blocked`` lists each blocked candidate with the predicates that fired, the state
-        values they read and each predicate's message for people.
+        values they read and each predicate's message for people, or the ``cause`` when the
+        whole turn failed closed (``state_unavailable``, ``account_not_found``).
         """
         rec = self.record
         blocked = []
@@ -79,6 +80,7 @@ class Turn:
                         }
                         for o in pair.fired
                     ],
+                    "cause": None if pair.fired else rec.cause,
                 }
             )
         return {
@@ -103,6 +105,7 @@ class Turn:
             "menu": self.menu.payload(),
             "snapshot_hash": rec.snapshot.hash if rec.snapshot else None,
             "provider_error": rec.provider_error or None,
+            "cause": rec.cause,
             "catalog_version": rec.catalog_version,
             "timings_us": dict(rec.timings_us),
         }

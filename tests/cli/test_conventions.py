@@ -29,7 +29,7 @@ from maitred.cli.main import app
 CATALOG_SPELLING_PENDING = {"eval routing"}
 # Commands whose options with a None default do not yet say in their help what happens then
 # (same reason; the lead adopts LOG_OPT / the help texts of maitred.cli._common).
-DEFAULT_HELP_PENDING = {"run", "funnel", "log verify", "log migrate", "route"}
+DEFAULT_HELP_PENDING: set[str] = set()
 
 PYTHON_TYPES = re.compile(r"<(bool|int|float|str|path|list\[|tuple|text|int range|float range)")
 

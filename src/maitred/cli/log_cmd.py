@@ -6,18 +6,17 @@ import typer
 
 from maitred.analytics.funnel import funnel as compute_funnel
 from maitred.analytics.funnel import render_table
-from maitred.cli._common import console, dump_json
+from maitred.cli._common import LOG_OPT, console, dump_json
 from maitred.log.base import open_log
 from maitred.log.verify import verify as verify_log
 from maitred.settings import Settings
 
 _HEADS_SHOWN = 10
-LOG_OPT = typer.Option(None, "--log", help="Decision log (path or postgresql:// URL).")
 
 
 def funnel(
     log: str | None = LOG_OPT,
-    run: str | None = typer.Option(None, "--run", help="Only this run id."),
+    run: str | None = typer.Option(None, "--run", help="Only this run id (default: every run)."),
     as_json: bool = typer.Option(False, "--json", help="Print the funnel as JSON."),
 ) -> None:
     """Messages, matches, candidate and blocked pairs, and skill-description tokens per stage."""

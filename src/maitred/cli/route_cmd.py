@@ -18,10 +18,12 @@ from rich.table import Table
 
 from maitred.analytics.funnel import funnel as compute_funnel
 from maitred.analytics.funnel import render_table
-from maitred.build import PipelineOptions, build_pipeline
+from maitred.build import PipelineOptions
 from maitred.cli._common import (
     CACHE_OPT,
+    LOG_OPT,
     METHOD_OPT,
+    SKILLS_OPT,
     STATE_OPT,
     TABLES_OPT,
     console,
@@ -31,15 +33,15 @@ from maitred.cli._common import (
     load_tables,
     progress_bar,
 )
-from maitred.decision import Message
+from maitred.engine import Maitred
 from maitred.errors import InputError
-from maitred.log.base import open_log
 from maitred.messages import read_messages
-from maitred.pipeline import Pipeline, Turn
 from maitred.settings import Settings
 
 TOP_K_OPT = typer.Option(10, "--top-k", min=1, help="Candidates kept from the ranking.")
-MIN_SCORE_OPT = typer.Option(None, "--min-score", help="Minimum score to keep a candidate.")
+MIN_SCORE_OPT = typer.Option(
+    None, "--min-score", help="Minimum score to keep a candidate (default: keep every one)."
+)
 SCORE_ON_OPT = typer.Option(
     "score", "--score-on", help="Score --min-score applies to: score, dense, bm25."
 )
@@ -65,45 +67,6 @@ def _options(
         family=family,
         menu_format=fmt,
     )
-
-
-def turn_json(pipeline: Pipeline, turn: Turn) -> dict[str, Any]:
-    """A routed turn as the JSON `route --json` prints."""
-    rec = turn.record
-    blocked = []
-    for pair in rec.blocked:
-        predicates = pipeline.catalog[pair.skill].contract.predicates_by_name
-        blocked.append(
-            {
-                "skill": pair.skill,
-                "rank": pair.rank,
-                "predicates": [
-                    {**o.to_json(), "message": getattr(predicates.get(o.predicate), "message", "")}
-                    for o in pair.fired
-                ],
-                "cause": None if pair.fired else rec.cause,
-            }
-        )
-    return {
-        "message": rec.message.text,
-        "account": rec.message.account,
-        "matched": rec.matched,
-        "candidates": [
-            {"skill": p.skill, "rank": p.rank, "score": p.score, "components": dict(p.components)}
-            for p in rec.pairs
-        ],
-        "visible": list(rec.visible),
-        "exposed": list(rec.exposed),
-        "blocked": blocked,
-        "menu_format": turn.menu.format,
-        "menu_tokens": turn.menu.tokens,
-        "menu": turn.menu.payload(),
-        "snapshot_hash": rec.snapshot.hash if rec.snapshot else None,
-        "provider_error": rec.provider_error or None,
-        "cause": rec.cause,
-        "catalog_version": rec.catalog_version,
-        "timings_us": dict(rec.timings_us),
-    }
 
 
 def _print_turn(data: dict[str, Any]) -> None:
@@ -140,7 +103,7 @@ def _print_turn(data: dict[str, Any]) -> None:
 def route(
     text: str = typer.Argument(..., help="The user's message."),
     account: str = typer.Option(..., "--account", "-a", help="Whose state the gate reads."),
-    skills: list[str] = typer.Option(..., "--skills", "-s", help="Skill folders / tool files."),
+    skills: list[str] = SKILLS_OPT,
     state: str = STATE_OPT,
     tables: Path | None = TABLES_OPT,
     method: str = METHOD_OPT,
@@ -159,7 +122,7 @@ def route(
     `run` reads message files), with a warning on stderr.
     """
     text = _message_text(text)
-    pipeline = build_pipeline(
+    engine = Maitred.open(
         skills,
         state,
         _options(method, top_k, min_score, score_on, family, fmt),
@@ -167,8 +130,7 @@ def route(
         cache_dir=cache_dir or Settings.from_env().cache_dir,
         progress=index_progress(not as_json),
     )
-    turn = pipeline.route(Message(id="cli", text=text, account=account))
-    data = turn_json(pipeline, turn)
+    data = engine.turn(text, account=account, id="cli").to_json()
     if as_json:
         dump_json(data)
     else:
@@ -205,10 +167,10 @@ def _message_text(text: str) -> str:
 
 def run(
     messages: Path = typer.Argument(..., help="JSONL: {id, text, account, conversation?}."),
-    skills: list[str] = typer.Option(..., "--skills", "-s", help="Skill folders / tool files."),
+    skills: list[str] = SKILLS_OPT,
     state: str = STATE_OPT,
     tables: Path | None = TABLES_OPT,
-    log: str | None = typer.Option(None, "--log", help="Decision log (path or postgresql:// URL)."),
+    log: str | None = LOG_OPT,
     method: str = METHOD_OPT,
     top_k: int = TOP_K_OPT,
     min_score: float | None = MIN_SCORE_OPT,
@@ -216,7 +178,9 @@ def run(
     family: bool = FAMILY_OPT,
     fmt: str = FORMAT_OPT,
     cache_dir: Path | None = CACHE_OPT,
-    limit: int | None = typer.Option(None, "--limit", help="Route only the first N messages."),
+    limit: int | None = typer.Option(
+        None, "--limit", help="Route only the first N messages (default: all)."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print the funnel as JSON."),
 ) -> None:
     """Route every message of a file and write each decision to the log.
@@ -234,23 +198,22 @@ def run(
     except OSError as exc:
         raise InputError(str(messages), 0, f"cannot read the message file: {exc}") from None
     try:
-        with open_log(target) as decision_log:
-            pipeline = build_pipeline(
-                skills,
-                state,
-                options,
-                tables=load_tables(tables),
-                cache_dir=cache_dir or settings.cache_dir,
-                log=decision_log,
-                progress=index_progress(),
-            )
+        with Maitred.open(
+            skills,
+            state,
+            options,
+            tables=load_tables(tables),
+            cache_dir=cache_dir or settings.cache_dir,
+            log=target,
+            progress=index_progress(),
+        ) as engine:
             stream = read_messages(messages, on_error=bad.append)
             if limit is not None:
                 stream = islice(stream, limit)  # stops reading (and reporting) at the limit
             with progress_bar("routing", total) as advance:
                 # a pipe or FIFO is a live stream: route each line as it arrives
                 batch = 256 if messages.is_file() else 1
-                stats = pipeline.run(stream, progress=advance, batch=batch)
+                stats = engine.run(stream, progress=advance, batch=batch)
     finally:  # the lines already found bad are reported even when the run fails
         _report_bad_lines(bad)
     err_console.print(
@@ -258,7 +221,7 @@ def run(
         f"({stats.messages / max(stats.seconds, 1e-9):.0f} msg/s); log: {target}",
         highlight=False,
     )
-    result = compute_funnel(target, pipeline.run_id)
+    result = compute_funnel(target, engine.pipeline.run_id)
     if as_json:
         dump_json(result.to_json())
     else:

@@ -7,7 +7,14 @@ from pathlib import Path
 
 import typer
 
-from maitred.cli._common import CACHE_OPT, METHOD_OPT, console, dump_json, index_progress
+from maitred.cli._common import (
+    CACHE_OPT,
+    METHOD_OPT,
+    SKILLS_OPT,
+    console,
+    dump_json,
+    index_progress,
+)
 from maitred.recall.registry import make_recaller
 from maitred.settings import Settings
 from maitred.skills.catalog import load_catalog
@@ -50,7 +57,7 @@ def validate(
 
 
 def index(
-    skills: list[str] = typer.Option(..., "--skills", "-s", help="Skill folders / tool files."),
+    skills: list[str] = SKILLS_OPT,
     method: str = METHOD_OPT,
     cache_dir: Path | None = CACHE_OPT,
 ) -> None:
