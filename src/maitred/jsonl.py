@@ -50,6 +50,7 @@ def read_labelled(
     *,
     what: str,
     on_error: Callable[[InputError], None] | None = None,
+    line_numbers: list[int] | None = None,
 ) -> list[T]:
     """Parse every line of ``path``; bad lines go to ``on_error`` (default: a warning).
 
@@ -58,6 +59,8 @@ def read_labelled(
         parse: one line (and the ids seen so far) -> an item; raises ValueError when bad.
         what: what the file holds, for messages ("query", "task").
         on_error: called with an InputError for each bad line.
+        line_numbers: if given, the line number being parsed is appended to it before each
+            ``parse`` call (for items whose default id names their line).
 
     Raises:
         InputError: the file itself cannot be read (line 0).
@@ -72,6 +75,8 @@ def read_labelled(
     for number, raw in enumerate(lines, start=1):
         if not raw.strip():
             continue
+        if line_numbers is not None:
+            line_numbers.append(number)
         try:
             item = parse(raw, seen)
         except (ValueError, RecursionError) as exc:

@@ -157,3 +157,21 @@ def test_each_trajectory_starts_from_the_initial_database() -> None:
     assert fresh == ["OK", "OK"]
     assert carried == ["OK", "AIRLINE_CANCEL_ALREADY_CANCELLED"]
     assert db["reservations"]["BIZ"].get("status") != "cancelled"  # the input is untouched
+
+
+def test_bad_trajectory_lines_are_all_reported_and_the_good_ones_kept(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    path.write_text(
+        '{"id": "a", "calls": []}\n'
+        "not json\n"
+        '{"id": "a", "calls": []}\n'
+        "\n"
+        '{"calls": [{"arguments": {}}]}\n'
+        '{"calls": []}\n',
+        encoding="utf-8",
+    )
+    bad: list[InputError] = []
+    items = load_trajectories(path, on_error=bad.append)
+    assert [i["id"] for i in items] == ["a", "line-6"]
+    assert [(e.line, e.path) for e in bad] == [(2, str(path)), (3, str(path)), (5, str(path))]
+    assert "used by an earlier line" in str(bad[1])

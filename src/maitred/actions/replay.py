@@ -12,7 +12,6 @@ writes carry over from one trajectory to the next, in file order, when that is w
 from __future__ import annotations
 
 import copy
-import json
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +22,7 @@ from maitred.actions.model import ToolCall
 from maitred.actions.packs import Executor
 from maitred.actions.session import Session
 from maitred.errors import InputError
+from maitred.jsonl import parse_object, read_labelled
 
 
 @dataclass(frozen=True)
@@ -47,26 +47,55 @@ class ReplayRow:
         }
 
 
-def load_trajectories(path: Path) -> list[dict[str, Any]]:
-    """Read a trajectories JSONL file; a bad line raises :class:`InputError` naming it."""
-    out = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            item = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(str(path), number, f"not JSON: {exc.msg}") from None
-        if not isinstance(item, dict) or not isinstance(item.get("calls"), list):
-            raise InputError(str(path), number, 'expected {"id", "context", "calls": [...]}')
-        for i, c in enumerate(item["calls"]):
-            if not isinstance(c, dict) or not isinstance(c.get("name"), str):
-                raise InputError(str(path), number, f'calls[{i}] needs a "name"')
-            if not isinstance(c.get("arguments", {}), dict):
-                raise InputError(str(path), number, f"calls[{i}].arguments must be an object")
-        item.setdefault("id", f"line-{number}")
-        out.append(item)
-    return out
+@dataclass(frozen=True)
+class _Trajectory:
+    id: str
+    item: dict[str, Any]
+
+
+def _parse_trajectory(raw: str, seen: set[str], number: int) -> _Trajectory:
+    item = parse_object(raw, ("calls",))
+    if not isinstance(item["calls"], list):
+        raise ValueError('"calls" must be a list of {"name", "arguments"}')
+    for i, c in enumerate(item["calls"]):
+        if not isinstance(c, dict) or not isinstance(c.get("name"), str):
+            raise ValueError(f'calls[{i}] needs a "name"')
+        if not isinstance(c.get("arguments", {}), dict):
+            raise ValueError(f"calls[{i}].arguments must be an object")
+    if not isinstance(item.get("context", {}), dict):
+        raise ValueError('"context" must be an object')
+    tid = str(item.setdefault("id", f"line-{number}"))
+    if tid in seen:
+        raise ValueError(f"trajectory id {tid!r} is used by an earlier line")
+    return _Trajectory(tid, item)
+
+
+def load_trajectories(
+    path: Path, *, on_error: Callable[[InputError], None] | None = None
+) -> list[dict[str, Any]]:
+    """Read a trajectories JSONL file (``{"id"?, "context"?, "calls": [...]}`` per line).
+
+    Args:
+        path: the file.
+        on_error: called with an :class:`InputError` (file and line) for every bad line, which
+            is then skipped; ``None``: the first bad line raises it.
+
+    Raises:
+        InputError: the file cannot be read, or (without ``on_error``) a line is bad: not JSON,
+            no ``calls`` list, a call without a name, an id used by an earlier line.
+    """
+    numbers: list[int] = []
+
+    def parse(raw: str, seen: set[str]) -> _Trajectory:
+        return _parse_trajectory(raw, seen, numbers[-1])
+
+    def strict(err: InputError) -> None:
+        raise err
+
+    found = read_labelled(
+        path, parse, what="trajectories", on_error=on_error or strict, line_numbers=numbers
+    )
+    return [t.item for t in found]
 
 
 def replay(

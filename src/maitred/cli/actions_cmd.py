@@ -19,14 +19,15 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from rich.markup import escape
 
 from maitred.actions.packs import load_pack, pack_names
 from maitred.actions.policy import Policy
 from maitred.actions.replay import load_trajectories, replay
-from maitred.cli._common import API_KEY_ENV_HELP, console, dump_json
+from maitred.cli._common import API_KEY_ENV_HELP, console, dump_json, err_console
 from maitred.cli._conventions import App
 from maitred.engine import Maitred
-from maitred.errors import ConfigError
+from maitred.errors import ConfigError, InputError
 from maitred.lab.agents import (
     DOMAINS,
     Agent,
@@ -108,11 +109,17 @@ def check(
         "from the initial database).",
     ),
 ) -> None:
-    """What would the gates have done to these calls? One JSON line per mutating call."""
+    """What would the gates have done to these calls? One JSON line per mutating call.
+
+    Each trajectory starts from the initial database. Bad lines (not JSON, no calls, a call
+    without a name, a repeated id) are reported with file and line and skipped; the good ones
+    are replayed; the exit status is 1 when any line was bad.
+    """
     settings: dict[str, Any] = {"now": now} if now else {}
     engine = Maitred.for_pack(load_pack(pack), settings)
     state = _load_db(db, engine.policy)
-    items = load_trajectories(trajectories)
+    bad: list[InputError] = []
+    items = load_trajectories(trajectories, on_error=bad.append)
     full = engine.policy.settings
     rows = replay(
         engine.gate,
@@ -123,6 +130,10 @@ def check(
     )
     for row in rows:
         sys.stdout.write(json.dumps(row.to_json(), ensure_ascii=False) + "\n")
+    if bad:  # every good trajectory was replayed; the bad lines are reported, then exit 1
+        for err in bad:
+            err_console.print(f"[yellow]skipped:[/] {escape(str(err))}", highlight=False)
+        raise typer.Exit(1)
 
 
 def _make_agent(

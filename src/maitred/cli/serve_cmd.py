@@ -20,8 +20,12 @@ from maitred.errors import MissingExtraError
 
 def serve(
     config: Path = typer.Option(..., "--config", "-c", help="The server's YAML config."),
-    host: str | None = typer.Option(None, "--host", help="Bind address (default: server.host of the config)."),
-    port: int | None = typer.Option(None, "--port", help="Port (default: server.port of the config)."),
+    host: str | None = typer.Option(
+        None, "--host", help="Bind address (default: server.host of the config)."
+    ),
+    port: int | None = typer.Option(
+        None, "--port", help="Port (default: server.port of the config)."
+    ),
 ) -> None:
     """Serve the HTTP API: /v1/turns, /v1/calls/check, /v1/funnel, /healthz, /readyz, /metrics."""
     try:
