@@ -240,6 +240,23 @@ def build(name: str, src: Path, out: Path, *, max_queries: int, seed: int = 0) -
     return info
 
 
+def sample(name: str, out: Path, dest: Path, *, queries: int = 12, others: int = 24) -> None:
+    """A small committed sample of a converted set: ``queries`` seeded queries, their gold
+    tools and ``others`` seeded other tools (the tests read it; licences allow it)."""
+    folder = out / name
+    tools = [json.loads(x) for x in (folder / "tools.jsonl").read_text("utf-8").splitlines()]
+    rows = [json.loads(x) for x in (folder / "queries.jsonl").read_text("utf-8").splitlines()]
+    known = {t["name"] for t in tools}
+    rng = random.Random(f"sample:{name}")
+    picked = rng.sample([q for q in rows if set(q["gold"]) <= known], queries)
+    gold = {g for q in picked for g in q["gold"]}
+    rest = rng.sample([t for t in tools if t["name"] not in gold], others)
+    keep = gold | {t["name"] for t in rest}
+    dest.mkdir(parents=True, exist_ok=True)
+    _jsonl(dest / "tools.jsonl", [t for t in tools if t["name"] in keep])
+    _jsonl(dest / "queries.jsonl", sorted(picked, key=lambda q: str(q["id"])))
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("set", choices=sorted(SETS))
@@ -249,9 +266,14 @@ def main(argv: Sequence[str] | None = None) -> None:
         "--max-queries", type=int, default=1000, help="seeded sample size (0: all queries)"
     )
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--sample", type=Path, help="also write a small sample of the set into this folder"
+    )
     args = parser.parse_args(argv)
     info = build(args.set, args.src, args.out, max_queries=args.max_queries, seed=args.seed)
     print(json.dumps(info))
+    if args.sample is not None:
+        sample(args.set, args.out, args.sample)
 
 
 if __name__ == "__main__":

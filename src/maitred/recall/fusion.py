@@ -15,7 +15,7 @@ lexical half, a query whose words the catalog does not know gets none (its lexic
 and the dense ranking alone decides), a query on which the embedding cannot separate skills gets
 a semantic half that is flat except at the top.
 
-``a`` is the one fitted number: 0.3, the best of 0.3-0.7 on MetaTool dev queries
+``a`` is the one fitted number: 0.3, the best of 0.1-0.7 on MetaTool dev queries
 (``benchmarks/routing_tune.py``); no query of any reported set was used. On every set of
 ``benchmarks/routing_sets.py`` the result is at or above the better of its two halves.
 

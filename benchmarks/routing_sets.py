@@ -1,0 +1,160 @@
+"""Routing accuracy of every recall method on every evaluation set: the README table.
+
+Sets (each a catalog and labelled queries; see ``benchmarks/sets/README.md``):
+
+- ``metatool``: the MetaTool test split written by ``benchmarks/metatool_routing.py`` (its
+  ``prepare`` step runs here when ``bench-out/metatool/test.jsonl`` is missing);
+- ``toolalpaca``, ``bfcl``, ``apibench-hf``: converted by ``benchmarks/sets/build.py`` from
+  fetched copies of the public repositories (``--toolalpaca DIR``, ``--gorilla DIR``; a set is
+  skipped with a note when its source is missing and it was not converted before).
+
+Methods: ``bm25-plain`` (single-document Okapi BM25, the lexical bar), ``bm25`` (BM25F),
+``dense`` (MiniLM), ``hybrid`` (RRF) and ``fused`` (normalised-score fusion). Every figure is
+``maitred.recall.evaluate_routing`` on recallers built by ``make_recaller`` with the code's
+defaults, exactly what ``maitred eval routing --sets bench-out/sets/sets.json -m ...`` prints.
+Nothing is tuned here: the BM25F weights and the fusion weight were fitted on MetaTool dev
+queries by ``benchmarks/routing_tune.py``.
+
+Run::
+
+    .venv/bin/python benchmarks/routing_sets.py --toolalpaca ~/src/ToolAlpaca \\
+        --gorilla ~/src/gorilla [--methods bm25-plain,bm25,dense,hybrid,fused]
+
+It prints a markdown table (rows: set x method) and writes ``bench-out/routing_sets.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from maitred.recall import evaluate_routing, load_queries, make_recaller
+from maitred.recall.evaluate import EvalSet, load_sets
+from maitred.skills.catalog import load_catalog
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "benchmarks"))
+sys.path.insert(0, str(REPO / "benchmarks" / "sets"))
+
+import build as sets_build  # noqa: E402
+import metatool_routing  # noqa: E402
+
+METHODS = ("bm25-plain", "bm25", "dense", "hybrid", "fused")
+COLUMNS = (
+    ("hit_at_1", "Hit@1"),
+    ("recall_at_5", "R@5"),
+    ("recall_at_10", "R@10"),
+    ("mrr", "MRR"),
+    ("ndcg_at_10", "nDCG@10"),
+    ("complete_at_10", "C@10"),
+)
+
+
+def prepare(args: argparse.Namespace) -> Path:
+    """Make sure every set's files exist; write and return the sets file."""
+    out: Path = args.out
+    meta = REPO / "bench-out" / "metatool"
+    if not (meta / "test.jsonl").exists():
+        metatool_routing.prepare(
+            argparse.Namespace(data=args.metatool, out=meta, seed=0, dev_size=2000, test_size=3000)
+        )
+    sets: list[dict[str, Any]] = [
+        {
+            "name": "metatool",
+            "catalog": str(meta / "tools.jsonl"),
+            "queries": str(meta / "test.jsonl"),
+        }
+    ]
+    sources = {"toolalpaca": args.toolalpaca, "bfcl": args.gorilla, "apibench-hf": args.gorilla}
+    for name, src in sources.items():
+        folder = out / name
+        if src is not None:
+            info = sets_build.build(name, src, out, max_queries=args.max_queries)
+            print(f"converted {name}: {info['tools']} tools, {info['queries']} queries")
+        if not (folder / "queries.jsonl").exists():
+            print(f"note: {name} skipped (give its source with --toolalpaca/--gorilla)")
+            continue
+        sets.append(
+            {
+                "name": name,
+                "catalog": str((folder / "tools.jsonl").resolve()),
+                "queries": str((folder / "queries.jsonl").resolve()),
+            }
+        )
+    path = out / "sets.json"
+    out.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"sets": sets}, indent=1) + "\n", "utf-8")
+    return path
+
+
+def run_set(spec: EvalSet, methods: Sequence[str], cache: Path) -> list[dict[str, Any]]:
+    """Every method on one set, as rows."""
+    catalog = load_catalog(spec.catalog)
+    queries = load_queries(spec.queries)
+    rows = []
+    for method in methods:
+        start = time.perf_counter()
+        recaller = make_recaller(method, catalog, cache_dir=cache)
+        built = time.perf_counter() - start
+        result = evaluate_routing(recaller, queries, method, on_unknown=lambda _: None)
+        rows.append({"set": spec.name, "skills": len(catalog), "build_s": built, **result})
+        print(
+            f"{spec.name:12} {method:10} nDCG@10 {result['ndcg_at_10']:.4f} "
+            f"({result['ms_per_query']:.2f} ms/query)",
+            flush=True,
+        )
+    return rows
+
+
+def table(rows: Sequence[dict[str, Any]]) -> str:
+    """Markdown: one row per set and method; the best nDCG@10 of each set in bold."""
+    head = "| set (skills, queries) | method | " + " | ".join(c for _, c in COLUMNS)
+    lines = [head + " | ms/query |", "|---|---|" + "---:|" * (len(COLUMNS) + 1)]
+    best = {}
+    for row in rows:
+        best[row["set"]] = max(best.get(row["set"], 0.0), row["ndcg_at_10"])
+    for row in rows:
+        cells = []
+        for key, _ in COLUMNS:
+            text = f"{row[key]:.3f}"
+            if key == "ndcg_at_10" and row[key] == best[row["set"]]:
+                text = f"**{text}**"
+            cells.append(text)
+        where = f"{row['set']} ({row['skills']}, {row['n_queries']})"
+        lines.append(
+            f"| {where} | {row['method']} | "
+            + " | ".join(cells)
+            + f" | {row['ms_per_query']:.2f} |"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--toolalpaca", type=Path, help="ToolAlpaca checkout or git dir")
+    parser.add_argument("--gorilla", type=Path, help="gorilla checkout or git dir")
+    parser.add_argument("--metatool", type=Path, default=REPO / ".." / "shared/data/metatool")
+    parser.add_argument("--out", type=Path, default=REPO / "bench-out" / "sets")
+    parser.add_argument("--cache", type=Path, default=REPO / "bench-out" / "cache")
+    parser.add_argument("--max-queries", type=int, default=1000)
+    parser.add_argument("--methods", default=",".join(METHODS))
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.ERROR)
+    sets_file = prepare(args)
+    methods = [m for m in args.methods.split(",") if m]
+    rows: list[dict[str, Any]] = []
+    for spec in load_sets(sets_file):
+        rows.extend(run_set(spec, methods, args.cache))
+    (REPO / "bench-out" / "routing_sets.json").write_text(json.dumps(rows, indent=1), "utf-8")
+    print()
+    print(table(rows))
+
+
+if __name__ == "__main__":
+    main()
