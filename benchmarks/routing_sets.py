@@ -2,11 +2,15 @@
 
 Sets (each a catalog and labelled queries; see ``benchmarks/sets/README.md``):
 
+- ``sitecare``: the built-in domain's 11 skills and the 4,712 messages with a gold skill among
+  20,000 generated with seed 11 (1,000 accounts), as in the README's earlier table;
+
 - ``metatool``: the MetaTool test split written by ``benchmarks/metatool_routing.py`` (its
   ``prepare`` step runs here when ``bench-out/metatool/test.jsonl`` is missing);
-- ``toolalpaca``, ``bfcl``, ``apibench-hf``: converted by ``benchmarks/sets/build.py`` from
-  fetched copies of the public repositories (``--toolalpaca DIR``, ``--gorilla DIR``; a set is
-  skipped with a note when its source is missing and it was not converted before).
+- ``toolalpaca``, ``bfcl``, ``apibench-hf``, ``api-bank``: converted by
+  ``benchmarks/sets/build.py`` from fetched copies of the public repositories
+  (``--toolalpaca DIR``, ``--gorilla DIR``, ``--damo-convai DIR``; a set is skipped with a note
+  when its source is missing and it was not converted before).
 
 Methods: ``bm25-plain`` (single-document Okapi BM25, the lexical bar), ``bm25`` (BM25F),
 ``dense`` (MiniLM), ``hybrid`` (RRF) and ``fused`` (normalised-score fusion). Every figure is
@@ -18,7 +22,8 @@ queries by ``benchmarks/routing_tune.py``.
 Run::
 
     .venv/bin/python benchmarks/routing_sets.py --toolalpaca ~/src/ToolAlpaca \\
-        --gorilla ~/src/gorilla [--methods bm25-plain,bm25,dense,hybrid,fused]
+        --gorilla ~/src/gorilla --damo-convai ~/src/DAMO-ConvAI \\
+        [--methods bm25-plain,bm25,dense,hybrid,fused] [--only bfcl,api-bank]
 
 It prints a markdown table (rows: set x method) and writes ``bench-out/routing_sets.json``.
 """
@@ -34,6 +39,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from maitred.domains.sitecare.generate import generate_messages
 from maitred.recall import evaluate_routing, load_queries, make_recaller
 from maitred.recall.evaluate import EvalSet, load_sets
 from maitred.skills.catalog import load_catalog
@@ -64,14 +70,33 @@ def prepare(args: argparse.Namespace) -> Path:
         metatool_routing.prepare(
             argparse.Namespace(data=args.metatool, out=meta, seed=0, dev_size=2000, test_size=3000)
         )
+    site = out / "sitecare" / "queries.jsonl"
+    if not site.exists():
+        site.parent.mkdir(parents=True, exist_ok=True)
+        rows = [
+            {"id": m["id"], "text": m["text"], "gold": [m["gold"]]}
+            for m in generate_messages(20_000, 1_000, seed=11)
+            if m["gold"]
+        ]
+        site.write_text("".join(json.dumps(r) + "\n" for r in rows), "utf-8")
     sets: list[dict[str, Any]] = [
+        {
+            "name": "sitecare",
+            "catalog": str(REPO / "src" / "maitred" / "domains" / "sitecare" / "skills"),
+            "queries": str(site.resolve()),
+        },
         {
             "name": "metatool",
             "catalog": str(meta / "tools.jsonl"),
             "queries": str(meta / "test.jsonl"),
-        }
+        },
     ]
-    sources = {"toolalpaca": args.toolalpaca, "bfcl": args.gorilla, "apibench-hf": args.gorilla}
+    sources = {
+        "toolalpaca": args.toolalpaca,
+        "bfcl": args.gorilla,
+        "apibench-hf": args.gorilla,
+        "api-bank": args.damo_convai,
+    }
     for name, src in sources.items():
         folder = out / name
         if src is not None:
@@ -139,6 +164,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--toolalpaca", type=Path, help="ToolAlpaca checkout or git dir")
     parser.add_argument("--gorilla", type=Path, help="gorilla checkout or git dir")
+    parser.add_argument("--damo-convai", type=Path, help="DAMO-ConvAI checkout or git dir")
+    parser.add_argument("--only", default="", help="comma-separated set names to run")
     parser.add_argument("--metatool", type=Path, default=REPO / ".." / "shared/data/metatool")
     parser.add_argument("--out", type=Path, default=REPO / "bench-out" / "sets")
     parser.add_argument("--cache", type=Path, default=REPO / "bench-out" / "cache")
@@ -149,9 +176,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     sets_file = prepare(args)
     methods = [m for m in args.methods.split(",") if m]
     rows: list[dict[str, Any]] = []
+    only = {n for n in args.only.split(",") if n}
     for spec in load_sets(sets_file):
+        if only and spec.name not in only:
+            continue
         rows.extend(run_set(spec, methods, args.cache))
-    (REPO / "bench-out" / "routing_sets.json").write_text(json.dumps(rows, indent=1), "utf-8")
+    name = "routing_sets" + ("-" + "-".join(sorted(only)) if only else "") + ".json"
+    (REPO / "bench-out" / name).write_text(json.dumps(rows, indent=1), "utf-8")
     print()
     print(table(rows))
 

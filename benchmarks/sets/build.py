@@ -20,6 +20,9 @@ Sets (see ``benchmarks/sets/README.md`` for licences and what each tests):
   ``simple_python``, ``multiple``, ``parallel`` and ``parallel_multiple``; the catalog is the union
   of every function offered (first definition of a name wins); gold = the functions of the
   possible answer.
+- ``api-bank`` (``AlibabaResearch/DAMO-ConvAI``, ``api-bank/``, Apache-2.0): the API list
+  (``data/all_apis.csv``: description, input and output parameters) and the level-1 dialogues;
+  the query is what the user says before the first API call, gold every API the dialogue calls.
 - ``apibench-hf`` (``ShishirPatil/gorilla``, Apache-2.0): APIBench's Hugging Face API catalog
   (``data/api/huggingface_api.jsonl``, 936 models) and evaluation instructions; gold = the API the
   reference answer calls. Names ``org/model`` become ``org__model`` (tool names allow no ``/``).
@@ -32,6 +35,9 @@ Nothing here is tuned or filtered by how any method scores. Run::
 from __future__ import annotations
 
 import argparse
+import ast
+import csv
+import io
 import json
 import random
 import re
@@ -208,10 +214,88 @@ def apibench_hf(src: Path) -> tuple[Rows, Rows]:
     return list(tools.values()), queries
 
 
+# --------------------------------------------------------------------------- API-Bank
+_APIBANK = "api-bank"
+
+
+def _py_literal(text: str, name: str) -> Any:
+    """The Python literal assigned to ``name`` in an API-Bank ``api_info`` text, or None."""
+    found = re.search(rf"{name}\s*=\s*", text)
+    if not found:
+        return None
+    rest = text[found.end() :]
+    for end in range(len(rest), 0, -1):  # the longest prefix that parses
+        if rest[end - 1] not in "}\"'":
+            continue
+        try:
+            return ast.literal_eval(rest[:end])
+        except (ValueError, SyntaxError):
+            continue
+    return None
+
+
+def apibank(src: Path) -> tuple[Rows, Rows]:
+    """API-Bank's API list and its level-1 dialogues (the request = the user turns before the
+    first API call; gold = every API the dialogue calls)."""
+    tools: dict[str, dict[str, Any]] = {}
+    for row in csv.DictReader(io.StringIO(read_text(src, f"{_APIBANK}/data/all_apis.csv"))):
+        info = row["api_info"]
+        name = tool_name(row["类名"])
+        params = _py_literal(info, "input_parameters")
+        outputs = _py_literal(info, "output_parameters")
+        params = params if isinstance(params, dict) else {}
+        outputs = outputs if isinstance(outputs, dict) else {}
+        props = {
+            str(k): {"type": "string", "description": str(v.get("description", ""))}
+            for k, v in params.items()
+            if isinstance(v, dict)
+        }
+        body = "Returns: " + "; ".join(
+            f"{k}: {v.get('description', '')}" for k, v in outputs.items() if isinstance(v, dict)
+        )
+        tools.setdefault(
+            name,
+            {
+                "name": name,
+                "description": str(_py_literal(info, "description") or name),
+                "parameters": {"type": "object", "properties": props},
+                "body": body,
+            },
+        )
+    queries: Rows = []
+    folder = f"{_APIBANK}/lv1-lv2-samples/level-1-given-desc"
+    for rel in _list_files(src, folder):
+        turns = list(_lines(read_text(src, rel)))
+        first_call = next((i for i, t in enumerate(turns) if t.get("role") == "API"), len(turns))
+        text = " ".join(t["text"] for t in turns[:first_call] if t.get("role") == "User")
+        gold = list(
+            dict.fromkeys(
+                tool_name(t["api_name"])
+                for t in turns
+                if t.get("role") == "API" and t.get("api_name") != "ToolSearcher"
+            )
+        )
+        if text.strip() and gold:
+            queries.append({"id": Path(rel).stem, "text": text, "gold": gold})
+    return list(tools.values()), queries
+
+
+def _list_files(src: Path, folder: str) -> list[str]:
+    if (src / folder).is_dir():
+        return sorted(str(p.relative_to(src)) for p in (src / folder).glob("*.jsonl"))
+    out = subprocess.run(
+        ["git", f"--git-dir={src}", "ls-tree", "--name-only", f"HEAD:{folder}"],
+        capture_output=True,
+        check=True,
+    )
+    return sorted(f"{folder}/{n}" for n in out.stdout.decode().split() if n.endswith(".jsonl"))
+
+
 SETS: dict[str, tuple[Callable[[Path], tuple[Rows, Rows]], str, str]] = {
     "toolalpaca": (toolalpaca, "tangqiaoyu/ToolAlpaca", "Apache-2.0"),
     "bfcl": (bfcl, "ShishirPatil/gorilla", "Apache-2.0"),
     "apibench-hf": (apibench_hf, "ShishirPatil/gorilla", "Apache-2.0"),
+    "api-bank": (apibank, "AlibabaResearch/DAMO-ConvAI (api-bank/)", "Apache-2.0"),
 }
 
 

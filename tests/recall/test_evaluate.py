@@ -155,5 +155,7 @@ def test_pairs_name_sets_after_their_query_files() -> None:
     assert one == [EvalSet("x", (Path("a.jsonl"), Path("b.jsonl")), Path("x/queries.jsonl"))]
     two = pair_sets(["a.jsonl", "b.jsonl"], [Path("p.jsonl"), Path("q.jsonl")])
     assert [s.name for s in two] == ["p", "q"]
+    same = pair_sets(["a", "b"], [Path("x/s/queries.jsonl"), Path("y/s/queries.jsonl")])
+    assert [s.name for s in same] == ["x/s/queries.jsonl", "y/s/queries.jsonl"]
     with pytest.raises(ConfigError, match="need as many --catalog paths"):
         pair_sets(["a.jsonl"], [Path("p.jsonl"), Path("q.jsonl")])

@@ -14,7 +14,7 @@ from maitred.recall.evaluate import evaluate_routing, load_queries
 from maitred.skills.catalog import load_catalog_report
 
 SETS = Path(__file__).resolve().parents[2] / "benchmarks" / "sets"
-NAMES = ("toolalpaca", "bfcl", "apibench-hf")
+NAMES = ("toolalpaca", "bfcl", "apibench-hf", "api-bank")
 
 
 @pytest.mark.parametrize("name", NAMES)

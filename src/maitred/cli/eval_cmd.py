@@ -160,12 +160,25 @@ def _print_one(result: dict[str, Any]) -> None:
     console.print(table)
 
 
+_SHORT = {
+    "n_queries": "n",
+    "hit_at_1": "Hit@1",
+    "recall_at_5": "R@5",
+    "recall_at_10": "R@10",
+    "mrr": "MRR",
+    "ndcg_at_10": "nDCG@10",
+    "complete_at_10": "C@10",
+    "ms_per_query": "ms/q",
+}
+
+
 def _print_many(rows: list[dict[str, Any]]) -> None:
     table = Table(title="routing")
     for col in ("set", "method", "n_queries", *QUALITY_KEYS, "ms_per_query"):
-        table.add_column(col, justify="left" if col in ("set", "method") else "right")
+        left = col in ("set", "method")
+        table.add_column(_SHORT.get(col, col), justify="left" if left else "right", no_wrap=left)
     for row in rows:
         cells = [str(row.get("set", "")), row["method"], str(row["n_queries"])]
-        cells += [f"{row[k]:.4f}" for k in QUALITY_KEYS] + [f"{row['ms_per_query']:.2f}"]
+        cells += [f"{row[k]:.3f}" for k in QUALITY_KEYS] + [f"{row['ms_per_query']:.2f}"]
         table.add_row(*cells)
     console.print(table)

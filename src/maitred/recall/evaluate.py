@@ -284,7 +284,8 @@ def pair_sets(catalogs: Sequence[str], queries: Sequence[Path]) -> list[EvalSet]
 
     One query file: every catalog path forms one catalog (one set). Several query files: the
     i-th catalog path goes with the i-th query file, and each set is named after its query
-    file (its folder when the file is called ``queries.jsonl``).
+    file (its folder when the file is called ``queries.jsonl``; by its path when two names
+    would be the same).
 
     Raises:
         ConfigError: several query files but not as many catalog paths.
@@ -296,7 +297,10 @@ def pair_sets(catalogs: Sequence[str], queries: Sequence[Path]) -> list[EvalSet]
             f"{len(queries)} --queries files need as many --catalog paths, one each, in the "
             f"same order; got {len(catalogs)} (or use --sets FILE)"
         )
-    return [EvalSet(_set_name(q), (Path(c),), q) for c, q in zip(catalogs, queries, strict=True)]
+    names = [_set_name(q) for q in queries]
+    if len(set(names)) < len(names):  # e.g. two ``sample/queries.jsonl``: name by path
+        names = [str(q) for q in queries]
+    return [EvalSet(n, (Path(c),), q) for n, c, q in zip(names, catalogs, queries, strict=True)]
 
 
 def _set_name(queries: Path) -> str:
