@@ -20,7 +20,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from maitred.cli._common import CACHE_OPT, METHOD_HELP, console, dump_json, err_console
+from maitred.cli._common import CACHE_OPT, console, dump_json, err_console
 from maitred.cli._common import index_progress as _progress
 from maitred.errors import EmptyCatalogError, InputError
 from maitred.recall.evaluate import (
@@ -33,8 +33,13 @@ from maitred.recall.evaluate import (
     load_sets,
     pair_sets,
 )
-from maitred.recall.registry import make_recaller
+from maitred.recall.registry import make_recaller, recaller_names
 from maitred.skills.catalog import load_catalog
+
+_METHOD_HELP = (
+    f"Recall method, repeat for several: {', '.join(recaller_names())}; append +intents to "
+    "rank each request of a multi-request message (e.g. dense+intents)."
+)
 
 
 def routing(
@@ -47,7 +52,7 @@ def routing(
     sets: Path | None = typer.Option(
         None, "--sets", help='JSON {"sets": [{"name","catalog","queries"}]} (paths relative).'
     ),
-    method: list[str] = typer.Option(["dense"], "--method", "-m", help=METHOD_HELP + " Repeat."),
+    method: list[str] = typer.Option(["dense"], "--method", "-m", help=_METHOD_HELP),
     cache_dir: Path | None = CACHE_OPT,
     as_json: bool = typer.Option(False, "--json", help="Print the figures as JSON."),
 ) -> None:
