@@ -31,12 +31,14 @@ It prints a markdown table (rows: set x method) and writes ``bench-out/routing_s
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import logging
 import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from maitred.domains.sitecare.generate import generate_messages
@@ -46,10 +48,20 @@ from maitred.skills.catalog import load_catalog
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "benchmarks"))
-sys.path.insert(0, str(REPO / "benchmarks" / "sets"))
 
-import build as sets_build  # noqa: E402
 import metatool_routing  # noqa: E402
+
+
+def _load_converters() -> ModuleType:
+    """``benchmarks/sets/build.py`` by path (the name ``build`` is also a PyPI package)."""
+    spec = importlib.util.spec_from_file_location("sets_build", REPO / "benchmarks/sets/build.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+sets_build = _load_converters()
 
 METHODS = ("bm25-plain", "bm25", "dense", "hybrid", "fused")
 COLUMNS = (
