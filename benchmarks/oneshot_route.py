@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-SKILLS = REPO / "src" / "maitred" / "domains" / "sitecare" / "skills"
+SKILLS = REPO / "src" / "maitred" / "lab" / "domains" / "sitecare" / "skills"
 MESSAGE = "I'd like my site to show at my own domain"
 
 

@@ -98,7 +98,7 @@ def _eval_empty_catalog(site: Sitecare, tmp: Path) -> tuple[list[str], str]:
     empty.mkdir()
     queries = tmp / "q.jsonl"
     queries.write_text('{"id": "1", "text": "hi", "gold": ["x"]}\n', encoding="utf-8")
-    args = ["eval", "routing", "-c", str(empty), "-q", str(queries), "-m", "bm25", "--json"]
+    args = ["eval", "routing", "-s", str(empty), "-q", str(queries), "-m", "bm25", "--json"]
     return args, f"no skills or tools found in {empty}"
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import CallMain, Invoke, Sitecare, ok
+from .conftest import CallMain, Invoke, Sitecare
 
 METRIC_KEYS = {
     "method",
@@ -19,7 +19,9 @@ METRIC_KEYS = {
     "mrr",
     "ndcg_at_10",
     "complete_at_10",
+    "ms_per_query",
 }
+QUALITY = METRIC_KEYS - {"method", "n_queries", "ms_per_query"}
 
 
 @pytest.fixture(scope="module")
@@ -38,22 +40,23 @@ def queries(site: Sitecare, tmp_path_factory: pytest.TempPathFactory) -> tuple[P
     return path, len(labelled), 6
 
 
-def _eval(invoke: Invoke, site: Sitecare, path: Path, method: str) -> tuple[dict[str, Any], str]:
-    result = ok(
-        invoke(
-            "eval",
-            "routing",
-            "--catalog",
-            str(site.skills),
-            "--queries",
-            str(path),
-            "--method",
-            method,
-            "--cache-dir",
-            str(site.cache),
-            "--json",
-        )
+def _eval(
+    invoke: Invoke, site: Sitecare, path: Path, method: str, *, code: int = 0
+) -> tuple[dict[str, Any], str]:
+    result = invoke(
+        "eval",
+        "routing",
+        "--skills",
+        str(site.skills),
+        "--queries",
+        str(path),
+        "--method",
+        method,
+        "--cache-dir",
+        str(site.cache),
+        "--json",
     )
+    assert result.exit_code == code, result.stderr
     return json.loads(result.stdout), result.stderr
 
 
@@ -61,12 +64,14 @@ def test_eval_bm25_json_has_exactly_the_metric_keys(
     invoke: Invoke, site: Sitecare, queries: tuple[Path, int, int]
 ):
     path, n_good, bad_line = queries
-    result, stderr = _eval(invoke, site, path, "bm25")
+    # a bad line is reported and the good ones scored, but the run exits 1 (bad-records policy)
+    result, stderr = _eval(invoke, site, path, "bm25", code=1)
     assert set(result) == METRIC_KEYS
     assert result["method"] == "bm25"
     assert result["n_queries"] == n_good
-    for key in METRIC_KEYS - {"method", "n_queries"}:
+    for key in QUALITY:
         assert 0.0 <= result[key] <= 1.0, key
+    assert isinstance(result["ms_per_query"], float)
     # one gold skill per query: top-1 hits are top-5 hits are top-10 hits
     assert result["hit_at_1"] <= result["recall_at_5"] <= result["recall_at_10"]
     assert result["hit_at_1"] <= result["mrr"]
@@ -83,8 +88,146 @@ def test_eval_missing_query_file_is_one_clear_line(
 ):
     missing = tmp_path / "none.jsonl"
     code, _, err = call_main(
-        "eval", "routing", "-c", str(site.skills), "-q", str(missing), "-m", "bm25", "--json"
+        "eval", "routing", "-s", str(site.skills), "-q", str(missing), "-m", "bm25", "--json"
     )
     assert code == 2
     assert err.startswith(f"error: {missing}:0: cannot read the query file")
     assert err.strip().count("\n") == 0
+
+
+TOOLS = [
+    {"name": "get_weather", "description": "Weather forecast for a city"},
+    {"name": "convert_currency", "description": "Convert money between currencies"},
+    {"name": "send_email", "description": "Send an email to a contact"},
+]
+
+
+def _write(path: Path, rows: list[Any]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def small(tmp_path: Path) -> tuple[Path, Path]:
+    """(tools file, clean query file) of a three-tool catalog."""
+    tools = _write(tmp_path / "tools.jsonl", TOOLS)
+    queries = _write(
+        tmp_path / "a" / "queries.jsonl",
+        [
+            {"id": "1", "text": "weather forecast for Paris", "gold": ["get_weather"]},
+            {"id": "2", "text": "convert 10 euros to dollars", "gold": ["convert_currency"]},
+        ],
+    )
+    return tools, queries
+
+
+def test_several_sets_and_methods_give_one_row_each(
+    call_main: CallMain, small: tuple[Path, Path], tmp_path: Path
+) -> None:
+    tools, queries = small
+    other = _write(
+        tmp_path / "b.jsonl", [{"id": "x", "text": "email my boss", "gold": ["send_email"]}]
+    )
+    code, out, err = call_main(
+        "eval", "routing", "-s", str(tools), "-q", str(queries), "-s", str(tools), "-q",
+        str(other), "-m", "bm25", "-m", "bm25-plain", "--json",
+    )  # fmt: skip
+    assert code == 0, err
+    rows = json.loads(out)["results"]
+    assert [(r["set"], r["method"], r["n_queries"]) for r in rows] == [
+        ("a", "bm25", 2),
+        ("a", "bm25-plain", 2),
+        ("b", "bm25", 1),
+        ("b", "bm25-plain", 1),
+    ]
+    assert all(set(r) == METRIC_KEYS | {"set"} for r in rows)
+
+
+def test_a_sets_file_names_its_sets(
+    call_main: CallMain, small: tuple[Path, Path], tmp_path: Path
+) -> None:
+    sets = tmp_path / "sets.json"
+    sets.write_text(
+        json.dumps(
+            {"sets": [{"name": "tiny", "catalog": "tools.jsonl", "queries": "a/queries.jsonl"}]}
+        )
+    )
+    code, out, err = call_main("eval", "routing", "--sets", str(sets), "-m", "bm25", "--json")
+    assert code == 0, err
+    assert json.loads(out)["hit_at_1"] == 1.0
+    sets.write_text(json.dumps({"sets": [{"name": "t", "catalog": "no.jsonl", "queries": "q"}]}))
+    code, _, err = call_main("eval", "routing", "--sets", str(sets), "-m", "bm25")
+    assert code == 2
+    assert f"{sets}: sets[0].catalog" in err and "does not exist" in err
+
+
+def test_repeated_query_id_exits_non_zero(call_main: CallMain, small: tuple[Path, Path]) -> None:
+    """Regression: a repeated id was skipped with a warning and the run exited 0."""
+    tools, queries = small
+    rows = [json.loads(line) for line in queries.read_text().splitlines()]
+    _write(queries, [*rows, {**rows[0], "text": "rain in Lyon"}])
+    code, out, err = call_main(
+        "eval", "routing", "-s", str(tools), "-q", str(queries), "-m", "bm25"
+    )
+    assert code == 1
+    assert f"{queries}:3: id '1' repeats an earlier line" in err
+    assert "hit_at_1" in out  # the good lines are still scored
+
+
+def test_no_scorable_query_exits_non_zero(
+    call_main: CallMain, small: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """Regression: when every gold skill was unknown, the run printed zeros and exited 0."""
+    tools, _ = small
+    queries = _write(tmp_path / "q.jsonl", [{"id": "1", "text": "rain", "gold": ["weather"]}])
+    code, _, err = call_main(
+        "eval", "routing", "-s", str(tools), "-q", str(queries), "-m", "bm25", "--json"
+    )
+    assert code == 1
+    assert "query 1 needs 'weather'" in err
+    assert f"{queries}: no query could be scored" in err
+
+
+def test_query_without_indexable_words_is_noted(
+    call_main: CallMain, small: tuple[Path, Path], tmp_path: Path
+) -> None:
+    tools, _ = small
+    queries = _write(
+        tmp_path / "q.jsonl",
+        [
+            {"id": "1", "text": "the and of", "gold": ["send_email"]},
+            {"id": "2", "text": "send an email", "gold": ["send_email"]},
+        ],
+    )
+    code, out, err = call_main(
+        "eval", "routing", "-s", str(tools), "-q", str(queries), "-m", "bm25", "--json"
+    )
+    assert code == 0
+    assert "bm25 ranked nothing for 1 queries (e.g. 1)" in err
+    assert json.loads(out)["hit_at_1"] == 0.5
+
+
+def test_empty_catalogs_are_clear_errors(
+    call_main: CallMain, small: tuple[Path, Path], tmp_path: Path
+) -> None:
+    _, queries = small
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    code, _, err = call_main("eval", "routing", "-s", str(empty), "-q", str(queries), "-m", "bm25")
+    assert code == 2 and err.startswith("error:") and "empty.jsonl" in err
+    blank = _write(tmp_path / "blank.jsonl", [{"name": "a", "description": "the"}])
+    code, _, err = call_main("eval", "routing", "-s", str(blank), "-q", str(queries), "-m", "bm25")
+    assert code == 2 and "no skill has an indexable word" in err
+
+
+def test_unpaired_catalogs_and_queries_are_refused(
+    call_main: CallMain, small: tuple[Path, Path]
+) -> None:
+    tools, queries = small
+    code, _, err = call_main(
+        "eval", "routing", "-s", str(tools), "-s", str(tools), "-s", str(tools),
+        "-q", str(queries), "-q", str(queries), "-m", "bm25",
+    )  # fmt: skip
+    assert code == 2
+    assert "2 --queries files need as many --catalog paths" in err

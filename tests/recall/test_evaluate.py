@@ -4,13 +4,17 @@ from pathlib import Path
 
 import pytest
 
-from maitred.errors import InputError
+from maitred.errors import ConfigError, InputError
 from maitred.recall.base import Candidate
 from maitred.recall.evaluate import (
     METRIC_KEYS,
+    EvalSet,
     Query,
+    describe_unknown,
     evaluate_routing,
     load_queries,
+    load_sets,
+    pair_sets,
     query_metrics,
 )
 
@@ -107,3 +111,51 @@ def test_bad_lines_are_logged_by_default(tmp_path: Path, caplog: pytest.LogCaptu
 def test_unreadable_file_is_an_input_error(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="cannot read the query file"):
         load_queries(tmp_path / "missing.jsonl")
+
+
+def test_unranked_queries_are_reported_and_scored_as_misses() -> None:
+    recaller = FixedRecaller({"q1": ["a"], "q2": []})
+    queries = [Query("1", "q1", ("a",)), Query("2", "q2", ("a",))]
+    empty: list[list[Query]] = []
+    result = evaluate_routing(recaller, queries, "f", known={"a"}, on_unranked=empty.append)
+    assert result["n_queries"] == 2 and result["hit_at_1"] == 0.5
+    assert [q.id for q in empty[0]] == ["2"]
+    assert result["ms_per_query"] >= 0.0
+
+
+def test_describe_unknown_names_what_is_missing() -> None:
+    queries = [Query(str(i), "t", ("a", f"ghost{i}")) for i in range(5)]
+    text = describe_unknown(queries, {"a"}, show=2)
+    assert text == "query 0 needs 'ghost0'; query 1 needs 'ghost1' and 3 more"
+
+
+def test_sets_file_paths_are_relative_to_it(tmp_path: Path) -> None:
+    (tmp_path / "d").mkdir()
+    for name in ("d/tools.jsonl", "d/queries.jsonl"):
+        (tmp_path / name).write_text("")
+    path = tmp_path / "sets.json"
+    sets = [{"name": "s", "catalog": ["d/tools.jsonl"], "queries": "d/queries.jsonl"}]
+    path.write_text(json.dumps({"sets": sets}))
+    assert load_sets(path) == [
+        EvalSet("s", (tmp_path / "d/tools.jsonl",), tmp_path / "d/queries.jsonl")
+    ]
+    path.write_text(json.dumps({"sets": sets + sets}))
+    with pytest.raises(ConfigError, match=r"set name\(s\) s appear twice"):
+        load_sets(path)
+    path.write_text(json.dumps({"sets": [{"name": "s", "catalog": 3, "queries": "q"}]}))
+    with pytest.raises(ConfigError, match=r"sets\[0\].catalog must be a path"):
+        load_sets(path)
+    path.write_text("[]")
+    with pytest.raises(ConfigError, match="at least one set"):
+        load_sets(path)
+
+
+def test_pairs_name_sets_after_their_query_files() -> None:
+    one = pair_sets(["a.jsonl", "b.jsonl"], [Path("x/queries.jsonl")])
+    assert one == [EvalSet("x", (Path("a.jsonl"), Path("b.jsonl")), Path("x/queries.jsonl"))]
+    two = pair_sets(["a.jsonl", "b.jsonl"], [Path("p.jsonl"), Path("q.jsonl")])
+    assert [s.name for s in two] == ["p", "q"]
+    same = pair_sets(["a", "b"], [Path("x/s/queries.jsonl"), Path("y/s/queries.jsonl")])
+    assert [s.name for s in same] == ["x/s/queries.jsonl", "y/s/queries.jsonl"]
+    with pytest.raises(ConfigError, match="need as many --catalog paths"):
+        pair_sets(["a.jsonl"], [Path("p.jsonl"), Path("q.jsonl")])

@@ -16,8 +16,8 @@ from .conftest import CountingEmbedder, HashEmbedder
 def test_registry_names_and_unknown_method(catalog: Catalog) -> None:
     # the native methods are listed whether or not the native extra was imported yet (test order)
     native = ("native", "native-glance", "native-progressive", "native-rerank")
-    assert recaller_names() == ("bm25", "dense", "hybrid", *native)
-    with pytest.raises(ConfigError, match="choose one of bm25, dense, hybrid, native, native-"):
+    assert recaller_names() == ("bm25", "bm25-plain", "dense", "fused", "hybrid", *native)
+    with pytest.raises(ConfigError, match="choose one of bm25, bm25-plain, dense, fused, hybrid,"):
         make_recaller("splade", catalog)
 
 
@@ -29,7 +29,7 @@ def test_empty_catalog_is_refused() -> None:
 def test_make_recaller_passes_weights(catalog: Catalog) -> None:
     recaller = make_recaller("bm25", catalog, weights={"name": 2.0})
     assert isinstance(recaller, BM25Recaller)
-    assert recaller.weights == {"name": 2.0}
+    assert recaller.weights == {"name": 2.0, "description": 0.0, "body": 0.0, "params": 0.0}
 
 
 def test_persisted_index_is_reused(catalog: Catalog, tmp_path: Path) -> None:

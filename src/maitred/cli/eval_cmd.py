@@ -1,49 +1,195 @@
-"""`maitred eval routing`: Hit@1, Recall@k, MRR, nDCG@10 of a recall method on labelled queries."""
+"""`maitred eval routing`: Hit@1, Recall@k, MRR, nDCG@10 of recall methods on labelled queries.
+
+One set (``--skills`` paths and one ``--queries`` file), several sets (repeated
+``--skills``/``--queries`` pairs, or ``--sets FILE``), one method or several (repeat
+``--method``). One set and one method print that result (``--json``: one object); anything more
+prints one row per set and method (``--json``: ``{"results": [...]}``).
+
+Exit status: 0 when every set was read cleanly and scored; 1 when a query line was bad (each is
+reported with ``file:line``; the good lines are still scored) or when a set had no query that
+could be scored; 2 for errors that stop the run (an empty catalog, an unknown method).
+"""
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.markup import escape
 from rich.table import Table
 
-from maitred.cli._common import (
-    CACHE_OPT,
-    METHOD_OPT,
-    console,
-    dump_json,
-    err_console,
-    index_progress,
+from maitred.cli._common import CACHE_OPT, console, dump_json, err_console
+from maitred.cli._common import index_progress as _progress
+from maitred.errors import EmptyCatalogError, InputError
+from maitred.recall.evaluate import (
+    QUALITY_KEYS,
+    EvalSet,
+    Query,
+    describe_unknown,
+    evaluate_routing,
+    load_queries,
+    load_sets,
+    pair_sets,
 )
-from maitred.errors import InputError
-from maitred.recall.evaluate import evaluate_routing, load_queries
-from maitred.recall.registry import make_recaller
+from maitred.recall.registry import make_recaller, recaller_names
 from maitred.skills.catalog import load_catalog
+
+_METHOD_HELP = (
+    f"Recall method, repeat for several: {', '.join(recaller_names())}; append +intents to "
+    "rank each request of a multi-request message (e.g. dense+intents)."
+)
 
 
 def routing(
-    catalog: list[str] = typer.Option(..., "--catalog", "-c", help="Skills dir or tools JSONL."),
-    queries: Path = typer.Option(..., "--queries", "-q", help='JSONL {"id","text","gold":[...]}.'),
-    method: str = METHOD_OPT,
+    catalog: list[str] = typer.Option(
+        [],
+        "--skills",
+        "-s",
+        help="Skill folders / tools file (repeat; pairs with --queries; default: --sets).",
+    ),
+    queries: list[Path] = typer.Option(
+        [], "--queries", "-q", help='JSONL {"id","text","gold":[...]} (repeat for several sets).'
+    ),
+    sets: Path | None = typer.Option(
+        None,
+        "--sets",
+        help='JSON {"sets": [{"name","catalog","queries"}]}, paths relative to it '
+        "(default: the --skills/--queries pairs).",
+    ),
+    method: list[str] = typer.Option(["dense"], "--method", "-m", help=_METHOD_HELP),
     cache_dir: Path | None = CACHE_OPT,
     as_json: bool = typer.Option(False, "--json", help="Print the figures as JSON."),
 ) -> None:
-    """Score a recall method on labelled queries."""
-    cat = load_catalog(catalog)
-    bad: list[InputError] = []
-    labelled = load_queries(queries, on_error=bad.append)
-    for err in bad[:10]:
-        err_console.print(f"[yellow]skipped:[/] {escape(str(err))}", highlight=False)
-    recaller = make_recaller(method, cat, cache_dir=cache_dir, progress=index_progress(not as_json))
-    result = evaluate_routing(recaller, labelled, method)
+    """Score recall methods on labelled queries, over one set or several."""
+    chosen = _chosen_sets(catalog, queries, sets)
+    # one set and one method keep the plain result object of earlier versions (no "set" key)
+    with_set = len(chosen) > 1 or len(method) > 1
+    rows: list[dict[str, Any]] = []
+    failed = False
+    for spec in chosen:
+        set_rows, bad = _run_set(spec, method, cache_dir, with_set, show_progress=not as_json)
+        rows.extend(set_rows)
+        failed = failed or bad
     if as_json:
-        dump_json(result)
-        return
-    table = Table(title=f"routing: {method} on {result['n_queries']} queries")
+        dump_json(rows[0] if len(rows) == 1 else {"results": rows})
+    elif len(rows) == 1:
+        _print_one(rows[0])
+    else:
+        _print_many(rows)
+    if failed:
+        raise typer.Exit(code=1)
+
+
+def _chosen_sets(catalog: list[str], queries: list[Path], sets: Path | None) -> list[EvalSet]:
+    if sets is not None:
+        if catalog or queries:
+            raise typer.BadParameter("give either --sets or --skills/--queries, not both")
+        return load_sets(sets)
+    if not catalog or not queries:
+        raise typer.BadParameter("give --skills and --queries (or --sets FILE)")
+    return pair_sets(catalog, queries)
+
+
+def _run_set(
+    spec: EvalSet,
+    methods: list[str],
+    cache_dir: Path | None,
+    with_set: bool,
+    *,
+    show_progress: bool,
+) -> tuple[list[dict[str, Any]], bool]:
+    """Every method on one set; returns its rows and whether anything was wrong."""
+    bad: list[InputError] = []
+    labelled = load_queries(spec.queries, on_error=bad.append)
+    for err in bad:
+        err_console.print(f"[yellow]skipped:[/] {escape(str(err))}", highlight=False)
+    cat = load_catalog(spec.catalog)
+    if len(cat) == 0:
+        where = ", ".join(map(str, spec.catalog))
+        raise EmptyCatalogError(f"{where}: the catalog holds no skills or tools; check the path")
+    known = set(cat.names)
+    missing = [q for q in labelled if not all(g in known for g in q.gold)]
+    if missing:
+        _report_unknown(spec, labelled, missing, known)
+    rows = []
+    for name in methods:
+        recaller = make_recaller(name, cat, cache_dir=cache_dir, progress=_progress(show_progress))
+        result = evaluate_routing(
+            recaller,
+            labelled,
+            name,
+            known=known,
+            on_unknown=_reported_already,
+            on_unranked=partial(_report_unranked, spec, name),
+        )
+        rows.append({"set": spec.name, **result} if with_set else result)
+    scored = rows[0]["n_queries"] if rows else 0
+    if not scored:
+        err_console.print(
+            f"[bold red]error:[/] {escape(str(spec.queries))}: no query could be scored "
+            f"({len(labelled)} read, {len(bad)} bad lines); every query needs a gold skill "
+            "that is in the catalog",
+            highlight=False,
+        )
+    return rows, bool(bad) or not scored
+
+
+def _reported_already(skipped: list[Query]) -> None:
+    """Queries with unknown gold are reported once per set, before any method runs."""
+
+
+def _report_unknown(
+    spec: EvalSet, all_q: list[Query], skipped: list[Query], known: set[str]
+) -> None:
+    err_console.print(
+        f"[yellow]left out:[/] {escape(str(spec.queries))}: {len(skipped)} of {len(all_q)} "
+        f"queries name gold skills missing from the catalog "
+        f"({escape(describe_unknown(skipped, known))}); check that the catalog is the one "
+        "the queries were written for",
+        highlight=False,
+    )
+
+
+def _report_unranked(spec: EvalSet, method: str, empty: list[Query]) -> None:
+    first = ", ".join(q.id for q in empty[:3])
+    err_console.print(
+        f"[yellow]note:[/] {escape(str(spec.queries))}: {method} ranked nothing for "
+        f"{len(empty)} queries (e.g. {escape(first)}): no word of theirs is indexed "
+        "(scored as misses)",
+        highlight=False,
+    )
+
+
+def _print_one(result: dict[str, Any]) -> None:
+    table = Table(title=f"routing: {result['method']} on {result['n_queries']} queries")
     table.add_column("metric")
     table.add_column("value", justify="right")
-    for key, value in result.items():
-        if key not in ("method", "n_queries"):
-            table.add_row(key, f"{value:.4f}")
+    for key in (*QUALITY_KEYS, "ms_per_query"):
+        table.add_row(key, f"{result[key]:.4f}" if key != "ms_per_query" else f"{result[key]:.2f}")
+    console.print(table)
+
+
+_SHORT = {
+    "n_queries": "n",
+    "hit_at_1": "Hit@1",
+    "recall_at_5": "R@5",
+    "recall_at_10": "R@10",
+    "mrr": "MRR",
+    "ndcg_at_10": "nDCG@10",
+    "complete_at_10": "C@10",
+    "ms_per_query": "ms/q",
+}
+
+
+def _print_many(rows: list[dict[str, Any]]) -> None:
+    table = Table(title="routing")
+    for col in ("set", "method", "n_queries", *QUALITY_KEYS, "ms_per_query"):
+        left = col in ("set", "method")
+        table.add_column(_SHORT.get(col, col), justify="left" if left else "right", no_wrap=left)
+    for row in rows:
+        cells = [str(row.get("set", "")), row["method"], str(row["n_queries"])]
+        cells += [f"{row[k]:.3f}" for k in QUALITY_KEYS] + [f"{row['ms_per_query']:.2f}"]
+        table.add_row(*cells)
     console.print(table)

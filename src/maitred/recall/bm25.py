@@ -1,16 +1,28 @@
-"""Lexical recall: BM25 per field, combined by field weights (BM25F-style).
+"""Lexical recall: BM25F over every field of a skill, scored as one document.
 
-Each field of :mod:`maitred.recall.fields` gets its own ``bm25s`` index, so each has its own
-document-length normalisation and IDF (a word rare in names but common in bodies is strong
-evidence in a name). A skill's score for a query is the weighted sum of its per-field BM25
-scores::
+A skill is one document made of four fields (:mod:`maitred.recall.fields`): its split name,
+description, parameter text (names, descriptions, enum values) and long body (documentation,
+examples). BM25F (Robertson, Zaragoza & Taylor, 2004) weights each field's term frequency
+*before* BM25's saturation, so a word in the name counts more than the same word in the body,
+yet fifty mentions in a long body cannot outweigh the saturation that keeps one term from
+dominating::
 
-    score(q, s) = sum over fields f of  w_f * BM25_f(q, s)
+    tf~(t, s)  = sum over fields f of  w_f * tf_f(t, s) / ((1 - b) + b * len_f(s) / avglen_f)
+                 (avglen_f: mean length over the skills whose field f holds a term)
+    score(q, s) = sum over distinct query terms t of  idf(t) * tf~ * (k1 + 1) / (tf~ + k1)
+    idf(t)     = ln(1 + (N - df(t) + 0.5) / (df(t) + 0.5))        df over the whole skill
 
-This is the "sum of per-field scores" form of BM25F rather than the tf-merging form: simpler,
-exactly what ``bm25s`` computes, and as good on short tool catalogs (see
-``benchmarks/metatool_routing.py``, which tuned :data:`DEFAULT_FIELD_WEIGHTS` on MetaTool dev
-queries).
+A skill without a body, in a catalog where others have one, is given its description as body
+(:func:`fill_bodies`), so that documented skills are not favoured for being documented. Each
+field keeps its own length normalisation (a long body does not dilute a name match), and a
+term's IDF is taken over whole skills. This differs from summing one BM25 per field, which
+saturates every field separately and so rewards a term for being spread over many fields and
+under-uses a long documentation field. The weights :data:`DEFAULT_FIELD_WEIGHTS` were chosen on
+MetaTool dev queries only (``benchmarks/routing_tune.py``).
+
+Every (skill, term) score depends only on the skill, so the index is precomputed as one sparse
+matrix (scipy) and handed to the real ``bm25s`` library, which scores a query by summing the
+query terms' columns, saves and loads it. Field weights are therefore part of the index.
 
 Analysis is the same for skills and queries: identifiers split (``getWeather`` -> ``get
 weather``), lower case, ``bm25s``' English stopwords dropped, then an optional light English
@@ -30,33 +42,39 @@ from typing import Any, Final, Literal, get_args
 
 import bm25s
 import numpy as np
+import scipy.sparse as sp
 from bm25s.stopwords import STOPWORDS_EN
 from numpy.typing import NDArray
 
-from maitred.errors import ConfigError, IndexMismatchError
+from maitred.errors import ConfigError, EmptyCatalogError, IndexMismatchError
 from maitred.recall._rank import top_k
 from maitred.recall.base import Candidate
-from maitred.recall.fields import BODY_CHARS, FIELDS, Field, skill_fields, split_identifier
+from maitred.recall.fields import FIELDS, Field, skill_fields, split_identifier
 from maitred.skills.model import Catalog
 
 Stemmer = Literal["none", "s"]
 """``"none"``: keep words as they are; ``"s"``: strip English plural endings."""
 
 DEFAULT_FIELD_WEIGHTS: Final[Mapping[str, float]] = {
-    "name": 1.0,
+    "name": 3.0,
     "description": 1.0,
-    "body": 0.1,
-    "params": 0.3,
+    "body": 0.5,
+    "params": 1.0,
 }
-"""Field weights tuned on MetaTool dev queries (``benchmarks/metatool_routing.py``): long bodies
-add more noise than evidence for BM25 (body 0.1 beat 0 and 0.2-1.0). MetaTool tools have no
-parameters, so ``params`` is a prior, not a tuned value."""
+"""BM25F field weights chosen on MetaTool dev queries only (``benchmarks/routing_tune.py``,
+grid name/description 1-4, body 0.5 or 1, params 1): the body keeps at least half a
+description's weight, so long documentation is used, not muted."""
 
 DEFAULT_K1: Final = 1.2
 DEFAULT_B: Final = 0.75
 DEFAULT_STEMMER: Final[Stemmer] = "s"
 
+LEXICAL_BODY_CHARS: Final = 8000
+"""Characters of stripped body indexed for lexical recall: more than dense recall embeds
+(a sentence encoder truncates anyway; BM25 can use the whole documentation)."""
+
 _META = "bm25.json"
+_INDEX = "bm25f"
 
 # bm25s sets its own logger to DEBUG at import, which floods any application that logs at DEBUG
 # or INFO; hand the level back to the application's logging configuration.
@@ -84,7 +102,7 @@ def s_stem(word: str) -> str:
     return word
 
 
-def analyze(texts: list[str], stemmer: Stemmer = DEFAULT_STEMMER) -> list[list[str]]:
+def analyze(texts: Sequence[str], stemmer: Stemmer = DEFAULT_STEMMER) -> list[list[str]]:
     """Turn texts into BM25 terms, the same way for skills and queries.
 
     Args:
@@ -104,13 +122,23 @@ def analyze(texts: list[str], stemmer: Stemmer = DEFAULT_STEMMER) -> list[list[s
     return tokens
 
 
+def check_stemmer(stemmer: str) -> Stemmer:
+    """``stemmer`` if it is a known stemmer name; a ConfigError listing the names otherwise."""
+    if stemmer not in get_args(Stemmer):
+        raise ConfigError(f"unknown stemmer {stemmer!r}; choose one of {get_args(Stemmer)}")
+    return stemmer  # type: ignore[return-value]
+
+
 def check_weights(weights: Mapping[str, float]) -> dict[str, float]:
     """Validate field weights: known field names, finite non-negative numbers, one positive.
+
+    Returns:
+        Every field's weight (fields left out weigh 0).
 
     Raises:
         ConfigError: naming the bad field or value and the valid fields.
     """
-    out: dict[str, float] = {}
+    out: dict[str, float] = dict.fromkeys(FIELDS, 0.0)
     for key, value in weights.items():
         if key not in FIELDS:
             raise ConfigError(
@@ -128,17 +156,114 @@ def check_weights(weights: Mapping[str, float]) -> dict[str, float]:
     return out
 
 
+def fill_bodies(texts: list[dict[Field, str]]) -> list[dict[Field, str]]:
+    """Give a skill without a body its description as body, when other skills have bodies.
+
+    A field only some skills fill biases BM25F towards them: their body adds matches the
+    others cannot have (on MetaTool, where a quarter of the tools lack a manifest, this cost
+    0.03 nDCG@10 on dev queries). A catalog where no skill has a body is left as it is.
+    """
+    if all(t["body"] for t in texts) or not any(t["body"] for t in texts):
+        return texts
+    return [t if t["body"] else {**t, "body": t["description"]} for t in texts]
+
+
+def term_matrix(docs: Sequence[Sequence[str]], vocab: Mapping[str, int]) -> sp.csr_matrix:
+    """Term counts as a ``[len(docs), len(vocab)]`` sparse matrix (terms outside vocab dropped)."""
+    rows: list[int] = []
+    cols: list[int] = []
+    for row, doc in enumerate(docs):
+        for term in doc:
+            col = vocab.get(term)
+            if col is not None:
+                rows.append(row)
+                cols.append(col)
+    data = np.ones(len(rows), dtype=np.float32)
+    out = sp.csr_matrix((data, (rows, cols)), shape=(len(docs), len(vocab)), dtype=np.float32)
+    out.sum_duplicates()
+    return out
+
+
+def bm25f_matrix(
+    fields: Mapping[str, Sequence[Sequence[str]]],
+    weights: Mapping[str, float],
+    *,
+    k1: float = DEFAULT_K1,
+    b: float = DEFAULT_B,
+) -> tuple[sp.csc_matrix, dict[str, int]]:
+    """The BM25F score of every (document, term) pair, precomputed (see the module docstring).
+
+    Args:
+        fields: field name -> one term list per document (every field the same length).
+        weights: field name -> weight; a field weighing 0 is not indexed.
+        k1: term-frequency saturation (> 0).
+        b: length normalisation in [0, 1].
+
+    Returns:
+        ``(scores, vocab)``: a ``[docs, terms]`` CSC matrix and term -> column.
+
+    Raises:
+        ConfigError: ``k1`` or ``b`` out of range.
+        EmptyCatalogError: no weighted field of any skill holds a term.
+    """
+    if not (k1 > 0 and 0.0 <= b <= 1.0):
+        raise ConfigError(f"BM25 needs k1 > 0 and 0 <= b <= 1, got k1={k1}, b={b}")
+    used = [f for f, docs in fields.items() if weights.get(f, 0.0) > 0 and any(docs)]
+    vocab: dict[str, int] = {}
+    for f in used:
+        for doc in fields[f]:
+            for term in doc:
+                vocab.setdefault(term, len(vocab))
+    if not vocab:
+        raise EmptyCatalogError(
+            "no skill has an indexable word in any weighted field (name, description, body, "
+            "params): every text is empty or only stopwords; give the skills descriptions"
+        )
+    n_docs = len(next(iter(fields.values())))
+    tf = sp.csr_matrix((n_docs, len(vocab)), dtype=np.float32)
+    for f in used:
+        counts = term_matrix(fields[f], vocab)
+        lengths = np.asarray(counts.sum(axis=1), dtype=np.float32).ravel()
+        present = lengths[lengths > 0]  # a field few skills fill is averaged over those
+        norm = (1.0 - b) + b * lengths / float(present.mean() if present.size else 1.0)
+        tf = tf + sp.diags(np.float32(weights[f]) / norm) @ counts
+    tf = tf.tocsc()
+    df = np.diff(tf.indptr).astype(np.float64)
+    idf = np.log1p((n_docs - df + 0.5) / (df + 0.5)).astype(np.float32)
+    data = tf.data
+    # saturate per entry, then scale each column by its term's idf
+    tf.data = (data * (k1 + 1.0) / (data + k1)).astype(np.float32)
+    scores = (tf @ sp.diags(idf)).tocsc()
+    scores.sort_indices()
+    return scores, vocab
+
+
+def as_bm25s(scores: sp.csc_matrix, vocab: Mapping[str, int], k1: float, b: float) -> bm25s.BM25:
+    """Wrap a precomputed ``[docs, terms]`` score matrix in a ``bm25s.BM25`` (its eager index)."""
+    index = bm25s.BM25(k1=k1, b=b)
+    index.scores = {
+        "data": scores.data.astype(np.float32),
+        "indices": scores.indices.astype(np.int32),
+        "indptr": scores.indptr.astype(np.int32),
+        "num_docs": int(scores.shape[0]),
+    }
+    index.vocab_dict = dict(vocab)
+    index.nonoccurrence_array = None  # plain BM25 variants score only matching terms
+    index.unique_token_ids_set = set(index.vocab_dict.values())
+    return index
+
+
 class BM25Recaller:
-    """Lexical recall over the catalog's fields with the real ``bm25s`` library.
+    """BM25F recall over all of a skill's fields, scored by the real ``bm25s`` library.
 
     Build with :meth:`build` (or :func:`maitred.recall.make_recaller`); persist with
-    :meth:`save` / :meth:`load`. Field weights apply at query time, so one index serves any
-    weights.
+    :meth:`save` / :meth:`load`.
 
     Attributes:
         name: ``"bm25"``.
         catalog: the catalog it ranks.
-        weights: the field weights in use.
+        weights: the field weights the index was built with.
+        params: ``k1``, ``b``, ``stemmer`` and ``body_chars`` of the index.
     """
 
     name = "bm25"
@@ -146,25 +271,18 @@ class BM25Recaller:
     def __init__(
         self,
         catalog: Catalog,
-        indexes: Mapping[Field, bm25s.BM25 | None],
+        index: bm25s.BM25,
         *,
-        weights: Mapping[str, float] | None = None,
-        stemmer: Stemmer = DEFAULT_STEMMER,
+        weights: Mapping[str, float],
+        params: Mapping[str, Any],
     ) -> None:
-        """Wrap already-built per-field indexes (use :meth:`build` to make them).
-
-        Args:
-            catalog: the catalog the indexes were built from, in the same order.
-            indexes: one ``bm25s.BM25`` per field, ``None`` for a field no skill fills.
-            weights: field weights (default :data:`DEFAULT_FIELD_WEIGHTS`); fields left out
-                weigh 0.
-            stemmer: the stemmer the indexes were built with.
-        """
+        """Wrap an already-built index (use :meth:`build` to make one)."""
         self.catalog = catalog
         self._names = catalog.names  # Catalog.names builds a new tuple on every access
-        self.weights = check_weights(DEFAULT_FIELD_WEIGHTS if weights is None else weights)
-        self.stemmer: Stemmer = stemmer
-        self._indexes = dict(indexes)
+        self.weights = check_weights(weights)
+        self.params = dict(params)
+        self.stemmer: Stemmer = check_stemmer(str(self.params["stemmer"]))
+        self._index = index
 
     @classmethod
     def build(
@@ -175,68 +293,51 @@ class BM25Recaller:
         k1: float = DEFAULT_K1,
         b: float = DEFAULT_B,
         stemmer: Stemmer = DEFAULT_STEMMER,
-        body_chars: int = BODY_CHARS,
+        body_chars: int = LEXICAL_BODY_CHARS,
     ) -> BM25Recaller:
         """Index every field of every skill.
 
         Args:
             catalog: the skills.
-            weights: field weights (see :data:`DEFAULT_FIELD_WEIGHTS`).
+            weights: field weights (default :data:`DEFAULT_FIELD_WEIGHTS`); fields left out
+                weigh 0.
             k1: BM25 term-frequency saturation.
-            b: BM25 length normalisation.
+            b: BM25 length normalisation (per field).
             stemmer: ``"none"`` or ``"s"``.
             body_chars: characters of body indexed per skill.
 
-        Returns:
-            The recaller.
+        Raises:
+            ConfigError: bad weights, stemmer, k1 or b.
+            EmptyCatalogError: no skill has one indexable word.
         """
-        if stemmer not in get_args(Stemmer):
-            raise ConfigError(f"unknown stemmer {stemmer!r}; choose one of {get_args(Stemmer)}")
-        texts = [skill_fields(s, body_chars=body_chars) for s in catalog]
-        indexes: dict[Field, bm25s.BM25 | None] = {}
-        for field in FIELDS:
-            tokens = analyze([t[field] for t in texts], stemmer)
-            if not any(tokens):
-                indexes[field] = None  # bm25s cannot index a corpus with no terms at all
-                continue
-            index = bm25s.BM25(k1=k1, b=b)
-            index.index(tokens, show_progress=False)
-            indexes[field] = index
-        return cls(catalog, indexes, weights=weights, stemmer=stemmer)
+        check_stemmer(stemmer)
+        chosen = check_weights(DEFAULT_FIELD_WEIGHTS if weights is None else weights)
+        texts = fill_bodies([skill_fields(s, body_chars=body_chars) for s in catalog])
+        fields: dict[str, list[list[str]]] = {
+            f: analyze([t[f] for t in texts], stemmer) for f in FIELDS
+        }
+        scores, vocab = bm25f_matrix(fields, chosen, k1=k1, b=b)
+        params = {"k1": k1, "b": b, "stemmer": stemmer, "body_chars": body_chars}
+        return cls(catalog, as_bm25s(scores, vocab, k1, b), weights=chosen, params=params)
 
     def with_weights(self, weights: Mapping[str, float]) -> BM25Recaller:
-        """The same indexes under other field weights (no re-indexing)."""
-        return BM25Recaller(self.catalog, self._indexes, weights=weights, stemmer=self.stemmer)
+        """The same catalog indexed under other field weights (BM25F bakes them in)."""
+        return BM25Recaller.build(self.catalog, weights=weights, **self.params)
 
-    def field_scores(self, text: str) -> dict[Field, NDArray[np.float32]]:
-        """Per-field BM25 scores of every skill for ``text`` (zeros where nothing matches)."""
-        terms = list(dict.fromkeys(analyze([text], self.stemmer)[0]))  # each term once
-        n = len(self.catalog)
-        out: dict[Field, NDArray[np.float32]] = {}
-        for field in FIELDS:
-            index = self._indexes.get(field)
-            known = [t for t in terms if index is not None and t in index.vocab_dict]
-            if index is None or not known:
-                out[field] = np.zeros(n, dtype=np.float32)
-            else:
-                out[field] = np.asarray(index.get_scores(known), dtype=np.float32)
-        return out
+    def terms(self, text: str) -> list[str]:
+        """The distinct terms of ``text`` that the index knows, in order of appearance."""
+        vocab = self._index.vocab_dict
+        return [t for t in dict.fromkeys(analyze([text], self.stemmer)[0]) if t in vocab]
 
     def scores(self, text: str) -> NDArray[np.float32]:
-        """The weighted BM25 score of every skill for ``text``, in catalog order."""
-        total = np.zeros(len(self.catalog), dtype=np.float32)
-        for field, values in self.field_scores(text).items():
-            w = self.weights.get(field, 0.0)
-            if w:
-                total += np.float32(w) * values
-        return total
+        """The BM25F score of every skill for ``text``, in catalog order (zeros: no match)."""
+        known = self.terms(text)
+        if not known:
+            return np.zeros(len(self.catalog), dtype=np.float32)
+        return np.asarray(self._index.get_scores(known), dtype=np.float32)
 
     def rank(self, text: str, k: int) -> list[Candidate]:
         """The best ``k`` skills for ``text``; only skills sharing a term with it.
-
-        Args:
-            text: the message or query.
-            k: how many at most.
 
         Returns:
             Candidates ranked 1..n (n <= k), ``components={"bm25": score}``.
@@ -253,16 +354,14 @@ class BM25Recaller:
         return [self.rank(text, k) for text in texts]
 
     def save(self, folder: Path) -> None:
-        """Write the per-field indexes and their parameters under ``folder``."""
+        """Write the index and its parameters under ``folder``."""
         folder.mkdir(parents=True, exist_ok=True)
-        present = {f: i for f, i in self._indexes.items() if i is not None}
-        for field, index in present.items():
-            index.save(str(folder / field), show_progress=False)
+        self._index.save(str(folder / _INDEX), show_progress=False)
         meta = {
             "catalog_version": self.catalog.version,
             "n_skills": len(self.catalog),
-            "stemmer": self.stemmer,
-            "fields": sorted(present),
+            "weights": self.weights,
+            **self.params,
         }
         (folder / _META).write_text(json.dumps(meta, indent=1), encoding="utf-8")
 
@@ -270,10 +369,10 @@ class BM25Recaller:
     def load(
         cls, folder: Path, catalog: Catalog, *, weights: Mapping[str, float] | None = None
     ) -> BM25Recaller:
-        """Read indexes written by :meth:`save` for this ``catalog``.
+        """Read an index written by :meth:`save` for this ``catalog`` (and these weights).
 
         Raises:
-            IndexMismatchError: the folder was built for another catalog version.
+            IndexMismatchError: the folder was built for another catalog version or weights.
         """
         meta: dict[str, Any] = json.loads((folder / _META).read_text(encoding="utf-8"))
         if meta.get("catalog_version") != catalog.version or meta.get("n_skills") != len(catalog):
@@ -281,7 +380,12 @@ class BM25Recaller:
                 f"BM25 index in {folder} was built for catalog {meta.get('catalog_version')!r}, "
                 f"not {catalog.version!r}; delete the folder or rebuild the index"
             )
-        indexes: dict[Field, bm25s.BM25 | None] = dict.fromkeys(FIELDS)
-        for field in meta["fields"]:
-            indexes[field] = bm25s.BM25.load(str(folder / field), show_progress=False)
-        return cls(catalog, indexes, weights=weights, stemmer=meta["stemmer"])
+        wanted = check_weights(DEFAULT_FIELD_WEIGHTS if weights is None else weights)
+        if meta.get("weights") != wanted:
+            raise IndexMismatchError(
+                f"BM25 index in {folder} was built with field weights {meta.get('weights')!r}, "
+                f"not {wanted!r}; rebuild it with the weights you want"
+            )
+        index = bm25s.BM25.load(str(folder / _INDEX), show_progress=False)
+        params = {k: meta[k] for k in ("k1", "b", "stemmer", "body_chars")}
+        return cls(catalog, index, weights=wanted, params=params)

@@ -16,23 +16,35 @@ Metrics (every one averaged over the evaluated queries, in [0, 1]):
 - ``ndcg_at_10``: binary-gain nDCG: sum over gold hits at rank i <= 10 of 1/log2(i+1), divided
   by the same sum for an ideal ranking (all gold first);
 - ``complete_at_10``: the top 10 holds *all* the query's gold skills (what a multi-skill task
-  needs).
+  needs);
+- ``ms_per_query``: mean wall-clock milliseconds of one ``rank`` call (a speed figure, not a
+  quality one: it varies between runs).
 
 A query naming a gold skill that is not in the catalog cannot be scored fairly (no method could
 find it): such queries are left out of every metric, counted, and reported through
-``on_unknown`` (default: a logged warning).
+``on_unknown`` (default: a logged warning). A query the method ranks nothing for (no word the
+catalog knows, for a lexical method) is scored (as a miss) and reported through
+``on_unranked``.
+
+Several sets are evaluated at once from a sets file (:func:`load_sets`), a JSON object::
+
+    {"sets": [{"name": "bfcl", "catalog": "bfcl/tools.jsonl", "queries": "bfcl/queries.jsonl"}]}
+
+whose paths are relative to the file (``catalog`` may be a list of paths).
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import math
+import time
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from maitred.errors import InputError
+from maitred.errors import ConfigError, InputError
 from maitred.jsonl import parse_object, read_labelled
 from maitred.recall.base import Recaller
 
@@ -48,8 +60,12 @@ METRIC_KEYS: Final = (
     "mrr",
     "ndcg_at_10",
     "complete_at_10",
+    "ms_per_query",
 )
 """The keys of :func:`evaluate_routing`'s result, in order."""
+
+QUALITY_KEYS: Final = METRIC_KEYS[2:-1]
+"""The six quality metrics (each in [0, 1])."""
 
 logger = logging.getLogger(__name__)
 
@@ -82,7 +98,9 @@ def _parse_line(raw: str, seen: set[str]) -> Query:
     if not isinstance(gold, list) or not gold or not all(isinstance(g, str) and g for g in gold):
         raise ValueError("field 'gold' must be a non-empty list of skill names")
     if str(qid) in seen:
-        raise ValueError(f"id {qid!r} repeats an earlier line; ids must be unique")
+        raise ValueError(
+            f"id {qid!r} repeats an earlier line; ids must be unique: give this query its own id"
+        )
     return Query(str(qid), text, tuple(dict.fromkeys(gold)))
 
 
@@ -130,6 +148,7 @@ def evaluate_routing(
     *,
     known: Collection[str] | None = None,
     on_unknown: Callable[[list[Query]], None] | None = None,
+    on_unranked: Callable[[list[Query]], None] | None = None,
 ) -> dict[str, Any]:
     """Rank every query and average the routing metrics.
 
@@ -141,33 +160,150 @@ def evaluate_routing(
             has a catalog (otherwise every query is scored).
         on_unknown: called once with the queries left out because a gold skill is not in
             the catalog; by default a warning with their count and first ids is logged.
+        on_unranked: called once with the scored queries the method ranked nothing for
+            (only when there are some); by default nothing is reported.
 
     Returns:
-        Exactly the keys of :data:`METRIC_KEYS`: ``method``, ``n_queries`` (queries scored)
-        and the six metrics (0.0 each when no query could be scored).
+        Exactly the keys of :data:`METRIC_KEYS`: ``method``, ``n_queries`` (queries scored),
+        the six metrics (0.0 each when no query could be scored) and ``ms_per_query``.
     """
     if known is None:
         catalog = getattr(recaller, "catalog", None)
         known = set(catalog.names) if catalog is not None else None
     usable = [q for q in queries if known is None or all(g in known for g in q.gold)]
     skipped = [q for q in queries if known is not None and not all(g in known for g in q.gold)]
-    if skipped:
-        if on_unknown is not None:
-            on_unknown(skipped)
-        else:
-            logger.warning(
-                "%d of %d queries name a gold skill that is not in the catalog and were left "
-                "out (first ids: %s)",
-                len(skipped),
-                len(queries),
-                ", ".join(q.id for q in skipped[:5]),
-            )
-    totals = dict.fromkeys(METRIC_KEYS[2:], 0.0)
+    if skipped and on_unknown is not None:
+        on_unknown(skipped)
+    elif skipped:
+        logger.warning(
+            "%d of %d queries name a gold skill that is not in the catalog and were left out "
+            "(%s); check that the catalog is the one the queries were written for",
+            len(skipped),
+            len(queries),
+            describe_unknown(skipped, known or ()),
+        )
+    totals = dict.fromkeys(QUALITY_KEYS, 0.0)
+    unranked: list[Query] = []
+    elapsed = 0.0
     for query in usable:
+        start = time.perf_counter()
         ranked = [c.name for c in recaller.rank(query.text, MRR_DEPTH)]
+        elapsed += time.perf_counter() - start
+        if not ranked:
+            unranked.append(query)
         for key, value in query_metrics(ranked, query.gold).items():
             totals[key] += value
+    if unranked and on_unranked is not None:
+        on_unranked(unranked)
     n = len(usable)
     result: dict[str, Any] = {"method": method_name, "n_queries": n}
-    result.update({key: (totals[key] / n if n else 0.0) for key in METRIC_KEYS[2:]})
+    result.update({key: (totals[key] / n if n else 0.0) for key in QUALITY_KEYS})
+    result["ms_per_query"] = 1000.0 * elapsed / n if n else 0.0
     return result
+
+
+def describe_unknown(skipped: Sequence[Query], known: Collection[str], *, show: int = 3) -> str:
+    """``query q3 needs 'x', query q9 needs 'y', ...``: what is missing, for messages."""
+    parts = []
+    for q in skipped[:show]:
+        missing = [g for g in q.gold if g not in known] or list(q.gold)
+        parts.append(f"query {q.id} needs {', '.join(repr(g) for g in missing)}")
+    more = f" and {len(skipped) - show} more" if len(skipped) > show else ""
+    return "; ".join(parts) + more
+
+
+@dataclass(frozen=True)
+class EvalSet:
+    """One labelled evaluation set: a catalog and its queries.
+
+    Attributes:
+        name: how tables name it.
+        catalog: the catalog's paths (skill folders or tools files).
+        queries: the JSONL query file.
+    """
+
+    name: str
+    catalog: tuple[Path, ...]
+    queries: Path
+
+
+def load_sets(path: Path | str) -> list[EvalSet]:
+    """Read a sets file (see the module docstring); paths are relative to its folder.
+
+    Raises:
+        ConfigError: the file cannot be read, is not the expected JSON, names a set twice,
+            or names a path that does not exist (the message names the file and field).
+    """
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read the sets file: {exc}") from exc
+    items = data.get("sets") if isinstance(data, dict) else None
+    if not isinstance(items, list) or not items:
+        raise ConfigError(
+            f'{path}: a sets file is {{"sets": [{{"name", "catalog", "queries"}}, ...]}} '
+            "with at least one set"
+        )
+    out: list[EvalSet] = []
+    for i, item in enumerate(items):
+        out.append(_one_set(path, i, item))
+    names = [s.name for s in out]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise ConfigError(f"{path}: set name(s) {', '.join(twice)} appear twice; rename one")
+    return out
+
+
+def _one_set(path: Path, i: int, item: Any) -> EvalSet:
+    where = f"{path}: sets[{i}]"
+    if not isinstance(item, dict):
+        raise ConfigError(f"{where} must be an object with name, catalog and queries")
+    name, catalog, queries = item.get("name"), item.get("catalog"), item.get("queries")
+    if not isinstance(name, str) or not name.strip():
+        raise ConfigError(f"{where}.name must be a non-empty string")
+    catalogs = [catalog] if isinstance(catalog, str) else catalog
+    if (
+        not isinstance(catalogs, list)
+        or not catalogs
+        or not all(isinstance(c, str) for c in catalogs)
+    ):
+        raise ConfigError(f"{where}.catalog must be a path or a list of paths")
+    if not isinstance(queries, str):
+        raise ConfigError(f"{where}.queries must be the path of a JSONL query file")
+    base = path.parent
+    paths = [base / c for c in catalogs] + [base / queries]
+    for field, p in zip(["catalog"] * len(catalogs) + ["queries"], paths, strict=True):
+        if not p.exists():
+            raise ConfigError(f"{where}.{field}: {p} does not exist; fix the path")
+    return EvalSet(name, tuple(paths[:-1]), paths[-1])
+
+
+def pair_sets(catalogs: Sequence[str], queries: Sequence[Path]) -> list[EvalSet]:
+    """Sets from repeated ``--catalog``/``--queries`` options.
+
+    One query file: every catalog path forms one catalog (one set). Several query files: the
+    i-th catalog path goes with the i-th query file, and each set is named after its query
+    file (its folder when the file is called ``queries.jsonl``; by its path when two names
+    would be the same).
+
+    Raises:
+        ConfigError: several query files but not as many catalog paths.
+    """
+    if len(queries) == 1:
+        return [EvalSet(_set_name(queries[0]), tuple(map(Path, catalogs)), queries[0])]
+    if len(catalogs) != len(queries):
+        raise ConfigError(
+            f"{len(queries)} --queries files need as many --catalog paths, one each, in the "
+            f"same order; got {len(catalogs)} (or use --sets FILE)"
+        )
+    names = [_set_name(q) for q in queries]
+    if len(set(names)) < len(names):  # e.g. two ``sample/queries.jsonl``: name by path
+        names = [str(q) for q in queries]
+    return [EvalSet(n, (Path(c),), q) for n, c, q in zip(names, catalogs, queries, strict=True)]
+
+
+def _set_name(queries: Path) -> str:
+    return (
+        queries.parent.name if queries.stem == "queries" and queries.parent.name else queries.stem
+    )

@@ -1,7 +1,8 @@
 """The texts of a skill, field by field, as recall indexes them.
 
-Recall never indexes a skill as one blob: a word in a skill's *name* is stronger evidence than the
-same word deep in its body, so every recaller sees four fields and weights them itself.
+A word in a skill's *name* is stronger evidence than the same word deep in its body, so every
+recaller sees four fields and weights them itself (only the ``bm25-plain`` baseline joins them
+into one blob, to show what the weighting is worth).
 
 - ``name``: the name split into words (``get_weather``, ``get-weather`` and ``getWeather`` all
   become ``"get weather"``), so that a query's words can meet it.

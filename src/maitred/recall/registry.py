@@ -7,9 +7,13 @@ generated from this registry, so it cannot fall behind the methods that exist.
 
 Built-in methods:
 
-- ``"bm25"``: :class:`~maitred.recall.bm25.BM25Recaller` (``weights`` = BM25 field weights);
+- ``"bm25"``: :class:`~maitred.recall.bm25.BM25Recaller`, BM25F (``weights`` = field weights);
+- ``"bm25-plain"``: :class:`~maitred.recall.bm25_plain.PlainBM25Recaller`, one Okapi BM25 over
+  all of a skill's text (the baseline ``bm25`` must beat; built in memory, never cached);
 - ``"dense"``: :class:`~maitred.recall.dense.DenseRecaller` (``embedder`` defaults to MiniLM);
-- ``"hybrid"``: :class:`~maitred.recall.hybrid.HybridRecaller`, RRF of the two.
+- ``"hybrid"``: :class:`~maitred.recall.hybrid.HybridRecaller`, RRF of the two;
+- ``"fused"``: :class:`~maitred.recall.fusion.FusedRecaller`, per-query normalised BM25F and
+  dense scores mixed with a fitted weight (at or above its better half on every set measured).
 
 Names starting with ``native`` (``"native-glance"``) belong to the optional :mod:`maitred.native`
 package: it is imported only when such a name is asked for (so the core never imports torch), and
@@ -27,7 +31,16 @@ from typing import Protocol
 import maitred.plugins as plugins
 from maitred.errors import ConfigError, EmptyCatalogError
 from maitred.recall.base import Recaller
-from maitred.recall.bm25 import DEFAULT_B, DEFAULT_K1, DEFAULT_STEMMER, BM25Recaller
+from maitred.recall.bm25 import (
+    DEFAULT_B,
+    DEFAULT_FIELD_WEIGHTS,
+    DEFAULT_K1,
+    DEFAULT_STEMMER,
+    LEXICAL_BODY_CHARS,
+    BM25Recaller,
+    check_weights,
+)
+from maitred.recall.bm25_plain import PlainBM25Recaller
 from maitred.recall.dense import (
     DEFAULT_FIELD_MIX,
     DenseRecaller,
@@ -37,6 +50,7 @@ from maitred.recall.dense import (
     check_mix,
 )
 from maitred.recall.fields import BODY_CHARS, FIELDS_VERSION
+from maitred.recall.fusion import FusedRecaller
 from maitred.recall.hybrid import HybridRecaller
 from maitred.recall.intents import IntentSplitRecaller
 from maitred.recall.store import IndexStore
@@ -156,12 +170,13 @@ def _bm25(
         "k1": DEFAULT_K1,
         "b": DEFAULT_B,
         "stemmer": DEFAULT_STEMMER,
-        "body_chars": BODY_CHARS,
+        "body_chars": LEXICAL_BODY_CHARS,
         "fields": FIELDS_VERSION,
+        "weights": check_weights(DEFAULT_FIELD_WEIGHTS if weights is None else weights),
     }
     return store.load_or_build(
         catalog,
-        "bm25",
+        "bm25f",
         params,
         reader=lambda folder: BM25Recaller.load(folder, catalog, weights=weights),
         build=lambda: BM25Recaller.build(catalog, weights=weights),
@@ -204,6 +219,18 @@ def _make_bm25(
     return _bm25(catalog, store, weights)
 
 
+@register_recaller("bm25-plain")
+def _make_bm25_plain(
+    catalog: Catalog,
+    *,
+    store: IndexStore | None,
+    weights: Mapping[str, float] | None,
+    embedder: Embedder | None,
+    progress: Progress | None,
+) -> Recaller:
+    return PlainBM25Recaller.build(catalog)
+
+
 @register_recaller("dense")
 def _make_dense(
     catalog: Catalog,
@@ -228,3 +255,15 @@ def _make_hybrid(
     return HybridRecaller(
         _bm25(catalog, store, weights), _dense(catalog, store, embedder, progress)
     )
+
+
+@register_recaller("fused")
+def _make_fused(
+    catalog: Catalog,
+    *,
+    store: IndexStore | None,
+    weights: Mapping[str, float] | None,
+    embedder: Embedder | None,
+    progress: Progress | None,
+) -> Recaller:
+    return FusedRecaller(_bm25(catalog, store, weights), _dense(catalog, store, embedder, progress))

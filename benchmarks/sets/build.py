@@ -1,0 +1,364 @@
+"""Convert public tool-retrieval sets into maitred's catalog and query formats.
+
+Each converter reads a fetched copy of the set's source repository (a checkout, or a bare git
+directory such as the search tool's ``fetch`` leaves: files are then read with ``git show``)
+and writes, under ``--out/<set>/``:
+
+- ``tools.jsonl``: one tool a line, ``{"name", "description", "parameters"?, "body"?}`` as
+  :mod:`maitred.skills.tools` reads it (``body`` holds the long documentation);
+- ``queries.jsonl``: ``{"id", "text", "gold": [tool names]}`` as ``maitred eval routing`` reads
+  it;
+- ``source.json``: the source repository, commit, licence and counts.
+
+Sets (see ``benchmarks/sets/README.md`` for licences and what each tests):
+
+- ``toolalpaca`` (``tangqiaoyu/ToolAlpaca``, Apache-2.0): the two evaluation files
+  (``data/eval_real.json``, ``data/eval_simulated.json``); every function of every API is one
+  tool named ``API.function``; queries are the instructions, gold the functions their golden
+  answers call (1-5 each).
+- ``bfcl`` (``ShishirPatil/gorilla``, Apache-2.0): the Berkeley function-calling sets
+  ``simple_python``, ``multiple``, ``parallel`` and ``parallel_multiple``; the catalog is the union
+  of every function offered (first definition of a name wins); gold = the functions of the
+  possible answer.
+- ``api-bank`` (``AlibabaResearch/DAMO-ConvAI``, ``api-bank/``, Apache-2.0): the API list
+  (``data/all_apis.csv``: description, input and output parameters) and the level-1 dialogues;
+  the query is what the user says before the first API call, gold every API the dialogue calls.
+- ``apibench-hf`` (``ShishirPatil/gorilla``, Apache-2.0): APIBench's Hugging Face API catalog
+  (``data/api/huggingface_api.jsonl``, 936 models) and evaluation instructions; gold = the API the
+  reference answer calls. Names ``org/model`` become ``org__model`` (tool names allow no ``/``).
+
+Nothing here is tuned or filtered by how any method scores. Run::
+
+    python benchmarks/sets/build.py toolalpaca --src /path/to/ToolAlpaca --out bench-out/sets
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import csv
+import io
+import json
+import random
+import re
+import subprocess
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+Rows = list[dict[str, Any]]
+
+
+def read_text(src: Path, rel: str) -> str:
+    """A file of the source: from a checkout, or ``git show HEAD:rel`` from a bare git dir."""
+    if (src / rel).is_file():
+        return (src / rel).read_text("utf-8")
+    out = subprocess.run(
+        ["git", f"--git-dir={src}", "show", f"HEAD:{rel}"],
+        capture_output=True,
+        check=False,
+    )
+    if out.returncode != 0:
+        raise SystemExit(f"{src}: cannot read {rel}: {out.stderr.decode().strip()}")
+    return out.stdout.decode("utf-8")
+
+
+def commit_of(src: Path) -> str:
+    """The commit the source copy is at (``unknown`` if it is not a git copy)."""
+    for args in (["git", f"--git-dir={src}"], ["git", "-C", str(src)]):
+        out = subprocess.run([*args, "rev-parse", "HEAD"], capture_output=True, check=False)
+        if out.returncode == 0:
+            return out.stdout.decode().strip()
+    return "unknown"
+
+
+def tool_name(text: str) -> str:
+    """A name maitred's tool rules accept: ``[A-Za-z0-9_.-]``, other runs become ``_``."""
+    name = re.sub(r"[^A-Za-z0-9_.\-]+", "_", text.replace("/", "__")).strip("_")
+    return name[:128]
+
+
+def _jsonl(path: Path, rows: Rows) -> None:
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), "utf-8")
+
+
+# --------------------------------------------------------------------------- ToolAlpaca
+def _ta_params(text: str) -> dict[str, Any] | None:
+    """``Parameters: {"city": "string. Required. The city"}`` -> a JSON schema, if present."""
+    found = re.search(r"Parameters:\s*(\{.*?\})\s*(?:\n|$)", text)
+    if not found:
+        return None
+    try:
+        raw = json.loads(found.group(1))
+    except json.JSONDecodeError:
+        return None
+    if not isinstance(raw, dict):
+        return None
+    props = {str(k): {"description": str(v)} for k, v in raw.items()}
+    return {"type": "object", "properties": props}
+
+
+def toolalpaca(src: Path) -> tuple[Rows, Rows]:
+    """Tools and queries of ToolAlpaca's evaluation files."""
+    tools: Rows = []
+    queries: Rows = []
+    for part in ("eval_real", "eval_simulated"):
+        for api in json.loads(read_text(src, f"data/{part}.json")):
+            prefix = tool_name(api["Name"])
+            intro = str(api.get("Introduction") or "")
+            for func, doc in (api.get("Function_Description") or {}).items():
+                if func == "components":
+                    continue
+                first, _, rest = str(doc).partition("\n")
+                tool: dict[str, Any] = {
+                    "name": f"{prefix}.{tool_name(func)}",
+                    "description": first.strip() or str(api.get("Description") or func),
+                    "body": f"{rest.strip()}\n\n{api['Name']}: {intro}".strip(),
+                }
+                schema = _ta_params(str(doc))
+                if schema:
+                    tool["parameters"] = schema
+                tools.append(tool)
+            for i, (text, answer) in enumerate(
+                zip(api.get("Instructions") or [], api.get("Golden_Answers") or [], strict=False)
+            ):
+                gold = [f"{prefix}.{tool_name(step['Action'])}" for step in answer or []]
+                if text and gold:
+                    queries.append({"id": f"{part}-{prefix}-{i}", "text": text, "gold": gold})
+    return tools, queries
+
+
+# --------------------------------------------------------------------------- BFCL
+_BFCL = "berkeley-function-call-leaderboard/bfcl_eval/data"
+BFCL_PARTS = ("simple_python", "multiple", "parallel", "parallel_multiple")
+
+
+def _bfcl_schema(node: Any) -> Any:
+    """BFCL writes Python type names (``dict``, ``float``, ``tuple``); map to JSON Schema."""
+    kinds = {"dict": "object", "float": "number", "tuple": "array", "any": "string"}
+    if isinstance(node, dict):
+        out = {k: _bfcl_schema(v) for k, v in node.items()}
+        if isinstance(out.get("type"), str):
+            out["type"] = kinds.get(out["type"], out["type"])
+        return out
+    if isinstance(node, list):
+        return [_bfcl_schema(v) for v in node]
+    return node
+
+
+def _lines(text: str) -> Iterator[dict[str, Any]]:
+    for line in text.splitlines():
+        if line.strip():
+            yield json.loads(line)
+
+
+def bfcl(src: Path) -> tuple[Rows, Rows]:
+    """Tools and queries of the four single-turn, non-live BFCL sets."""
+    tools: dict[str, dict[str, Any]] = {}
+    queries: Rows = []
+    for part in BFCL_PARTS:
+        answers = {
+            a["id"]: a["ground_truth"]
+            for a in _lines(read_text(src, f"{_BFCL}/possible_answer/BFCL_v4_{part}.json"))
+        }
+        for entry in _lines(read_text(src, f"{_BFCL}/BFCL_v4_{part}.json")):
+            for fn in entry["function"]:
+                name = tool_name(fn["name"])
+                tools.setdefault(
+                    name,
+                    {
+                        "name": name,
+                        "description": fn.get("description") or name,
+                        "parameters": _bfcl_schema(fn.get("parameters") or {"type": "object"}),
+                    },
+                )
+            turn = entry["question"][0]
+            text = " ".join(m["content"] for m in turn if m.get("role") == "user")
+            gold = list(dict.fromkeys(tool_name(n) for call in answers[entry["id"]] for n in call))
+            if text.strip() and gold:
+                queries.append({"id": entry["id"], "text": text, "gold": gold})
+    return list(tools.values()), queries
+
+
+# --------------------------------------------------------------------------- APIBench
+def _api_body(api: dict[str, Any]) -> str:
+    keep = ("domain", "functionality", "api_call", "api_arguments", "example_code", "performance")
+    parts = []
+    for key in keep:
+        value = api.get(key)
+        if value in (None, "", "N/A", [], {}):
+            continue
+        parts.append(f"{key}: {value if isinstance(value, str) else json.dumps(value)}")
+    return "\n".join(parts)
+
+
+def apibench_hf(src: Path) -> tuple[Rows, Rows]:
+    """APIBench's Hugging Face catalog and evaluation instructions."""
+    tools: dict[str, dict[str, Any]] = {}
+    for api in _lines(read_text(src, "data/api/huggingface_api.jsonl")):
+        name = tool_name(str(api["api_name"]))
+        tools.setdefault(
+            name,
+            {
+                "name": name,
+                "description": str(api.get("description") or api["api_name"]),
+                "body": _api_body(api),
+            },
+        )
+    queries: Rows = []
+    for i, row in enumerate(_lines(read_text(src, "data/apibench/huggingface_eval.json"))):
+        found = re.search(r"###Instruction:(.*?)(?:###Output|$)", row["code"], re.DOTALL)
+        gold = tool_name(str(row["api_data"]["api_name"]))
+        if found and found.group(1).strip() and gold in tools:
+            queries.append({"id": f"hf-{i}", "text": found.group(1).strip(), "gold": [gold]})
+    return list(tools.values()), queries
+
+
+# --------------------------------------------------------------------------- API-Bank
+_APIBANK = "api-bank"
+
+
+def _py_literal(text: str, name: str) -> Any:
+    """The Python literal assigned to ``name`` in an API-Bank ``api_info`` text, or None."""
+    found = re.search(rf"{name}\s*=\s*", text)
+    if not found:
+        return None
+    rest = text[found.end() :]
+    for end in range(len(rest), 0, -1):  # the longest prefix that parses
+        if rest[end - 1] not in "}\"'":
+            continue
+        try:
+            return ast.literal_eval(rest[:end])
+        except (ValueError, SyntaxError):
+            continue
+    return None
+
+
+def apibank(src: Path) -> tuple[Rows, Rows]:
+    """API-Bank's API list and its level-1 dialogues (the request = the user turns before the
+    first API call; gold = every API the dialogue calls)."""
+    tools: dict[str, dict[str, Any]] = {}
+    for row in csv.DictReader(io.StringIO(read_text(src, f"{_APIBANK}/data/all_apis.csv"))):
+        info = row["api_info"]
+        name = tool_name(row["类名"])
+        params = _py_literal(info, "input_parameters")
+        outputs = _py_literal(info, "output_parameters")
+        params = params if isinstance(params, dict) else {}
+        outputs = outputs if isinstance(outputs, dict) else {}
+        props = {
+            str(k): {"type": "string", "description": str(v.get("description", ""))}
+            for k, v in params.items()
+            if isinstance(v, dict)
+        }
+        body = "Returns: " + "; ".join(
+            f"{k}: {v.get('description', '')}" for k, v in outputs.items() if isinstance(v, dict)
+        )
+        tools.setdefault(
+            name,
+            {
+                "name": name,
+                "description": str(_py_literal(info, "description") or name),
+                "parameters": {"type": "object", "properties": props},
+                "body": body,
+            },
+        )
+    queries: Rows = []
+    folder = f"{_APIBANK}/lv1-lv2-samples/level-1-given-desc"
+    for rel in _list_files(src, folder):
+        turns = list(_lines(read_text(src, rel)))
+        first_call = next((i for i, t in enumerate(turns) if t.get("role") == "API"), len(turns))
+        text = " ".join(t["text"] for t in turns[:first_call] if t.get("role") == "User")
+        gold = list(
+            dict.fromkeys(
+                tool_name(t["api_name"])
+                for t in turns
+                if t.get("role") == "API" and t.get("api_name") != "ToolSearcher"
+            )
+        )
+        if text.strip() and gold:
+            queries.append({"id": Path(rel).stem, "text": text, "gold": gold})
+    return list(tools.values()), queries
+
+
+def _list_files(src: Path, folder: str) -> list[str]:
+    if (src / folder).is_dir():
+        return sorted(str(p.relative_to(src)) for p in (src / folder).glob("*.jsonl"))
+    out = subprocess.run(
+        ["git", f"--git-dir={src}", "ls-tree", "--name-only", f"HEAD:{folder}"],
+        capture_output=True,
+        check=True,
+    )
+    return sorted(f"{folder}/{n}" for n in out.stdout.decode().split() if n.endswith(".jsonl"))
+
+
+SETS: dict[str, tuple[Callable[[Path], tuple[Rows, Rows]], str, str]] = {
+    "toolalpaca": (toolalpaca, "tangqiaoyu/ToolAlpaca", "Apache-2.0"),
+    "bfcl": (bfcl, "ShishirPatil/gorilla", "Apache-2.0"),
+    "apibench-hf": (apibench_hf, "ShishirPatil/gorilla", "Apache-2.0"),
+    "api-bank": (apibank, "AlibabaResearch/DAMO-ConvAI (api-bank/)", "Apache-2.0"),
+}
+
+
+def build(name: str, src: Path, out: Path, *, max_queries: int, seed: int = 0) -> dict[str, Any]:
+    """Convert set ``name`` from ``src`` into ``out/name``; return its ``source.json``."""
+    convert, repo, licence = SETS[name]
+    tools, queries = convert(src)
+    if max_queries and len(queries) > max_queries:
+        queries = random.Random(seed).sample(queries, max_queries)
+        queries.sort(key=lambda q: str(q["id"]))
+    folder = out / name
+    folder.mkdir(parents=True, exist_ok=True)
+    _jsonl(folder / "tools.jsonl", tools)
+    _jsonl(folder / "queries.jsonl", queries)
+    info = {
+        "set": name,
+        "repository": repo,
+        "commit": commit_of(src),
+        "licence": licence,
+        "tools": len(tools),
+        "queries": len(queries),
+        "multi_tool_queries": sum(len(q["gold"]) > 1 for q in queries),
+        "seed": seed,
+    }
+    (folder / "source.json").write_text(json.dumps(info, indent=1) + "\n", "utf-8")
+    return info
+
+
+def sample(name: str, out: Path, dest: Path, *, queries: int = 12, others: int = 24) -> None:
+    """A small committed sample of a converted set: ``queries`` seeded queries, their gold
+    tools and ``others`` seeded other tools (the tests read it; licences allow it)."""
+    folder = out / name
+    tools = [json.loads(x) for x in (folder / "tools.jsonl").read_text("utf-8").splitlines()]
+    rows = [json.loads(x) for x in (folder / "queries.jsonl").read_text("utf-8").splitlines()]
+    known = {t["name"] for t in tools}
+    rng = random.Random(f"sample:{name}")
+    picked = rng.sample([q for q in rows if set(q["gold"]) <= known], queries)
+    gold = {g for q in picked for g in q["gold"]}
+    rest = rng.sample([t for t in tools if t["name"] not in gold], others)
+    keep = gold | {t["name"] for t in rest}
+    dest.mkdir(parents=True, exist_ok=True)
+    _jsonl(dest / "tools.jsonl", [t for t in tools if t["name"] in keep])
+    _jsonl(dest / "queries.jsonl", sorted(picked, key=lambda q: str(q["id"])))
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("set", choices=sorted(SETS))
+    parser.add_argument("--src", type=Path, required=True, help="checkout or bare git dir")
+    parser.add_argument("--out", type=Path, default=Path("bench-out/sets"))
+    parser.add_argument(
+        "--max-queries", type=int, default=1000, help="seeded sample size (0: all queries)"
+    )
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--sample", type=Path, help="also write a small sample of the set into this folder"
+    )
+    args = parser.parse_args(argv)
+    info = build(args.set, args.src, args.out, max_queries=args.max_queries, seed=args.seed)
+    print(json.dumps(info))
+    if args.sample is not None:
+        sample(args.set, args.out, args.sample)
+
+
+if __name__ == "__main__":
+    main()
