@@ -29,6 +29,7 @@ COMPONENTS: dict[str, frozenset[str]] = {
     "bm25": frozenset({"bm25"}),
     "dense": frozenset({"dense"}),
     "hybrid": frozenset({"bm25", "dense", "rrf"}),
+    "fused": frozenset({"bm25", "dense", "fused"}),
 }
 
 
@@ -37,7 +38,9 @@ class PipelineOptions:
     """Every knob of a pipeline, as plain values (what a run logs as its config).
 
     Attributes:
-        method: recall method (``bm25``, ``dense``, ``hybrid``).
+        method: recall method (``fused`` by default: per-query normalised BM25F + dense, at or
+            above the better of the two on every routing set measured; ``bm25``, ``dense``,
+            ``hybrid``, ``bm25-plain``, or any registered name).
         top_k: candidates kept from the ranking.
         min_score: minimum score to keep a candidate (``None``: no threshold).
         score_on: which score ``min_score`` applies to (``score`` or a component: ``dense``).
@@ -46,7 +49,7 @@ class PipelineOptions:
         menu_format: ``openai``, ``anthropic``, ``mcp`` or ``agentskills``.
     """
 
-    method: str = "dense"
+    method: str = "fused"
     top_k: int = 10
     min_score: float | None = None
     score_on: str = "score"

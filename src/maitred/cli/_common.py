@@ -54,10 +54,11 @@ TABLES_OPT = typer.Option(
     help="YAML/JSON file mapping key roots to tables, for SQL providers (default: none).",
 )
 METHOD_HELP = (
-    "Recall method: bm25, dense, hybrid, native-glance ...; append +intents to rank each "
-    "request of a multi-request message (e.g. dense+intents)."
+    "Recall method: fused (per-query BM25F + dense), bm25, bm25-plain, dense, hybrid, "
+    "native-glance ...; append +intents to rank each request of a multi-request message "
+    "(e.g. fused+intents)."
 )
-METHOD_OPT = typer.Option("dense", "--method", "-m", help=METHOD_HELP)
+METHOD_OPT = typer.Option("fused", "--method", "-m", help=METHOD_HELP)
 CACHE_OPT = typer.Option(
     None,
     "--cache-dir",
