@@ -71,3 +71,20 @@ def test_sufficiency_guard_options(
     )  # fmt: skip
     guarded = json.loads((tmp_path / "g.json").read_text())
     assert guarded["threshold"] >= free["camdf_threshold"]
+
+
+def test_bad_task_lines_are_reported_the_good_used_and_the_exit_is_1(
+    train_tasks: list[DepthTask], tmp_path: Path
+) -> None:
+    path = tmp_path / "train.jsonl"
+    write_tasks(train_tasks, path)
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write("not json\n")
+    result = CliRunner().invoke(
+        app,
+        ["depth", "train", "--tasks", str(path), "--lambda", "0.05", "--lite", "--out",
+         str(tmp_path / "m.json")],
+    )  # fmt: skip
+    assert result.exit_code == 1, result.output
+    assert (tmp_path / "m.json").is_file()  # the good tasks were used
+    assert f"train.jsonl:{len(train_tasks) + 1}" in result.output

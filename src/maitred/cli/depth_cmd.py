@@ -43,12 +43,24 @@ def _floats(text: str, what: str) -> list[float]:
         raise ConfigError(f"{what} must be comma-separated numbers, got {text!r}") from None
 
 
-def _read(path: Path) -> list[DepthTask]:
-    bad: list[InputError] = []
-    tasks = load_tasks(path, on_error=bad.append)
-    for err in bad[:10]:
+def _read(path: Path, bad: list[InputError]) -> list[DepthTask]:
+    """The good tasks of ``path``; each bad line is reported (file and line) and added to
+    ``bad``, so the command can finish its work and then exit 1."""
+    found: list[InputError] = []
+    tasks = load_tasks(path, on_error=found.append)
+    for err in found[:10]:
         err_console.print(f"[yellow]skipped:[/] {escape(str(err))}", highlight=False)
+    if len(found) > 10:
+        err_console.print(f"  ... and {len(found) - 10} more bad line(s) in {path}")
+    bad.extend(found)
     return tasks
+
+
+def _exit_if_bad(bad: list[InputError]) -> None:
+    """One bad-input policy: the good records were used; any bad one makes the exit status 1."""
+    if bad:
+        err_console.print(f"{len(bad)} bad line(s) were skipped (exit status 1)")
+        raise typer.Exit(1)
 
 
 def _print_report(result: dict[str, object]) -> None:
@@ -104,8 +116,12 @@ def eval_depth(
         "(default: no floor).",
     ),
 ) -> None:
-    """Compare every depth rule: payoff, paired bootstrap CI vs CAM-DF, exposure, sufficiency."""
-    train_tasks, test_tasks = _read(train), _read(test)
+    """Compare every depth rule: payoff, paired bootstrap CI vs CAM-DF, exposure, sufficiency.
+
+    Bad task lines are reported with file and line and skipped; the exit status is then 1.
+    """
+    bad: list[InputError] = []
+    train_tasks, test_tasks = _read(train, bad), _read(test, bad)
     if grid:
         rows = run_grid(
             train_tasks,
@@ -125,6 +141,7 @@ def eval_depth(
         else:
             console.print(grid_markdown(rows), markup=False, highlight=False)
             console.print(f"wrote {out / 'grid.json'}, {out / 'grid.md'}, {out / 'grid.png'}")
+        _exit_if_bad(bad)
         return
     result = evaluate_depth(
         train_tasks, test_tasks, lam, n_boot=boot, seed=seed, noise=noise, guard=guard
@@ -133,6 +150,7 @@ def eval_depth(
         dump_json(result)
     else:
         _print_report(result)
+    _exit_if_bad(bad)
 
 
 def make_tasks_cmd(
@@ -157,12 +175,15 @@ def make_tasks_cmd(
     labelled = load_queries(queries, on_error=bad.append)
     for err in bad[:10]:
         err_console.print(f"[yellow]skipped:[/] {escape(str(err))}", highlight=False)
+    if len(bad) > 10:
+        err_console.print(f"  ... and {len(bad) - 10} more bad line(s) in {queries}")
     recaller = make_recaller(method, cat, cache_dir=cache_dir, progress=index_progress(True))
     per_skill = catalog_costs(cat, cost_model, dispersion=dispersion, seed=seed)
     tasks, skipped = make_tasks(cat, labelled, recaller, top=top, costs=per_skill)
     write_task_file(tasks, out)
     note = f" ({len(skipped)} skipped: a gold skill is not in the catalog)" if skipped else ""
     console.print(f"wrote {len(tasks)} tasks to {out}{note}")
+    _exit_if_bad(bad)
 
 
 def domain_queries_cmd(
@@ -195,8 +216,12 @@ def train_cmd(
         "exposing the whole list (default: no floor).",
     ),
 ) -> None:
-    """Train a CAM-DF stopper and save it (use with depth rule `camdf`, model=PATH)."""
-    train_tasks = _read(tasks)
+    """Train a CAM-DF stopper and save it (use with depth rule `camdf`, model=PATH).
+
+    Bad task lines are reported with file and line and skipped; the exit status is then 1.
+    """
+    bad: list[InputError] = []
+    train_tasks = _read(tasks, bad)
     model = train_camdf(
         train_tasks,
         lam,
@@ -207,6 +232,7 @@ def train_cmd(
     console.print(f"wrote {model.kind} (λ={lam}, data {model.data_hash[:19]}…) to {out}")
     for feature, value in model.coefficients():
         console.print(f"  {feature:>20} {value:+.3f}")
+    _exit_if_bad(bad)
 
 
 def register(app: App, eval_app: App) -> None:
