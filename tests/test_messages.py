@@ -134,3 +134,11 @@ def test_parse_message_uses_the_given_path_and_line():
     message = parse_message(_line(text="hi", account="a", ts=1.5), "where/it.jsonl", 17)
     assert message.id == "it:17"
     assert message.ts == 1.5
+
+
+def test_a_message_that_is_not_valid_unicode_is_kept_with_replacement_characters() -> None:
+    from maitred.decision import Message
+
+    assert Message("a", "caf\udce9 ok", "acc").text == "caf\ufffd ok"
+    assert "\ud800" not in Message("b", "x\ud800y", "acc").text
+    Message("c", "x\ud800y", "acc").text.encode("utf-8")  # any tokenizer or log can hold it

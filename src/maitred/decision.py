@@ -50,6 +50,10 @@ def cause_of_text(provider_error: str) -> Cause | None:
 class Message:
     """One user message to route.
 
+    A text that is not valid Unicode (lone surrogates, e.g. undecodable command-line bytes) is
+    stored with each such code point replaced by U+FFFD, as message files are read: no tokenizer,
+    JSON document or decision log could hold it, and one bad byte must not lose the message.
+
     Attributes:
         id: unique message id.
         text: what the user said.
@@ -63,6 +67,16 @@ class Message:
     account: str
     conversation: str = ""
     ts: float | None = None
+
+    def __post_init__(self) -> None:
+        try:
+            self.text.encode("utf-8")
+        except UnicodeEncodeError:
+            try:  # U+DC80..U+DCFF stand for undecodable bytes: one U+FFFD each
+                raw = self.text.encode("utf-8", "surrogateescape")
+            except UnicodeEncodeError:  # another lone surrogate (e.g. U+D800)
+                raw = self.text.encode("utf-8", "surrogatepass")
+            object.__setattr__(self, "text", raw.decode("utf-8", "replace"))
 
 
 @dataclass(frozen=True)

@@ -49,18 +49,24 @@ def parse_message(raw: str, path: str, line: int) -> Message:
     if ts is not None and not _is_time(ts):
         raise InputError(path, line, "field 'ts' must be unix seconds (a number) when given")
     ident, conv = obj.get("id"), obj.get("conversation")
-    message = Message(
-        id=str(ident) if ident not in (None, "") else f"{Path(path).stem}:{line}",
-        text=text,
-        account=str(account),
-        conversation=str(conv) if conv is not None else "",
-        ts=float(ts) if ts is not None else None,
-    )
-    for field in ("id", "text", "account", "conversation"):
+    fields = {
+        "id": str(ident) if ident not in (None, "") else f"{Path(path).stem}:{line}",
+        "text": text,
+        "account": str(account),
+        "conversation": str(conv) if conv is not None else "",
+    }
+    for field, value in fields.items():
         try:  # JSON may escape a lone surrogate ("\ud800"); the log cannot store one
-            getattr(message, field).encode("utf-8")
+            value.encode("utf-8")
         except UnicodeEncodeError:
             raise InputError(path, line, f"field {field!r} holds a lone surrogate") from None
+    message = Message(
+        id=fields["id"],
+        text=fields["text"],
+        account=fields["account"],
+        conversation=fields["conversation"],
+        ts=float(ts) if ts is not None else None,
+    )
     return message
 
 
