@@ -81,3 +81,25 @@ def test_a_bad_config_fails_before_serving_with_file_and_field(tmp_path: Path) -
     )
     assert done.returncode == 2 and done.stdout == ""
     assert str(config) in done.stderr and "'account'" in done.stderr
+
+
+def test_the_official_mcp_sdk_client_sees_the_same_gateway(example: Path) -> None:
+    from mcp.client.session import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    got: dict[str, Any] = {}
+    transport = _gateway(example, "--account", "acc-pro")
+    params = StdioServerParameters(
+        command=transport.command, args=transport.args, env=transport.env
+    )
+
+    async def main() -> None:
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            got["tools"] = [t.name for t in (await session.list_tools()).tools]
+            bad = await session.call_tool("convert_time", {"time": 12})
+            got["bad"] = (bad.is_error, json.loads(bad.content[0].text)["code"])
+
+    anyio.run(main)
+    assert got["tools"] == ["get_current_time", "convert_time"]  # acc-pro, from the launch
+    assert got["bad"] == (True, "ARGS_MISSING")

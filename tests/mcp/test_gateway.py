@@ -74,17 +74,7 @@ def test_a_hidden_tool_is_not_listed_and_a_call_by_name_never_reaches_the_upstre
     assert json.loads(hidden[0]["fired_json"])[0]["predicate"] == "free_plan"
 
 
-def test_an_allowed_call_reaches_the_upstream_and_returns_its_result(site: Site) -> None:
-    async def scenario(client: Client[Any], seen: list[Any]) -> None:
-        result = await client.call_tool("get_plan", {"account": "acc-1"})
-        assert not result.is_error
-        assert result.content[0].text == "free"
-
-    run_gateway(site, scenario)
-    assert site.upstream_calls() == ["get_plan"]
-
-
-def test_a_wrong_argument_type_is_args_invalid_and_unknown_tools_are_named(site: Site) -> None:
+def test_only_a_call_that_passes_every_check_reaches_the_upstream(site: Site) -> None:
     async def scenario(client: Client[Any], seen: list[Any]) -> None:
         bad = await client.call_tool("get_plan", {"account": 7}, raise_on_error=False)
         assert rejection(bad)["code"] == "ARGS_INVALID"
@@ -95,9 +85,12 @@ def test_a_wrong_argument_type_is_args_invalid_and_unknown_tools_are_named(site:
             "upgrade", {"account": "acc-2", "plan": "pro"}, raise_on_error=False
         )
         assert rejection(other)["code"] == "SHOP_OTHER_ACCOUNT"
+        result = await client.call_tool("get_plan", {"account": "acc-1"})
+        assert not result.is_error
+        assert result.content[0].text == "free"  # the upstream's own answer
 
     run_gateway(site, scenario)
-    assert site.upstream_calls() == []
+    assert site.upstream_calls() == ["get_plan"]
 
 
 def test_a_state_change_is_seen_at_call_time_without_a_new_list(site: Site) -> None:

@@ -93,7 +93,8 @@ class GateMiddleware(Middleware):
             )
         if result.is_error:
             return result
-        changed = await self._engine(lambda: self.keeper.after_call(name, args, result))
+        output = result.structured_content  # an object, so `records: {creates: ...}` can read it
+        changed = await self._engine(lambda: self.keeper.after_call(name, args, output))
         if changed and context.fastmcp_context is not None:
             await context.fastmcp_context.send_notification(mt.ToolListChangedNotification())
         return result
