@@ -143,5 +143,8 @@ def test_an_upstream_crash_is_an_error_naming_it_and_the_gateway_stays_up(site: 
         payload = rejection(crashed)
         assert payload["code"] == "UPSTREAM_FAILED" and payload["upstream"] == "shop"
         assert names(await client.list_tools())  # the gateway still answers
+        after = await client.call_tool("get_plan", {"account": "acc-1"}, raise_on_error=False)
+        assert not after.is_error and after.content[0].text == "free"  # a fresh upstream
 
     run_gateway(site, scenario)
+    assert site.upstream_calls() == ["crash", "get_plan"]

@@ -9,7 +9,8 @@ between the client and the upstream:
   account now (a logged turn).
 * ``tools/call``: the gatekeeper checks the call first (logged and flushed); a rejected call
   never reaches the upstream and the client gets an ``isError`` result whose text is
-  ``decision.tool_result()`` as JSON (code, message for the model, offending fields). An
+  ``decision.tool_result()`` as JSON (code, message for the model, offending fields); a call
+  the gatekeeper could not decide or log is refused too (``GATE_UNAVAILABLE``). An
   allowed call goes to the upstream; if that fails (the server crashed, the pipe broke), the
   client gets an ``isError`` result naming the upstream and the gateway stays up. After an
   allowed mutating call succeeded, a changed visible set is announced with
@@ -34,7 +35,7 @@ from fastmcp.server import create_proxy
 from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
 from fastmcp.tools import Tool, ToolResult
 
-from maitred.errors import ConfigError
+from maitred.errors import ConfigError, MaitredError
 from maitred.gateway.config import GatewayConfig, Upstream
 from maitred.gateway.keeper import Gatekeeper
 
@@ -75,7 +76,18 @@ class GateMiddleware(Middleware):
         call_next: CallNext[mt.CallToolRequestParams, ToolResult],
     ) -> ToolResult:
         name, args = context.message.name, dict(context.message.arguments or {})
-        decision = await self._engine(lambda: self.keeper.check(name, args))
+        try:
+            decision = await self._engine(lambda: self.keeper.check(name, args))
+        except MaitredError as exc:  # not decided, or not durable: the call must not run
+            return _text_result(
+                {
+                    "error": "gate_unavailable",
+                    "code": "GATE_UNAVAILABLE",
+                    "message": f"the gateway could not decide or record this call "
+                    f"({type(exc).__name__}: {exc}); it was not executed. Try again later",
+                    "executed": False,
+                }
+            )
         if not decision.allow:
             return _text_result(decision.tool_result())
         try:
