@@ -42,6 +42,8 @@ def test_the_launch_account_overrides_the_file() -> None:
         ({"upstreams": [{**UP, "args": "a b"}]}, "upstreams[0].args", "list"),
         ({"upstreams": [{**UP, "contracts": "t.yaml"}]}, "contracts", ".maitred.yaml"),
         ({"upstreams": [{**UP, "contracts": "no.maitred.yaml"}]}, "contracts", "does not exist"),
+        ({"upstreams": [{**UP, "shadow": "free_plan"}]}, "upstreams[0].shadow", "rule names"),
+        ({"upstreams": [{**UP, "shadow": ["free_plan"]}]}, "upstreams[0].shadow", "no contracts"),
         ({"accounts": "acc-1"}, "'accounts'", "not a known field"),
     ],
 )  # fmt: skip

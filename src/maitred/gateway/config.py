@@ -13,6 +13,7 @@
         args: []
         env: {}                     # added to the MCP SDK's safe default (HOME, PATH, ...)
         contracts: time.maitred.yaml
+        shadow: [free_plan]         # rules evaluated and logged, never enforced (optional)
 
 The account is part of the *launch*: an MCP client starts one gateway process per account (its
 own stdio pipe), so nothing the model writes can change whose state is read. ``upstreams`` is a
@@ -39,7 +40,7 @@ from maitred.contract.tool_sidecar import SUFFIX
 from maitred.errors import ConfigError
 
 _TOP = frozenset({"account", "state", "tables", "log", "settings", "upstreams"})
-_UPSTREAM = frozenset({"name", "command", "args", "env", "contracts"})
+_UPSTREAM = frozenset({"name", "command", "args", "env", "contracts", "shadow"})
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,8 @@ class Upstream:
             (HOME, PATH and the like; the gateway's other variables are not passed on).
         contracts: the ``*.maitred.yaml`` sidecar with its tools' contracts (``""``: none, so
             every tool is visible and only argument schemas are checked).
+        shadow: names of the sidecar's rules (exit predicates or call policies) to run in
+            shadow mode: evaluated and logged on every listing and call, never enforced.
     """
 
     name: str
@@ -61,6 +64,7 @@ class Upstream:
     args: tuple[str, ...] = ()
     env: Mapping[str, str] = field(default_factory=dict)
     contracts: str = ""
+    shadow: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -151,12 +155,18 @@ def _upstream(r: _Reader, value: Any, where: str, root: Path) -> Upstream:
             r.fail(f"{where}.contracts", f"must name a sidecar file ending in {SUFFIX!r}")
         if not Path(path).is_file():
             r.fail(f"{where}.contracts", f"{path} does not exist; write it or fix the path")
+    shadow = data.get("shadow") or []
+    if not isinstance(shadow, list) or not all(isinstance(n, str) and n for n in shadow):
+        r.fail(f"{where}.shadow", f"must be a list of rule names, not {shadow!r}")
+    if shadow and not path:
+        r.fail(f"{where}.shadow", "names rules, but the upstream has no contracts file")
     return Upstream(
         name=name,
         command=command,
         args=tuple(str(a) for a in args),
         env={k: str(v) for k, v in env.items()},
         contracts=path,
+        shadow=tuple(shadow),
     )
 
 

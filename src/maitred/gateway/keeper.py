@@ -19,6 +19,12 @@ A :class:`Gatekeeper` holds one :class:`~maitred.Maitred` engine over the upstre
   the visible set differs from the one last shown, and the server then sends
   ``notifications/tools/list_changed``.
 
+**Shadow mode.** Rules the config names in ``shadow`` are taken out of the catalog the gateway
+enforces, and a second engine over the *full* contracts decides every listing and call too,
+under its own run (``mcp-<upstream>-shadow-...``) and session id (``<session>-shadow``) in the
+same log: what the client got is the enforced run, what full enforcement would have done is the
+shadow run, and the two can be compared turn by turn before a rule is switched on.
+
 The upstream's tools become a catalog in memory (:func:`catalog_from_tools`): the sidecar named
 ``time.maitred.yaml`` is read as the contracts of a tools file ``time.json`` beside it, so the
 same reader, the same errors and the same contract model serve a tools file and an upstream.
@@ -85,6 +91,38 @@ def catalog_from_tools(
     return Catalog(tuple(skills))
 
 
+def without_rules(catalog: Catalog, names: Sequence[str], source: str = "") -> Catalog:
+    """``catalog`` without the exit predicates and call policies named ``names``.
+
+    Raises:
+        ConfigError: a name is no rule of the catalog (naming ``source`` and the known rules).
+    """
+    known = {p.name for s in catalog for p in s.contract.exit_predicates}
+    known |= {p.name for s in catalog for p in s.contract.policies}
+    unknown = sorted(set(names) - known)
+    if unknown:
+        raise ConfigError(
+            f"{source}: field 'shadow' names {unknown}, which no tool's contract declares; "
+            f"choose from {sorted(known)}"
+        )
+    drop = set(names)
+    return Catalog(
+        tuple(
+            replace(
+                s,
+                contract=replace(
+                    s.contract,
+                    exit_predicates=tuple(
+                        p for p in s.contract.exit_predicates if p.name not in drop
+                    ),
+                    policies=tuple(p for p in s.contract.policies if p.name not in drop),
+                ),
+            )
+            for s in catalog
+        )
+    )
+
+
 class EveryTool:
     """The "recall" of a listing: every tool of the catalog, in its order, score 1."""
 
@@ -103,28 +141,46 @@ class Gatekeeper:
         engine: the engine over the upstream's catalog (its log, if any, gets every decision).
         account: whose state the gates read; fixed for the gateway's lifetime.
         upstream: the upstream's name, for messages.
+        shadow: an engine over the full contracts, when some rules run in shadow mode: it
+            decides and logs alongside, and is never obeyed.
     """
 
-    def __init__(self, engine: Maitred, account: str, upstream: str = "upstream") -> None:
+    def __init__(
+        self,
+        engine: Maitred,
+        account: str,
+        upstream: str = "upstream",
+        shadow: Maitred | None = None,
+    ) -> None:
         self.engine = engine
         self.upstream = upstream
         self.session = engine.session(account)
+        self.shadow = shadow
+        self.shadow_session = (
+            shadow.session(account, id=f"{self.session.id}-shadow") if shadow else None
+        )
         self.listed: tuple[str, ...] | None = None
 
     @classmethod
     def open(cls, config: GatewayConfig, tools: Sequence[Mapping[str, Any]]) -> Gatekeeper:
         """A gatekeeper for ``config`` over the tools the upstream listed at start."""
         up = config.upstream
-        catalog = catalog_from_tools(tools, up, config.settings)
+        full = catalog_from_tools(tools, up, config.settings)
+        enforced = without_rules(full, up.shadow, config.source) if up.shadow else full
         provider = open_provider(config.state, config.tables)
         log = open_log(config.log) if config.log else None
-        pipeline = Pipeline(
-            catalog, EveryTool(catalog), provider, cutoff=Cutoff(top_k=len(catalog)), log=log
-        )
-        if log is not None:
-            pipeline.begin_run(f"mcp-{up.name}-{uuid.uuid4().hex[:8]}")
-            log.flush()
-        return cls(Maitred(pipeline, owns_log=log is not None), config.account, up.name)
+
+        def engine(catalog: Catalog, run: str, owns_log: bool) -> Maitred:
+            pipeline = Pipeline(
+                catalog, EveryTool(catalog), provider, cutoff=Cutoff(top_k=len(catalog)), log=log
+            )
+            if log is not None:
+                pipeline.begin_run(f"{run}-{uuid.uuid4().hex[:8]}")
+                log.flush()
+            return Maitred(pipeline, owns_log=owns_log and log is not None)
+
+        shadow = engine(full, f"mcp-{up.name}-shadow", False) if up.shadow else None
+        return cls(engine(enforced, f"mcp-{up.name}", True), config.account, up.name, shadow)
 
     @property
     def tool_names(self) -> tuple[str, ...]:
@@ -132,14 +188,19 @@ class Gatekeeper:
 
     def visible(self) -> tuple[str, ...]:
         """The tools this session may see now (a logged turn), in the upstream's order."""
+        if self.shadow is not None and self.shadow_session is not None:
+            self.shadow.turn(LIST_TEXT, session=self.shadow_session)
         turn = self.engine.turn(LIST_TEXT, session=self.session)
         self.listed = turn.exposed
         return turn.exposed
 
     def check(self, name: str, arguments: Mapping[str, Any] | None) -> Decision:
         """May ``name(arguments)`` reach the upstream now? (logged, flushed, then returned)."""
-        self.session.offer(self.tool_names, self.session.turn_id)
         call = ToolCall(name, dict(arguments or {}))
+        if self.shadow is not None and self.shadow_session is not None:
+            self.shadow_session.offer(self.tool_names, self.shadow_session.turn_id)
+            self.shadow.check(call, session=self.shadow_session)
+        self.session.offer(self.tool_names, self.session.turn_id)
         return self.engine.check(call, session=self.session)
 
     def after_call(self, name: str, arguments: Mapping[str, Any] | None, result: Any) -> bool:
@@ -150,6 +211,8 @@ class Gatekeeper:
         """
         call = ToolCall(name, dict(arguments or {}))
         self.engine.record(call, result, session=self.session)
+        if self.shadow is not None and self.shadow_session is not None:
+            self.shadow.record(call, result, session=self.shadow_session)
         tool = self.engine.policy.tools.get(name)
         if tool is None or not tool.mutates or self.listed is None:
             return False
@@ -157,4 +220,6 @@ class Gatekeeper:
         return self.visible() != before
 
     def close(self) -> None:
+        if self.shadow is not None:
+            self.shadow.close()  # flushes the shared log; the enforcing engine closes it
         self.engine.close()
