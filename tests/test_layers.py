@@ -50,6 +50,7 @@ def _imports(package: str) -> set[tuple[str, str]]:
         ("audit", ("maitred.recall", "maitred.cli", "onnxruntime")),
         ("replay", ("maitred.cli", "maitred.gate")),
         ("serve", ("maitred.cli", "maitred.native", "torch", "onnxruntime")),
+        ("gateway", ("maitred.cli", "maitred.serve", "maitred.native", "torch", "onnxruntime")),
     ],
 )
 def test_package_does_not_import(package: str, forbidden: tuple[str, ...]) -> None:
@@ -104,6 +105,23 @@ def test_only_the_cli_imports_the_service_and_only_the_service_its_web_stack() -
                 top = name.split(".")[0]
                 assert not (name.startswith("maitred.serve") and rel.parts[0] != "cli"), rel
                 assert top not in web or rel.parts[0] == "cli", f"{rel} imports {name}"
+
+
+def test_only_the_cli_imports_the_gateway_and_only_the_gateway_the_mcp_stack() -> None:
+    """The MCP gateway is an adapter: the core never imports it, nor fastmcp or the MCP SDK."""
+    mcp_stack = ("fastmcp", "mcp", "mcp_types")
+    bad = []
+    for path in SRC.rglob("*.py"):
+        rel = path.relative_to(SRC)
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            names += [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            for name in names:
+                if name.startswith("maitred.gateway") and rel.parts[0] not in ("cli", "gateway"):
+                    bad.append((str(rel), name))
+                if name.split(".")[0] in mcp_stack and rel.parts[0] != "gateway":
+                    bad.append((str(rel), name))
+    assert not bad, f"only the CLI may import maitred.gateway, only it the MCP stack: {bad}"
 
 
 def test_no_torch_outside_native() -> None:

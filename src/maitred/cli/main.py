@@ -19,6 +19,7 @@ from maitred.cli import (
     demo_cmd,
     depth_cmd,
     eval_cmd,
+    gateway_cmd,
     log_cmd,
     native_cmd,
     replay_cmd,
@@ -75,6 +76,7 @@ app.command("demo")(demo_cmd.demo)
 for _module in (audit_cmd, actions_cmd, depth_cmd, report_cmd, replay_cmd, native_cmd):
     _module.register(app, eval_app)
 serve_cmd.register(app, eval_app)
+gateway_cmd.register(app, eval_app)
 app.add_typer(eval_app, name="eval")
 
 

@@ -1,0 +1,83 @@
+"""A gateway in a temporary folder: accounts, contracts, config, and a recording upstream.
+
+This folder has no ``__init__.py`` on purpose: pytest puts ``tests/`` on ``sys.path``, and a
+package ``tests/mcp`` would then shadow the MCP SDK (``import mcp``).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("fastmcp", reason="the MCP gateway needs the mcp extra")
+
+UPSTREAM = Path(__file__).with_name("upstream_server.py")
+
+SIDECAR = """\
+tools:
+  export_report:
+    exit_predicates:
+      - name: free_plan
+        expr: account.plan == "free"
+        reads: [account.plan]
+  upgrade:
+    mutates: true
+    policies:
+      - name: only_own_account
+        expr: args.account != "acc-1"
+        code: SHOP_OTHER_ACCOUNT
+        reads: [args.account]
+        fields: [account]
+        message: You can only change the plan of the signed-in account
+"""
+
+
+@dataclass(frozen=True)
+class Site:
+    """The files of one gateway under test."""
+
+    root: Path
+    config: Path
+    accounts: Path
+    calls: Path
+    log: Path
+
+    def set_plan(self, plan: str) -> None:
+        """Rewrite the accounts file (a new inode, as an editor or a sync job would)."""
+        fresh = self.accounts.with_suffix(".new")
+        fresh.write_text(json.dumps({"acc-1": {"account": {"plan": plan}}}), encoding="utf-8")
+        fresh.replace(self.accounts)
+
+    def upstream_calls(self) -> list[str]:
+        if not self.calls.exists():
+            return []
+        lines = self.calls.read_text(encoding="utf-8").splitlines()
+        return [json.loads(line)["name"] for line in lines]
+
+
+@pytest.fixture
+def site(tmp_path: Path) -> Site:
+    accounts = tmp_path / "accounts.json"
+    calls = tmp_path / "calls.jsonl"
+    (tmp_path / "shop.maitred.yaml").write_text(SIDECAR, encoding="utf-8")
+    config = tmp_path / "gateway.yaml"
+    config.write_text(
+        "account: acc-1\n"
+        "state: accounts.json\n"
+        "log: gateway.sqlite\n"
+        "upstreams:\n"
+        "  - name: shop\n"
+        f"    command: {json.dumps(sys.executable)}\n"
+        f"    args: [{json.dumps(str(UPSTREAM))}]\n"
+        f"    env: {{CALLS_FILE: {json.dumps(str(calls))}, "
+        f"ACCOUNTS: {json.dumps(str(accounts))}}}\n"
+        "    contracts: shop.maitred.yaml\n",
+        encoding="utf-8",
+    )
+    found = Site(tmp_path, config, accounts, calls, tmp_path / "gateway.sqlite")
+    found.set_plan("free")
+    return found

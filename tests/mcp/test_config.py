@@ -1,0 +1,84 @@
+"""The gateway config: every mistake names the file and the field, paths follow the file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from maitred.errors import ConfigError, ContractError
+from maitred.gateway import Upstream, catalog_from_tools, load_config, parse_config
+
+GOOD = {
+    "account": "acc-1",
+    "state": "accounts.json",
+    "log": "log.sqlite",
+    "upstreams": [{"name": "time", "command": "mcp-server-time", "args": ["--local-timezone", 1]}],
+}
+UP = {"name": "t", "command": "x"}
+
+
+def test_relative_paths_follow_the_config_and_a_bare_command_stays_on_path(
+    tmp_path: Path,
+) -> None:
+    config = parse_config(GOOD, "gw.yaml", base=tmp_path)
+    assert config.state == str(tmp_path / "accounts.json")
+    assert config.log == str(tmp_path / "log.sqlite")
+    assert config.upstream == Upstream("time", "mcp-server-time", ("--local-timezone", "1"))
+
+
+def test_the_launch_account_overrides_the_file() -> None:
+    assert parse_config(GOOD, "gw.yaml", account="acc-9").account == "acc-9"
+
+
+@pytest.mark.parametrize(
+    ("change", "field", "hint"),
+    [
+        ({"account": None}, "'account'", "--account"),
+        ({"state": 3}, "'state'", "non-empty string"),
+        ({"upstreams": []}, "'upstreams'", "exactly one"),
+        ({"upstreams": [{"name": "t"}]}, "'upstreams[0].command'", "required"),
+        ({"upstreams": [{**UP, "argv": []}]}, "upstreams[0].argv", "known"),
+        ({"upstreams": [{**UP, "args": "a b"}]}, "upstreams[0].args", "list"),
+        ({"upstreams": [{**UP, "contracts": "t.yaml"}]}, "contracts", ".maitred.yaml"),
+        ({"upstreams": [{**UP, "contracts": "no.maitred.yaml"}]}, "contracts", "does not exist"),
+        ({"upstreams": [{**UP, "shadow": "free_plan"}]}, "upstreams[0].shadow", "rule names"),
+        ({"upstreams": [{**UP, "shadow": ["free_plan"]}]}, "upstreams[0].shadow", "no contracts"),
+        ({"accounts": "acc-1"}, "'accounts'", "not a known field"),
+    ],
+)  # fmt: skip
+def test_a_bad_field_is_named_with_what_to_write(change: dict, field: str, hint: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse_config({**GOOD, **change}, "gw.yaml")
+    text = str(caught.value)
+    assert text.startswith("gw.yaml:") and field in text and hint in text
+
+
+def test_invalid_yaml_names_the_line(tmp_path: Path) -> None:
+    path = tmp_path / "gw.yaml"
+    path.write_text("account: a\nupstreams: [\n  - x: : :\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"gw\.yaml:\d+: not valid YAML"):
+        load_config(path)
+
+
+TOOLS = [
+    {"name": "get_plan", "description": "Say the plan.", "inputSchema": {"type": "object"}},
+    {"name": "upgrade", "description": "Change the plan.", "inputSchema": {"type": "object"}},
+]
+
+
+def test_contracts_come_from_the_sidecar_and_a_stray_entry_is_refused(tmp_path: Path) -> None:
+    sidecar = tmp_path / "shop.maitred.yaml"
+    sidecar.write_text("tools:\n  upgrade: {mutates: true}\n", encoding="utf-8")
+    up = Upstream("shop", "shop-server", contracts=str(sidecar))
+    catalog = catalog_from_tools(TOOLS, up, {})
+    assert [s.name for s in catalog] == ["get_plan", "upgrade"]
+    assert catalog["upgrade"].contract.mutates and not catalog["get_plan"].contract.mutates
+    sidecar.write_text("tools:\n  refund: {mutates: true}\n", encoding="utf-8")
+    with pytest.raises(ContractError, match=r"shop\.maitred\.yaml"):
+        catalog_from_tools(TOOLS, up, {})
+
+
+def test_an_upstream_without_usable_tools_is_named() -> None:
+    with pytest.raises(ConfigError, match="upstream 'shop'"):
+        catalog_from_tools([{"description": "no name"}], Upstream("shop", "shop-server"), {})

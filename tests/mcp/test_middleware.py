@@ -1,0 +1,60 @@
+"""When the gate itself cannot answer, or the upstream cannot start."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp_types as mt
+import pytest
+from fastmcp.server.middleware import MiddlewareContext
+from fastmcp.tools import ToolResult
+
+from maitred.errors import ConfigError, LogError
+from maitred.gateway import parse_config
+from maitred.gateway.server import GateMiddleware, open_gateway
+
+
+class _BrokenLogKeeper:
+    """A gatekeeper whose decision log refuses the write."""
+
+    upstream = "shop"
+
+    def check(self, name: str, arguments: Any) -> Any:
+        raise LogError("database is locked")
+
+
+def test_a_call_the_gate_cannot_log_never_reaches_the_upstream() -> None:
+    reached: list[str] = []
+
+    async def upstream(context: MiddlewareContext[mt.CallToolRequestParams]) -> ToolResult:
+        reached.append(context.message.name)
+        return ToolResult(content="ran")
+
+    async def main() -> ToolResult:
+        middleware = GateMiddleware(_BrokenLogKeeper())  # type: ignore[arg-type]
+        call = mt.CallToolRequestParams(name="upgrade", arguments={"plan": "pro"})
+        return await middleware.on_call_tool(MiddlewareContext(message=call), upstream)
+
+    result = anyio.run(main)
+    assert result.is_error and reached == []
+    payload = json.loads(result.content[0].text)  # type: ignore[union-attr]
+    assert payload["code"] == "GATE_UNAVAILABLE" and "database is locked" in payload["message"]
+
+
+def test_an_upstream_that_cannot_start_is_named_before_anything_is_served(
+    tmp_path: Path,
+) -> None:
+    config = parse_config(
+        {
+            "account": "acc-1",
+            "state": "accounts.json",
+            "upstreams": [{"name": "shop", "command": str(tmp_path / "no-such-server")}],
+        },
+        "gw.yaml",
+        base=tmp_path,
+    )
+    with pytest.raises(ConfigError, match=r"upstream 'shop'.*no-such-server"):
+        anyio.run(open_gateway, config)
