@@ -92,3 +92,25 @@ def test_pairs_of_a_skill_without_procedure_are_not_auditable(
     assert not_auditable and {f.pair.skill for f in not_auditable} == {"upgrade-plan"}
     assert report.audited == report.sampled - len(not_auditable) == report.exited
     assert report.ok
+
+
+def test_pairs_blocked_by_a_failed_closed_turn_are_not_audited(tmp_path: Path) -> None:
+    """An unknown account blocks every state-reading skill with no predicate firing: running the
+    procedure on that empty snapshot would report false soundness findings."""
+    db, tables = tmp_path / "accounts.sqlite", tmp_path / "tables.json"
+    sitecare.write_accounts(db, 5, seed=1, as_of=int(time.time()))
+    tables.write_text(json.dumps(sitecare.TABLES), encoding="utf-8")
+    msgs = tmp_path / "m.jsonl"
+    msgs.write_text(
+        json.dumps({"id": "x", "text": "connect my own domain name", "account": "nobody"}) + "\n",
+        encoding="utf-8",
+    )
+    log = tmp_path / "log.sqlite"
+    args = ["run", str(msgs), "--skills", str(sitecare.skills_dir()), "--state", f"sqlite:///{db}"]
+    args += ["--tables", str(tables), "--method", "bm25", "--family", "--log", str(log)]
+    assert CliRunner().invoke(app, args).exit_code == 3  # account_not_found
+    with open_log(log, read_only=True) as handle:
+        report = audit_blocked(handle, load_catalog(sitecare.skills_dir()), 100)
+    assert report.sampled > 0 and report.audited == 0 and not report.of("completed")
+    assert all(f.outcome == "not_auditable" for f in report.findings)
+    assert "failed closed" in report.findings[0].detail

@@ -241,6 +241,13 @@ def audit_blocked(
             findings.append(ForcedFinding(pair, "skipped", fired, reason))
             continue
         assert skill is not None and snapshot is not None
+        if not fired:  # the whole turn failed closed: nothing the skill's exits could be held to
+            detail = (
+                "blocked because the whole turn failed closed (state unavailable or account not "
+                "found), not by a predicate"
+            )
+            findings.append(ForcedFinding(pair, "not_auditable", fired, detail))
+            continue
         if skill.contract.procedure is None:
             detail = "the skill has no procedure to run"
             findings.append(ForcedFinding(pair, "not_auditable", fired, detail))
