@@ -122,6 +122,7 @@ def test_offered_tool_is_re_checked_when_state_changes(shop: dict[str, Path]) ->
             ToolCall("connect_custom_domain", {"domain": "example.com"}), session=session
         )
         assert late.code == "TOOL_NOT_EXECUTABLE" and late.fired[0].predicate == "on_free_plan"
+        assert "Custom domains need a paid plan." in late.message_for_model
 
 
 def test_a_call_before_any_turn_was_offered_nothing(shop: dict[str, Path]) -> None:

@@ -210,7 +210,8 @@ class ActionGate:
             )
         blocked = self._exit_outcomes(tool.exit_predicates, src, session, at)
         if blocked:
-            detail = "; ".join(o.detail or o.predicate for o in blocked)
+            said = {p.name: p.message for p in tool.exit_predicates}
+            detail = "; ".join(said.get(o.predicate) or o.detail or o.predicate for o in blocked)
             return self._reject(
                 call,
                 TOOL_NOT_EXECUTABLE,
