@@ -8,6 +8,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from typer.testing import CliRunner
 
@@ -199,3 +200,26 @@ def test_cli_tunes_a_small_tools_file_and_stores_it(tmp_path: Path) -> None:
     stored = load_tuning(cache, catalog)
     assert stored is not None and stored.lexical_weight == out["lexical_weight"]
     assert Path(out["path"]) == tuning_path(cache, catalog)
+
+
+def test_a_setting_replaces_the_default_only_when_its_gain_is_consistent() -> None:
+    base = np.zeros((50, 2))
+    lucky = base.copy()
+    lucky[0, 0] = 1.0  # +0.02 mean nDCG@10, all from one pseudo-query
+    steady = base.copy()
+    steady[:, 0] = 0.1  # +0.1 on every pseudo-query
+    assert tune_mod._best([(base, "default"), (lucky, "lucky")], seed=0) == (0, "default")
+    assert tune_mod._best([(base, "default"), (steady, "steady")], seed=0) == (1, "steady")
+    assert tune_mod._best([(steady, "default"), (steady, "same")], seed=0) == (0, "default")
+
+
+def test_json_and_code_fragments_are_not_pseudo_queries() -> None:
+    skill = Skill(
+        name="convert",
+        description="Convert currency.",
+        kind="tool",
+        body='{"from": "The currency code to convert from.", "to": "Required."}\n'
+        "Converts an amount between two world currencies at today's rate.",
+    )
+    texts = [text for text, _ in tune_mod.candidates(skill)]
+    assert texts == ["Converts an amount between two world currencies at today's rate."]

@@ -13,8 +13,10 @@ own catalog, but every catalog already holds text that says what a tool is for. 
        BM25F field weights on :data:`FIELD_GRID` by ``bm25``'s nDCG@10, then the lexical
        weight on :data:`LEXICAL_GRID` by ``fused``'s nDCG@10 (ties: higher MRR, then the
        defaults, which are first in each grid);
-    4. keep a setting only when it beats the default by :data:`MIN_GAIN` nDCG@10: a handful of
-       pseudo-queries is noisy and the defaults are a measured choice.
+    4. keep a setting only when it beats the default by :data:`MIN_GAIN` nDCG@10 *and* a paired
+       bootstrap over the pseudo-queries puts its gain above zero with :data:`CONFIDENCE`: a
+       few hundred pseudo-queries are noisy, they are not users' queries, and the defaults are
+       a measured choice.
 
 The result is a :class:`Tuning`, stored as ``tuning.json`` beside the catalog version's indexes
 (:func:`save_tuning`); ``make_recaller("bm25" | "fused", ..., cache_dir=D)`` uses a stored
@@ -41,7 +43,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, TypeVar
+
+import numpy as np
+from numpy.typing import NDArray
 
 from maitred import __version__
 from maitred.errors import ConfigError
@@ -54,6 +59,8 @@ from maitred.skills.model import Catalog, Skill
 
 logger = logging.getLogger(__name__)
 
+T = TypeVar("T")
+
 TUNING_FILE: Final = "tuning.json"
 TUNING_FORMAT: Final = "maitred-tuning/1"
 TUNING_METHOD: Final = "held-out-pseudo-queries/1"
@@ -65,6 +72,13 @@ work on a catalog of thousands of tools."""
 
 MIN_GAIN: Final = 0.005
 """nDCG@10 a tuned setting must add over the default's before it replaces it."""
+
+CONFIDENCE: Final = 0.95
+"""Share of bootstrap resamples of the pseudo-queries in which a tuned setting must beat the
+default before it replaces it (the sample is small and its queries are not users' queries)."""
+
+BOOTSTRAP: Final = 1000
+"""Paired bootstrap resamples behind :data:`CONFIDENCE`."""
 
 LEXICAL_GRID: Final = (LEXICAL_WEIGHT, 0.1, 0.2, 0.4, 0.5, 0.6, 0.7)
 """Fused lexical weights tried, the default first (it wins ties)."""
@@ -85,8 +99,9 @@ Source = Literal["body", "params", "description"]
 TuneProgress = Callable[[int, int], None]
 """``progress(done, total)``: embedding batches, then grid points."""
 
-_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+_SENTENCE = re.compile(r"(?<=[.!?])[\"')\]}]*\s+|\n+")
 _SPACES = re.compile(r"\s+")
+_CODE = re.compile(r'[{}\[\]"=<>|`]|\w\(')
 _MIN_TERMS: Final = 3
 _MAX_WORDS: Final = 40
 
@@ -167,7 +182,12 @@ def _sentences(text: str) -> list[str]:
 
 
 def _usable(text: str) -> bool:
-    return len(text.split()) <= _MAX_WORDS and len(set(analyze([text])[0])) >= _MIN_TERMS
+    """Prose of 3+ content words and at most 40 words; no JSON, code or markup fragment."""
+    return (
+        len(text.split()) <= _MAX_WORDS
+        and not _CODE.search(text)
+        and len(set(analyze([text])[0])) >= _MIN_TERMS
+    )
 
 
 def _param_descriptions(node: Any, out: list[str], depth: int = 0) -> None:
@@ -185,13 +205,15 @@ def _param_descriptions(node: Any, out: list[str], depth: int = 0) -> None:
 def candidates(skill: Skill) -> list[tuple[str, Source]]:
     """Sentences of ``skill`` usable as its pseudo-query, with where each comes from.
 
-    Body sentences and parameter descriptions of 3+ content words (40 words at most), and
+    Body sentences and parameter descriptions of 3+ content words (40 words at most, no
+    JSON or code fragment: a user does not type ``"to": "Required.``), and
     description sentences when the description has more than one (the description is never
     held out whole: the tool would be left with its name only). Repeats are dropped.
     """
     found: list[tuple[str, Source]] = []
     if skill.body:
-        found += [(s, "body") for s in _sentences(strip_markdown(skill.body))]
+        for line in skill.body.splitlines():  # strip_markdown joins lines: split first
+            found += [(s, "body") for s in _sentences(strip_markdown(line))]
     params: list[str] = []
     _param_descriptions(skill.parameters, params)
     found += [(s, "params") for s in params]
@@ -272,27 +294,49 @@ def pseudo_queries(
     return queries, copy
 
 
+def per_query(
+    recaller: BM25Recaller | FusedRecaller, queries: Sequence[PseudoQuery]
+) -> NDArray[np.float64]:
+    """``[n, 2]``: each pseudo-query's nDCG@10 and reciprocal rank (top 100) of its own tool."""
+    out = np.zeros((len(queries), 2))
+    ranked = recaller.rank_batch([q.text for q in queries], 100) if queries else []
+    for row, (query, cands) in enumerate(zip(queries, ranked, strict=True)):
+        rank = next((c.rank for c in cands if c.name == query.skill), None)
+        if rank is not None:
+            out[row] = (1.0 / math.log2(rank + 1) if rank <= 10 else 0.0, 1.0 / rank)
+    return out
+
+
 def score(
     recaller: BM25Recaller | FusedRecaller, queries: Sequence[PseudoQuery]
 ) -> tuple[float, float]:
     """Mean nDCG@10 and MRR (over the top 100) of the pseudo-queries' own tools."""
     if not queries:
         return 0.0, 0.0
-    ranked = recaller.rank_batch([q.text for q in queries], 100)
-    ndcg = mrr = 0.0
-    for query, cands in zip(queries, ranked, strict=True):
-        rank = next((c.rank for c in cands if c.name == query.skill), None)
-        if rank is not None:
-            mrr += 1.0 / rank
-            ndcg += 1.0 / math.log2(rank + 1) if rank <= 10 else 0.0
-    return ndcg / len(queries), mrr / len(queries)
+    ndcg, mrr = per_query(recaller, queries).mean(axis=0)
+    return float(ndcg), float(mrr)
 
 
-def _best(points: Sequence[tuple[tuple[float, float], Any]]) -> tuple[tuple[float, float], Any]:
-    """The best (score, setting); the first point (the default) unless beaten by MIN_GAIN."""
-    default = points[0]
-    best = max(points, key=lambda p: p[0])  # first best wins ties
-    return best if best[0][0] >= default[0][0] + MIN_GAIN else default
+def confidence(gain: NDArray[np.float64], seed: int) -> float:
+    """Share of :data:`BOOTSTRAP` paired resamples of per-query gains whose mean is > 0."""
+    rng = np.random.default_rng(seed)
+    rows = rng.integers(0, len(gain), size=(BOOTSTRAP, len(gain)))
+    return float((gain[rows].mean(axis=1) > 0).mean())
+
+
+def _best(points: Sequence[tuple[NDArray[np.float64], T]], seed: int) -> tuple[int, T]:
+    """The index and setting of the best point; the first (the default) unless beaten.
+
+    Best is the highest mean nDCG@10, then MRR (the first best wins ties). It replaces the
+    default only when it adds :data:`MIN_GAIN` nDCG@10 and a paired bootstrap over the
+    pseudo-queries puts its gain above 0 with :data:`CONFIDENCE`.
+    """
+    means = [tuple(p.mean(axis=0)) for p, _ in points]
+    best = max(range(len(points)), key=lambda i: means[i])  # first best wins ties
+    gain = points[best][0][:, 0] - points[0][0][:, 0]
+    if means[best][0] < means[0][0] + MIN_GAIN or confidence(gain, seed) < CONFIDENCE:
+        return 0, points[0][1]
+    return best, points[best][1]
 
 
 def tune_steps(catalog: Catalog) -> int:
@@ -338,28 +382,29 @@ def tune_catalog(
     )
     dense.query_vectors([q.text for q in queries])  # embedded once; the grid reuses them
     done = len(held)
-    lexical: list[tuple[tuple[float, float], dict[str, float]]] = []
+    lexical: list[tuple[NDArray[np.float64], dict[str, float]]] = []
     for weights in FIELD_GRID:
-        lexical.append((score(BM25Recaller.build(held, weights=weights), queries), weights))
+        lexical.append((per_query(BM25Recaller.build(held, weights=weights), queries), weights))
         done += 1
         report(done, total)
-    (bm25_after, _), weights = _best(lexical)
+    chosen, weights = _best(lexical, seed)
     bm25 = BM25Recaller.build(held, weights=weights)
-    fused: list[tuple[tuple[float, float], float]] = []
+    fused: list[tuple[NDArray[np.float64], float]] = []
     for a in LEXICAL_GRID:
-        fused.append((score(FusedRecaller(bm25, dense, lexical_weight=a), queries), a))
+        fused.append((per_query(FusedRecaller(bm25, dense, lexical_weight=a), queries), a))
         done += 1
         report(done, total)
-    (after, after_mrr), a = _best(fused)
-    default_bm25 = BM25Recaller.build(held)
-    before, before_mrr = score(FusedRecaller(default_bm25, dense), queries)
+    picked, a = _best(fused, seed)
+    before, before_mrr = score(FusedRecaller(BM25Recaller.build(held), dense), queries)
+    after, after_mrr = (float(x) for x in fused[picked][0].mean(axis=0))
+    bm25_before, bm25_after = (float(lexical[i][0][:, 0].mean()) for i in (0, chosen))
     return Tuning(
         catalog_version=catalog.version,
         field_weights=check_weights(weights),
         lexical_weight=a,
         floor=None,
         n_queries=len(queries),
-        before={"bm25": lexical[0][0][0], "fused": before, "fused_mrr": before_mrr},
+        before={"bm25": bm25_before, "fused": before, "fused_mrr": before_mrr},
         after={"bm25": bm25_after, "fused": after, "fused_mrr": after_mrr},
         seed=seed,
     )
