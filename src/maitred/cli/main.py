@@ -27,6 +27,7 @@ from maitred.cli import (
     route_cmd,
     serve_cmd,
     skills_cmd,
+    tune_cmd,
 )
 from maitred.cli._common import err_console
 from maitred.cli._conventions import App
@@ -77,6 +78,7 @@ for _module in (audit_cmd, actions_cmd, depth_cmd, report_cmd, replay_cmd, nativ
     _module.register(app, eval_app)
 serve_cmd.register(app, eval_app)
 gateway_cmd.register(app, eval_app)
+tune_cmd.register(app, eval_app)
 app.add_typer(eval_app, name="eval")
 
 

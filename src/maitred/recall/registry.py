@@ -15,6 +15,10 @@ Built-in methods:
 - ``"fused"``: :class:`~maitred.recall.fusion.FusedRecaller`, per-query normalised BM25F and
   dense scores mixed with a fitted weight (at or above its better half on every set measured).
 
+``bm25`` and ``fused`` use a tuning stored by ``maitred tune`` (:mod:`maitred.recall.tune`) in
+``cache_dir`` for the same catalog version, unless ``weights`` are given; the recaller is then
+named ``bm25(tuned)`` / ``fused(tuned)``, which the decision log records.
+
 Names starting with ``native`` (``"native-glance"``) belong to the optional :mod:`maitred.native`
 package: it is imported only when such a name is asked for (so the core never imports torch), and
 a missing ``native`` extra raises :class:`~maitred.errors.MissingExtraError`.
@@ -54,6 +58,7 @@ from maitred.recall.fusion import FusedRecaller
 from maitred.recall.hybrid import HybridRecaller
 from maitred.recall.intents import IntentSplitRecaller
 from maitred.recall.store import IndexStore
+from maitred.recall.tune import Tuning, load_tuning
 from maitred.recall.vectors import ANN_THRESHOLD
 from maitred.skills.model import Catalog
 
@@ -216,7 +221,12 @@ def _make_bm25(
     embedder: Embedder | None,
     progress: Progress | None,
 ) -> Recaller:
-    return _bm25(catalog, store, weights)
+    tuning = _tuning(catalog, store, weights)
+    if tuning is None:
+        return _bm25(catalog, store, weights)
+    bm25 = _bm25(catalog, store, tuning.field_weights)
+    bm25.name = "bm25(tuned)"
+    return bm25
 
 
 @register_recaller("bm25-plain")
@@ -266,4 +276,24 @@ def _make_fused(
     embedder: Embedder | None,
     progress: Progress | None,
 ) -> Recaller:
-    return FusedRecaller(_bm25(catalog, store, weights), _dense(catalog, store, embedder, progress))
+    tuning = _tuning(catalog, store, weights)
+    if tuning is None:
+        return FusedRecaller(
+            _bm25(catalog, store, weights), _dense(catalog, store, embedder, progress)
+        )
+    fused = FusedRecaller(
+        _bm25(catalog, store, tuning.field_weights),
+        _dense(catalog, store, embedder, progress),
+        lexical_weight=tuning.lexical_weight,
+    )
+    fused.name = "fused(tuned)"
+    return fused
+
+
+def _tuning(
+    catalog: Catalog, store: IndexStore | None, weights: Mapping[str, float] | None
+) -> Tuning | None:
+    """The stored tuning for this catalog version, when there is one and no weights were given."""
+    if store is None or weights is not None:
+        return None
+    return load_tuning(store.root, catalog)
