@@ -31,14 +31,15 @@ def serve(
     try:
         import uvicorn
 
-        from maitred.serve import Service, create_app, load_config, open_engine
+        from maitred.serve import Reloader, Service, create_app, load_config, open_engine
     except ImportError as exc:
         raise MissingExtraError("maitred serve", "serve", exc.name) from None
     settings = load_config(config)
     engine = open_engine(settings)
     try:
         service = Service(engine, settings.tenants, settings.limits)
-        app = create_app(service, settings.limits, on_shutdown=engine.close)
+        reloader = Reloader(service, settings)  # hot reload of the catalog files
+        app = create_app(service, settings.limits, on_shutdown=engine.close, reloader=reloader)
         uvicorn.run(
             app,
             host=host or settings.host,

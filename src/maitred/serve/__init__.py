@@ -19,11 +19,13 @@ from maitred.engine import Maitred
 from maitred.errors import ConfigError, MaitredError
 from maitred.serve.app import create_app
 from maitred.serve.config import Limits, ServeConfig, Tenant, load_config, parse_config
+from maitred.serve.reload import Reloader
 from maitred.serve.service import Service
 from maitred.state.registry import open_provider
 
 __all__ = [
     "Limits",
+    "Reloader",
     "ServeConfig",
     "Service",
     "Tenant",

@@ -15,7 +15,8 @@ Routes (every ``/v1`` route needs ``Authorization: Bearer <token>``)::
     POST /v1/calls/check   allow or reject a tool call of a session
     GET  /v1/funnel        the funnel of the tenant's own turns
     GET  /healthz          the process is up
-    GET  /readyz           catalog loaded, log writable, state store reachable (503 if not)
+    GET  /readyz           catalog loaded, log writable, state store reachable (503 if not);
+                           the live catalog version and the last rejected reload
     GET  /metrics          Prometheus text
     GET  /openapi.json     this API's description
 
@@ -40,6 +41,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from maitred.serve.config import Limits
 from maitred.serve.metrics import CONTENT_TYPE
 from maitred.serve.openapi import openapi
+from maitred.serve.reload import Reloader
 from maitred.serve.requests import Problem, authenticate, parse_check, parse_turn, read_json
 from maitred.serve.service import Service
 
@@ -47,7 +49,11 @@ Handler = Callable[[Request], Awaitable[Response]]
 
 
 def create_app(
-    service: Service, limits: Limits, *, on_shutdown: Callable[[], None] | None = None
+    service: Service,
+    limits: Limits,
+    *,
+    on_shutdown: Callable[[], None] | None = None,
+    reloader: Reloader | None = None,
 ) -> ASGIApp:
     """The ASGI app: the routes above, each error a JSON body, every request counted.
 
@@ -57,13 +63,19 @@ def create_app(
         on_shutdown: called when the server shuts down (``maitred serve`` closes the engine
             and its log there: uvicorn re-raises SIGTERM after its shutdown, so code after
             ``uvicorn.run`` never runs on a signal).
+        reloader: polls the catalog files while the app runs (hot reload), stopped before
+            ``on_shutdown`` is called.
     """
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        if reloader is not None:
+            reloader.start()
         try:
             yield
         finally:
+            if reloader is not None:
+                reloader.stop()
             if on_shutdown is not None:
                 on_shutdown()
 

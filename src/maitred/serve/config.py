@@ -16,6 +16,7 @@
         accounts: [acc-1, acc-2]           # or: account_prefix: "acme-"
     limits: {max_body_bytes: 65536, max_sessions: 10000, session_idle_s: 1800}
     server: {host: 127.0.0.1, port: 8080}
+    reload: {interval_s: 2}                # poll the catalog files this often (hot reload)
 
 Invariants:
 
@@ -58,6 +59,7 @@ _TOP = frozenset(
         "tenants",
         "limits",
         "server",
+        "reload",
     }
 )
 
@@ -116,6 +118,7 @@ class ServeConfig:
     limits: Limits = field(default_factory=Limits)
     host: str = "127.0.0.1"
     port: int = 8080
+    reload_interval_s: float = 2.0
     source: str = "<config>"
 
 
@@ -150,6 +153,7 @@ def parse_config(data: Any, source: str, *, base: Path | None = None) -> ServeCo
     state = r.string(r.require(top, "state", ""), "state")
     limits = _limits(r, top.get("limits", {}))
     host, port = _server(r, top.get("server", {}))
+    interval = _reload(r, top.get("reload", {}))
     timeout = top.get("state_timeout_s")
     if timeout is not None and (not _is_number(timeout) or timeout <= 0):
         r.fail("state_timeout_s", f"must be a positive number of seconds, not {timeout!r}")
@@ -174,6 +178,7 @@ def parse_config(data: Any, source: str, *, base: Path | None = None) -> ServeCo
         limits=limits,
         host=host,
         port=port,
+        reload_interval_s=interval,
         source=source,
     )
 
@@ -290,6 +295,15 @@ def _server(r: _Reader, value: Any) -> tuple[str, int]:
     if not isinstance(port, int) or isinstance(port, bool) or not 0 <= port <= 65535:
         r.fail("server.port", f"must be a port number 0-65535, not {port!r}")
     return host, int(port)
+
+
+def _reload(r: _Reader, value: Any) -> float:
+    data = r.mapping(value, "reload")
+    r.no_unknown(data, frozenset({"interval_s"}), "reload")
+    interval = data.get("interval_s", 2.0)
+    if not _is_number(interval) or interval <= 0:
+        r.fail("reload.interval_s", f"must be a positive number of seconds, not {interval!r}")
+    return float(interval)
 
 
 def _options(r: _Reader, value: Any) -> PipelineOptions:

@@ -19,6 +19,8 @@ one), so two apps in one process -- tests, a benchmark -- count apart.
 ``maitred_sessions``                   sessions held in memory
 ``maitred_engine_errors_total``        requests the engine could not serve (log or catalog
                                        broken: 503), by error class
+``maitred_reloads_total``              catalog reloads by outcome (``applied``, ``rejected``)
+``maitred_catalog_info``               1, labelled with the live catalog's version
 =====================================  ======================================================
 
 The decision log's backlog is not exported: ``turn()`` and ``check()`` flush the log before
@@ -98,10 +100,29 @@ class Metrics:
             ("error",),
             registry=reg,
         )
+        self.reloads = Counter(
+            "maitred_reloads",
+            "Catalog reloads by outcome (applied, rejected).",
+            ("outcome",),
+            registry=reg,
+        )
+        for outcome in ("applied", "rejected"):
+            self.reloads.labels(outcome)
+        self.catalog = Gauge(
+            "maitred_catalog_info",
+            "1, labelled with the version of the catalog now serving.",
+            ("version",),
+            registry=reg,
+        )
         self.sessions = Gauge("maitred_sessions", "Sessions held in memory.", registry=reg)
         self.sessions.set_function(lambda: float(sessions()))
         for cause in ("state_unavailable", "account_not_found", *FAIL_CLOSED_CALL_CODES):
             self.fail_closed.labels(cause)  # present at zero, so dashboards see the series
+
+    def set_catalog(self, version: str) -> None:
+        """Make ``version`` the one live catalog version (the previous label is removed)."""
+        self.catalog.clear()
+        self.catalog.labels(version).set(1)
 
     def observe_turn(self, turn: Turn) -> None:
         """Count one routed turn: stage timings, blocks, and a whole-turn failure."""

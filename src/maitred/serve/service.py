@@ -15,6 +15,12 @@ parses and authorises a request, then calls it on a worker thread.
   (``serve-<tenant>-<hex>``) and its turns are logged under it, so ``GET /v1/funnel`` counts
   exactly that tenant's turns of this server process. Runs of earlier processes are reachable
   by id (``?run_id=``) when they carry the tenant's prefix; other tenants' runs are not.
+* **The engine can be replaced while serving** (hot reload, :mod:`maitred.serve.reload`):
+  :meth:`Service.swap` installs a new engine and its menu renderers under the same lock the
+  engine calls take, so a request runs wholly on the old engine or wholly on the new one.
+  Sessions survive a swap (the names they were offered still apply; a tool the reload removed
+  is then unknown to the action gate); the decision log is the same open log, and the tenants'
+  run ids carry over.
 * **Nothing is decided for a request that was refused.** Authentication, account ownership and
   session lookup happen before the engine is called, so a 401/403/404 leaves no decision in
   the log.
@@ -69,19 +75,15 @@ class Service:
         self.sessions = SessionStore(limits.max_sessions, limits.session_idle_s)
         self.metrics = Metrics(lambda: len(self.sessions))
         self._lock = threading.Lock()
-        pipeline = engine.pipeline
-        self._default_format = pipeline.renderer.format
-        self._renderers = {
-            fmt: pipeline.renderer
-            if fmt == pipeline.renderer.format
-            else MenuRenderer(engine.catalog, fmt)
-            for fmt in RENDERERS
-        }
+        self._default_format = engine.pipeline.renderer.format
+        self._renderers = _renderers(engine)
+        self.reload_error: str | None = None
+        self.metrics.set_catalog(engine.catalog.version)
         self.run_ids: dict[str, str] = {}
         for name in sorted(self.tenants):
             run_id = f"serve-{name}-{uuid.uuid4().hex[:8]}"
             if engine.log is not None:
-                pipeline.begin_run(run_id)
+                engine.pipeline.begin_run(run_id)
             self.run_ids[name] = run_id
         if engine.log is not None:
             engine.log.flush()
@@ -91,8 +93,8 @@ class Service:
     def turn(self, tenant: Tenant, req: TurnRequest) -> dict[str, Any]:
         """Route one message in a session (created on first use) and remember its menu."""
         fmt = req.format or self._default_format
-        pipeline = self.engine.pipeline
         with self._lock:  # two first turns of one new session id must not make two sessions
+            engine, pipeline = self.engine, self.engine.pipeline
             session = self._session_for(tenant, req)
             message = Message(
                 id=uuid.uuid4().hex[:16],
@@ -103,7 +105,7 @@ class Service:
             pipeline.run_id = self.run_ids[tenant.name]
             pipeline.renderer = self._renderers[fmt]
             try:
-                turn = self._engine_call(lambda: self.engine.turn(message, session=session))
+                turn = self._engine_call(lambda: engine.turn(message, session=session))
             finally:
                 pipeline.renderer = self._renderers[self._default_format]
             self.sessions.put(tenant.name, session)
@@ -127,6 +129,27 @@ class Service:
                 field="session_id",
             )
         return session
+
+    # -- hot reload ---------------------------------------------------------------------------
+
+    def swap(self, engine: Maitred) -> None:
+        """Serve from ``engine`` from the next request on (same log, same run ids).
+
+        Its menu renderers are built before the lock is taken, so requests wait only for the
+        reference swap, never for the token counting of a new catalog.
+        """
+        renderers = _renderers(engine)
+        with self._lock:
+            self.engine = engine
+            self._renderers = renderers
+            self.reload_error = None
+        self.metrics.reloads.labels("applied").inc()
+        self.metrics.set_catalog(engine.catalog.version)
+
+    def reload_rejected(self, error: str) -> None:
+        """Record a reload that was refused (the live engine is unchanged)."""
+        self.reload_error = error
+        self.metrics.reloads.labels("rejected").inc()
 
     # -- stage 5 ------------------------------------------------------------------------------
 
@@ -184,9 +207,13 @@ class Service:
     def ready(self) -> dict[str, Check]:
         """Catalog loaded, decision log writable, state provider reachable (in that order)."""
         catalog = self.engine.catalog
+        # a refused reload leaves the old catalog serving: reported here, but still ready
+        rejected = f"; last reload rejected: {self.reload_error}" if self.reload_error else ""
         checks = {
             "catalog": Check(
-                len(catalog) > 0, f"{len(catalog)} skills and tools, version {catalog.version}"
+                len(catalog) > 0,
+                f"{len(catalog)} skills and tools, live catalog version {catalog.version}"
+                + rejected,
             )
         }
         with self._lock:
@@ -231,6 +258,14 @@ class Service:
             "engine_unavailable",
             f"the decision could not be made durable or computed: {type(exc).__name__}: {exc}",
         )
+
+
+def _renderers(engine: Maitred) -> dict[str, MenuRenderer]:
+    """One renderer per menu format over the engine's catalog (its own for its format)."""
+    own = engine.pipeline.renderer
+    return {
+        fmt: own if fmt == own.format else MenuRenderer(engine.catalog, fmt) for fmt in RENDERERS
+    }
 
 
 def _no_run(run: str) -> Problem:
