@@ -4,6 +4,7 @@ refused with the old set kept, and requests never go without a policy set meanwh
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 import os
 import threading
@@ -16,9 +17,17 @@ import pytest
 from starlette.testclient import TestClient
 
 from maitred.errors import ConfigError
-from maitred.serve import Reloader, Service, create_app, load_config, parse_config
+from maitred.serve import (
+    Reloader,
+    Service,
+    create_app,
+    load_config,
+    open_engine,
+    parse_config,
+)
+from maitred.serve.reload import fingerprint
 
-from .deploy import DOMAIN_TEXT, SIDECAR, auth, logged_turns
+from .deploy import DOMAIN_TEXT, SIDECAR, auth, logged_turns, write_deployment
 
 # connect_custom_domain is now withheld from every account that has a plan at all
 HIDING = SIDECAR.replace('expr: account.plan == "free"', 'expr: account.plan != "none"')
@@ -205,3 +214,40 @@ def test_the_app_polls_while_it_runs(service: Service, deployment: Path) -> None
             threading.Event().wait(0.01)
         assert _reloads(tc, "applied") == 1
     assert fast._thread is None  # stopped with the app
+
+
+def test_skill_folders_are_watched_by_their_skill_and_contract_files(tmp_path: Path) -> None:
+    skills = tmp_path / "skills"
+    (skills / "a" / "scripts").mkdir(parents=True)
+    (skills / "a" / "SKILL.md").write_text("x")
+    (skills / "a" / "scripts" / "run.py").write_text("x")  # not part of the catalog
+    before = fingerprint([str(skills), str(tmp_path / "tools.json")])
+    assert set(before) == {str(skills / "a" / "SKILL.md")}
+    (skills / "b").mkdir()
+    (skills / "b" / "SKILL.md").write_text("y")
+    (skills / "a" / "maitred.yaml").write_text("z")
+    (tmp_path / "tools.maitred.yaml").write_text("tools: {}")
+    after = fingerprint([str(skills), str(tmp_path / "tools.json")])
+    assert set(after) - set(before) == {
+        str(skills / "b" / "SKILL.md"),
+        str(skills / "a" / "maitred.yaml"),
+        str(tmp_path / "tools.maitred.yaml"),
+    }
+
+
+def test_a_change_lenient_loading_would_skip_is_refused_not_dropped(tmp_path: Path) -> None:
+    # with a second tools file, a lenient load would skip the broken one and serve the rest:
+    # a reload must refuse instead of silently withdrawing its tools
+    extra = {"tools": [{"name": "ping", "description": "Ping the website.", "inputSchema": {}}]}
+    (tmp_path / "extra.json").write_text(json.dumps(extra), encoding="utf-8")
+    config = load_config(write_deployment(tmp_path, catalogs=["tools.json", "extra.json"]))
+    engine = open_engine(config)
+    try:
+        service = Service(engine, config.tenants, config.limits)
+        names = set(service.engine.catalog.names)
+        reloader = Reloader(service, config)
+        _write_sidecar(tmp_path, BROKEN)
+        assert reloader.check() == "rejected"
+        assert set(service.engine.catalog.names) == names
+    finally:
+        engine.close()
