@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import signal
 import stat
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -21,28 +22,66 @@ from .conftest import Deployment, committed_turns, wait_for
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="needs SIGKILL and FIFOs")
 
 
+def _open_writer(fifo: Path, proc: subprocess.Popen[bytes]) -> int:
+    """The write end of ``fifo`` once `maitred run` has opened it for reading (blocking)."""
+    writer: list[int] = []
+
+    def reader_attached() -> bool:
+        try:
+            writer.append(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        except OSError:  # ENXIO: `maitred run` has not opened the stream yet
+            return False
+        return True
+
+    wait_for("the run opening its input", reader_attached, proc)
+    os.set_blocking(writer[0], True)
+    return writer[0]
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
 def test_a_killed_batch_keeps_its_committed_turns_in_order_and_they_verify(
     deployment: Deployment, spawn, tmp_path: Path
 ) -> None:
-    n = 2500  # about 15,000 pair rows: under the row bound, so only the age bound commits
-    messages, log = tmp_path / "msgs.jsonl", tmp_path / "log.sqlite"
-    ids = deployment.messages(messages, n)
-    proc = spawn(deployment.run_args(messages, log))
+    """Two commits happen while the run is going, then kill -9: the committed prefix stays.
+
+    The input is a FIFO kept open, so the run cannot finish before the kill however fast the
+    machine is: whatever it committed, it committed mid-run, by the age bound (2,500 messages
+    make about 15,000 pair rows, under the row bound).
+    """
+    n = 2500
+    source, fifo, log = tmp_path / "msgs.jsonl", tmp_path / "live", tmp_path / "log.sqlite"
+    ids = deployment.messages(source, n)
+    lines = source.read_bytes().splitlines(keepends=True)
+    os.mkfifo(fifo)
+    proc = spawn(deployment.run_args(fifo, log))
+    writer = _open_writer(fifo, proc)
     seen: list[int] = []
 
-    def two_commits_while_running() -> bool:  # periodic commits, not one at the end
+    def committed_more() -> bool:
         count = len(committed_turns(log))
-        if count and (not seen or count > seen[-1]):
+        if count > (seen[-1] if seen else 0):
             seen.append(count)
-        return len(seen) >= 2
+            return True
+        return False
 
-    wait_for("two commits while the run was going", two_commits_while_running, proc)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
+    try:
+        _write_all(writer, b"".join(lines[: n // 2]))
+        wait_for("a first commit while the run was going", committed_more, proc)
+        _write_all(writer, b"".join(lines[n // 2 :]))
+        wait_for("a second commit while the run was going", committed_more, proc)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    finally:
+        os.close(writer)
     assert proc.returncode == -signal.SIGKILL
     kept = committed_turns(log)
-    assert seen[-1] <= len(kept) < n, "the run finished before the kill: raise n"
-    assert kept == ids[: len(kept)]  # a prefix of the file: no gap, no turn from later
+    assert len(seen) == 2 and seen[0] < seen[1] <= len(kept)
+    assert kept == ids[: len(kept)]  # a prefix of the input: no gap, no turn from later
     report = verify(log)
     assert report.ok, report.summary()
     assert report.turns == len(kept)
@@ -58,23 +97,13 @@ def test_a_stream_that_goes_quiet_has_every_routed_turn_committed(
     os.mkfifo(fifo)
     assert stat.S_ISFIFO(fifo.stat().st_mode)
     proc = spawn(deployment.run_args(fifo, log))
-    writer: list[int] = []
-
-    def reader_attached() -> bool:
-        try:
-            writer.append(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
-        except OSError:  # ENXIO: `maitred run` has not opened the stream yet
-            return False
-        return True
-
-    wait_for("the run opening its input", reader_attached, proc)
-    os.set_blocking(writer[0], True)
-    os.write(writer[0], source.read_bytes())  # the stream stays open: no end of input
+    writer = _open_writer(fifo, proc)
+    _write_all(writer, source.read_bytes())  # the stream stays open: no end of input
     try:
         wait_for(f"all {n} turns committed", lambda: len(committed_turns(log)) == n, proc)
         proc.send_signal(signal.SIGKILL)
         proc.wait()
     finally:
-        os.close(writer[0])
+        os.close(writer)
     assert committed_turns(log) == ids
     assert verify(log).ok
