@@ -3,7 +3,9 @@
 1. ``stages.py``: per-stage times, the overhead and scale ratios, ``run`` throughput;
 2. ``log_write.py``: decision-log write rate against 100,000 pair rows/s;
 3. with ``--metatool``, ``metatool_routing.py`` (about 4 minutes); otherwise its last
-   ``results.json`` is reported as it is, with its date.
+   ``results.json`` is reported as it is, with its date;
+4. with ``--gateway``, ``gateway.py``: the MCP gateway against a plain FastMCP proxy (about
+   3 minutes; needs the ``mcp`` extra); otherwise its last ``gateway.json``, if any, with its date.
 
 Each script runs in its own process and writes JSON under ``--out``; BENCHMARKS.md is then
 generated from those files alone, so ``--report-only`` re-renders it without measuring again.
@@ -12,6 +14,7 @@ written by a person) is kept across rewrites; everything else is generated.
 
     .venv/bin/python benchmarks/run_all.py                  # everything but MetaTool
     .venv/bin/python benchmarks/run_all.py --metatool
+    .venv/bin/python benchmarks/run_all.py --gateway
     .venv/bin/python benchmarks/run_all.py --quick          # smaller, for a smoke test
     .venv/bin/python benchmarks/run_all.py --report-only
 """
@@ -73,6 +76,8 @@ def measure(args: argparse.Namespace) -> None:
     (out / "log_write.json").write_text(json.dumps(data, indent=1), encoding="utf-8")
     if args.metatool:
         _run("metatool_routing.py", ["--out", f"{where}/metatool"])
+    if args.gateway:
+        _run("gateway.py", ["--json-out", f"{where}/gateway.json"])
 
 
 def _now() -> str:
@@ -292,6 +297,21 @@ def metatool_table(path: Path) -> list[str]:
     return [*lines, ""]
 
 
+def gateway_table(path: Path) -> list[str]:
+    """The last ``gateway.py`` run, if there is one (the table is rendered by that script)."""
+    data = _load(path)
+    if data is None:
+        return []
+    return [
+        "## 8. MCP gateway vs a plain FastMCP proxy (goals: call <= 1.25x, list <= 1.5x)",
+        "",
+        f"`{data['command']}` ({data['date']}); details in the script's docstring.",
+        "",
+        data["table"],
+        "",
+    ]
+
+
 def profile_tables(stages: dict[str, Any]) -> list[str]:
     """Top functions (own CPU time) for the cases whose goal was not met."""
     size = int(stages["args"]["ratio_size"])
@@ -353,6 +373,7 @@ def render(out: Path, notes: str) -> str:
     if logw:
         lines += log_table(logw)
     lines += metatool_table(out / "metatool" / "results.json")
+    lines += gateway_table(out / "gateway.json")
     if stages:
         lines += profile_tables(stages)
     lines += ["## Diagnosis", "", "<!-- notes -->", notes.strip(), "<!-- /notes -->", ""]
@@ -364,6 +385,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--out", type=Path, default=REPO / "bench-out")
     parser.add_argument("--md", type=Path, default=REPO / "BENCHMARKS.md")
     parser.add_argument("--metatool", action="store_true", help="rerun metatool_routing.py")
+    parser.add_argument("--gateway", action="store_true", help="rerun gateway.py (MCP gateway)")
     parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke test")
     parser.add_argument("--log-turns", type=int, default=20_000)
     parser.add_argument("--stages-args", default="", help="extra arguments for stages.py")
