@@ -36,7 +36,7 @@ def test_the_launch_account_overrides_the_file() -> None:
     [
         ({"account": None}, "'account'", "--account"),
         ({"state": 3}, "'state'", "non-empty string"),
-        ({"upstreams": []}, "'upstreams'", "exactly one"),
+        ({"upstreams": []}, "'upstreams'", "one or more"),
         ({"upstreams": [{"name": "t"}]}, "'upstreams[0].command'", "required"),
         ({"upstreams": [{**UP, "argv": []}]}, "upstreams[0].argv", "known"),
         ({"upstreams": [{**UP, "args": "a b"}]}, "upstreams[0].args", "list"),

@@ -20,10 +20,15 @@ from maitred.gateway.server import GateMiddleware, open_gateway
 class _BrokenLogKeeper:
     """A gatekeeper whose decision log refuses the write."""
 
-    upstream = "shop"
+    found = None
 
     def check(self, name: str, arguments: Any) -> Any:
         raise LogError("database is locked")
+
+
+class _Gates:
+    def keeper(self, account: str, *, tenant: str = "") -> _BrokenLogKeeper:
+        return _BrokenLogKeeper()
 
 
 def test_a_call_the_gate_cannot_log_never_reaches_the_upstream() -> None:
@@ -34,7 +39,7 @@ def test_a_call_the_gate_cannot_log_never_reaches_the_upstream() -> None:
         return ToolResult(content="ran")
 
     async def main() -> ToolResult:
-        middleware = GateMiddleware(_BrokenLogKeeper())  # type: ignore[arg-type]
+        middleware = GateMiddleware(_Gates(), account="acc-1")  # type: ignore[arg-type]
         call = mt.CallToolRequestParams(name="upgrade", arguments={"plan": "pro"})
         return await middleware.on_call_tool(MiddlewareContext(message=call), upstream)
 
