@@ -68,9 +68,9 @@ from maitred.gateway.keeper import FIND_TOOLS, FIND_TOOLS_DESCRIPTION, Gatekeepe
 T = TypeVar("T")
 
 
-def _text_result(payload: Mapping[str, Any], *, error: bool = True) -> ToolResult:
+def _text_result(payload: Mapping[str, Any]) -> ToolResult:
     text = json.dumps(payload, ensure_ascii=False, sort_keys=True)
-    return ToolResult(content=[mt.TextContent(type="text", text=text)], is_error=error)
+    return ToolResult(content=[mt.TextContent(type="text", text=text)], is_error=True)
 
 
 class TokenAuth(TokenVerifier):
@@ -226,7 +226,10 @@ class GateMiddleware(Middleware):
             )
         if changed:
             await _list_changed(context)
-        return _text_result(answer, error=False)
+        text = json.dumps(answer, ensure_ascii=False, sort_keys=True)
+        return ToolResult(
+            content=[mt.TextContent(type="text", text=text)], structured_content=answer
+        )
 
 
 _AUTH_REQUIRED = {
@@ -325,7 +328,7 @@ async def open_gateway(config: GatewayConfig, *, http: bool = False) -> tuple[Fa
         server.mount(proxy)
     if gates.finder is not None:
 
-        def find_tools(need: str) -> str:
+        def find_tools(need: str) -> dict[str, Any]:
             # answered by GateMiddleware, which knows the session; never reached
             raise RuntimeError("find_tools is answered by the gateway's middleware")
 
