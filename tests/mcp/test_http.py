@@ -18,6 +18,7 @@ from typing import Any
 
 import anyio
 import httpx2
+import mcp_types as mt
 import pytest
 from fastmcp import Client
 from tests.mcp.conftest import NOTES, Process, child_env, sha256
@@ -59,35 +60,46 @@ class Deployment:
         self.notes_port = int(self.notes.match.group(1))
 
 
-@pytest.fixture
-def deployment(tmp_path: Path) -> Iterator[Deployment]:
-    if shutil.which("mcp-server-time", path=child_env()["PATH"]) is None:
-        pytest.skip("mcp-server-time is not installed (pip install mcp-server-time)")
-    shutil.copy(EXAMPLE / "time.maitred.yaml", tmp_path / "time.maitred.yaml")
-    shutil.copy(EXAMPLE / "accounts.json", tmp_path / "accounts.json")
-    (tmp_path / "notes.maitred.yaml").write_text(NOTES_SIDECAR, encoding="utf-8")
-    site = Deployment("", tmp_path, None, 0, None)  # type: ignore[arg-type]
+def deploy(root: Path, *, time: bool = True, extra: str = "") -> Deployment:
+    """Start the notes server and `maitred mcp` over HTTP in front of it (and of
+    mcp-server-time when ``time``), with ``extra`` added to the gateway's config."""
+    shutil.copy(EXAMPLE / "time.maitred.yaml", root / "time.maitred.yaml")
+    shutil.copy(EXAMPLE / "accounts.json", root / "accounts.json")
+    (root / "notes.maitred.yaml").write_text(NOTES_SIDECAR, encoding="utf-8")
+    site = Deployment("", root, None, 0, None)  # type: ignore[arg-type]
     site.start_notes()
-    config = tmp_path / "gateway.yaml"
+    config = root / "gateway.yaml"
+    stdio = "  - {name: time, command: mcp-server-time, contracts: time.maitred.yaml}\n"
     config.write_text(
-        "state: accounts.json\n"
+        extra + "state: accounts.json\n"
         "log: gateway.sqlite\n"
         "server: {host: 127.0.0.1, port: 0}\n"
         "tokens:\n"
         f"  - {{token_sha256: {sha256(ACME)}, tenant: acme, account: acc-pro}}\n"
         f"  - {{token_sha256: {sha256(GLOBEX)}, tenant: globex, account: acc-free}}\n"
-        "upstreams:\n"
-        "  - {name: time, command: mcp-server-time, contracts: time.maitred.yaml}\n"
+        "upstreams:\n" + (stdio if time else "") + ""
         f"  - {{name: notes, url: 'http://127.0.0.1:{site.notes_port}/mcp', "
         "contracts: notes.maitred.yaml}\n",
         encoding="utf-8",
     )
-    site.gateway = Process(
-        [sys.executable, "-m", "maitred.cli.main", "mcp", "--config", str(config)],
-        child_env(),
-        r"serving (http://\S+)",
-    )
+    try:
+        site.gateway = Process(
+            [sys.executable, "-m", "maitred.cli.main", "mcp", "--config", str(config)],
+            child_env(),
+            r"serving (http://\S+)",
+        )
+    except BaseException:
+        site.notes.stop()
+        raise
     site.url = site.gateway.match.group(1)
+    return site
+
+
+@pytest.fixture
+def deployment(tmp_path: Path) -> Iterator[Deployment]:
+    if shutil.which("mcp-server-time", path=child_env()["PATH"]) is None:
+        pytest.skip("mcp-server-time is not installed (pip install mcp-server-time)")
+    site = deploy(tmp_path)
     try:
         yield site
     finally:
@@ -101,9 +113,36 @@ def payload(result: Any) -> dict[str, Any]:
     return found
 
 
+def _unauthenticated(url: str) -> list[int]:
+    """Statuses of a tools/call sent with no token, an unknown one and one without "Bearer"."""
+    call = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": "export_notes", "arguments": {"fmt": "pdf"}},
+    }
+    accept = {"Accept": "application/json, text/event-stream"}
+    statuses = []
+    for headers in ({}, {"Authorization": "Bearer tok-nobody"}, {"Authorization": ACME}):
+        response = httpx2.post(url, json=call, headers={**accept, **headers})
+        statuses.append(response.status_code)
+
+    async def main() -> None:
+        async with Client(url, auth="tok-nobody") as client:
+            await client.list_tools()
+
+    with pytest.raises(Exception):  # noqa: B017 - the client's own error type for a 401
+        anyio.run(main)
+    return statuses
+
+
 def test_each_token_sees_its_own_account_across_a_stdio_and_an_http_upstream(
     deployment: Deployment,
 ) -> None:
+    assert _unauthenticated(deployment.url) == [401, 401, 401]
+    with open_log(str(deployment.root / "gateway.sqlite")) as log:
+        assert list(log.iter_action_decisions()) == [] and list(log.iter_turns()) == []
+    assert deployment.calls == []  # nothing was decided, nothing reached an upstream
     got: dict[str, Any] = {}
 
     async def main() -> None:
@@ -180,34 +219,6 @@ def test_the_official_mcp_sdk_client_gets_a_session_for_its_token(
     assert got["note"] == (False, {"id": 1, "text": "call the registrar"})
 
 
-def test_a_missing_or_wrong_token_is_401_and_nothing_is_decided(
-    deployment: Deployment,
-) -> None:
-    call = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "tools/call",
-        "params": {"name": "export_notes", "arguments": {"fmt": "pdf"}},
-    }
-    accept = {"Accept": "application/json, text/event-stream"}
-    statuses = []
-    for headers in ({}, {"Authorization": "Bearer tok-nobody"}, {"Authorization": ACME}):
-        response = httpx2.post(deployment.url, json=call, headers={**accept, **headers})
-        statuses.append(response.status_code)
-    with pytest.raises(Exception):  # noqa: B017 - the client's own error type for a 401
-
-        async def main() -> None:
-            async with Client(deployment.url, auth="tok-nobody") as client:
-                await client.list_tools()
-
-        anyio.run(main)
-    assert statuses == [401, 401, 401]
-    with open_log(str(deployment.root / "gateway.sqlite")) as log:
-        assert list(log.iter_action_decisions()) == []
-        assert list(log.iter_turns()) == []
-    assert deployment.calls == []
-
-
 def test_a_dead_http_upstream_is_named_the_others_keep_working_and_it_comes_back(
     deployment: Deployment,
 ) -> None:
@@ -231,3 +242,36 @@ def test_a_dead_http_upstream_is_named_the_others_keep_working_and_it_comes_back
     assert got["time"] is False
     assert {"get_current_time", "convert_time"} <= set(got["listed"])  # the gateway answers
     assert got["back"] == {"id": 1, "text": "back"}
+
+
+def test_find_tools_over_http_discloses_per_token_and_announces_it(tmp_path: Path) -> None:
+    site = deploy(tmp_path, time=False, extra="disclosure: find_tools\n")
+    got: dict[str, Any] = {}
+    seen: list[Any] = []
+
+    async def on_message(message: Any) -> None:
+        seen.append(message)
+
+    async def main() -> None:
+        async with (
+            Client(site.url, auth=ACME, message_handler=on_message) as pro,
+            Client(site.url, auth=GLOBEX) as free,
+        ):
+            got["before"] = [t.name for t in await pro.list_tools()]
+            need = {"need": "export my notes as a pdf archive"}
+            got["pro"] = (await pro.call_tool("find_tools", need)).structured_content
+            got["pro_list"] = sorted(t.name for t in await pro.list_tools())
+            got["free"] = (await free.call_tool("find_tools", need)).structured_content
+            got["free_list"] = sorted(t.name for t in await free.list_tools())
+
+    try:
+        anyio.run(main)
+    finally:
+        site.gateway.stop()
+        site.notes.stop()
+    assert got["before"] == ["find_tools"]
+    assert "export_notes" in [t["name"] for t in got["pro"]["tools"]]
+    assert "export_notes" in got["pro_list"]
+    assert any(isinstance(m, mt.ToolListChangedNotification) for m in seen)  # over HTTP
+    assert "export_notes" in [b["name"] for b in got["free"]["blocked"]]
+    assert "export_notes" not in got["free_list"]  # acme's disclosure is not globex's

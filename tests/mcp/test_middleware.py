@@ -63,3 +63,20 @@ def test_an_upstream_that_cannot_start_is_named_before_anything_is_served(
     )
     with pytest.raises(ConfigError, match=r"upstream 'shop'.*no-such-server"):
         anyio.run(open_gateway, config)
+
+
+def test_each_transport_asks_for_what_names_the_account_before_anything_starts(
+    tmp_path: Path,
+) -> None:
+    upstream = {"name": "shop", "command": str(tmp_path / "never-started")}
+    token = {"token_sha256": "ab" * 32, "tenant": "acme", "account": "acc-1"}
+    http_only = parse_config(
+        {"state": "accounts.json", "tokens": [token], "upstreams": [upstream]}, "gw.yaml"
+    )
+    with pytest.raises(ConfigError, match=r"'account' is required over stdio"):
+        anyio.run(open_gateway, http_only)
+    stdio_only = parse_config(
+        {"account": "acc-1", "state": "accounts.json", "upstreams": [upstream]}, "gw.yaml"
+    )
+    with pytest.raises(ConfigError, match=r"over HTTP needs 'tokens'"):
+        anyio.run(lambda: open_gateway(stdio_only, http=True))

@@ -51,6 +51,11 @@ def mcp(
     settings = load_config(config, account=account)
     over_http = http if http is not None else settings.server is not None
     if over_http:
+        if account is not None:
+            raise typer.BadParameter(
+                "over HTTP each token names its account (the config's 'tokens'); drop --account",
+                param_hint="--account",
+            )
         anyio.run(lambda: serve_http(settings, port=port))
     else:
         if port is not None:
