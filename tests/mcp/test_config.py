@@ -53,6 +53,7 @@ def test_the_launch_account_overrides_the_file() -> None:
         ({"upstreams": [{**HTTP_UP, "args": []}]}, "upstreams[0].args", "stdio"),
         ({"upstreams": [UP, UP]}, "upstreams[1].name", "already upstreams[0]"),
         ({"upstreams": [{**UP, "name": "a b"}]}, "upstreams[0].name", "letters"),
+        ({"upstreams": [{**UP, "timeout_s": 0}]}, "upstreams[0].timeout_s", "positive"),
         ({"disclosure": "some"}, "'disclosure'", "find_tools"),
         ({"find": {"top_k": 0}}, "find.top_k", ">= 1"),
         ({"server": {"port": 70000}}, "server.port", "0-65535"),

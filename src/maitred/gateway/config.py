@@ -19,6 +19,7 @@
       - name: notes
         url: http://127.0.0.1:9001/mcp   # ... or reached over streamable HTTP
         headers: {}                 # sent with every request to it (an upstream's own token)
+        timeout_s: 60               # a request to an upstream past this is UPSTREAM_FAILED
         contracts: notes.maitred.yaml
     server: {host: 127.0.0.1, port: 8765, path: /mcp, max_sessions: 1000}   # serve over HTTP
     tokens:                         # over HTTP: who a bearer token is (only its hash is kept)
@@ -67,7 +68,9 @@ _TOP = frozenset(
         "tokens",
     }
 )
-_UPSTREAM = frozenset({"name", "command", "args", "env", "url", "headers", "contracts", "shadow"})
+_UPSTREAM = frozenset(
+    {"name", "command", "args", "env", "url", "headers", "contracts", "shadow", "timeout_s"}
+)
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
 _NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 
@@ -88,6 +91,8 @@ class Upstream:
             shadow mode: evaluated and logged on every listing and call, never enforced.
         url: the streamable-HTTP endpoint (``""`` for a stdio upstream).
         headers: HTTP headers sent with every request to ``url``.
+        timeout_s: how long a request to it may take; past that the call is
+            ``UPSTREAM_FAILED`` (an upstream that hangs must not hold a session forever).
     """
 
     name: str
@@ -98,6 +103,7 @@ class Upstream:
     shadow: tuple[str, ...] = ()
     url: str = ""
     headers: Mapping[str, str] = field(default_factory=dict)
+    timeout_s: float = 60.0
 
     @property
     def where(self) -> str:
@@ -268,6 +274,9 @@ def _upstream(r: _Reader, value: Any, where: str, root: Path) -> Upstream:
             r.fail(f"{where}.contracts", f"must name a sidecar file ending in {SUFFIX!r}")
         if not Path(path).is_file():
             r.fail(f"{where}.contracts", f"{path} does not exist; write it or fix the path")
+    timeout = data.get("timeout_s", 60.0)
+    if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or timeout <= 0:
+        r.fail(f"{where}.timeout_s", f"must be a positive number of seconds, not {timeout!r}")
     shadow = data.get("shadow") or []
     if not isinstance(shadow, list) or not all(isinstance(n, str) and n for n in shadow):
         r.fail(f"{where}.shadow", f"must be a list of rule names, not {shadow!r}")
@@ -282,6 +291,7 @@ def _upstream(r: _Reader, value: Any, where: str, root: Path) -> Upstream:
         shadow=tuple(shadow),
         url=url,
         headers={k: str(v) for k, v in headers.items()},
+        timeout_s=float(timeout),
     )
 
 

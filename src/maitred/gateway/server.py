@@ -268,7 +268,11 @@ def transport_for(upstream: Upstream) -> ClientTransport:
 def proxy_for(upstream: Upstream) -> FastMCP[Any]:
     """A FastMCP proxy to ``upstream`` that never forwards the client's headers to it."""
     client = ProxyClient(
-        transport_for(upstream), forward_incoming_headers=False, mode="auto", name=upstream.name
+        transport_for(upstream),
+        forward_incoming_headers=False,
+        mode="auto",
+        name=upstream.name,
+        timeout=upstream.timeout_s,
     )
     return create_proxy(client, name=f"maitred-{upstream.name}")
 
