@@ -181,6 +181,7 @@ def test_each_token_sees_its_own_account_across_a_stdio_and_an_http_upstream(
         decisions = list(log.iter_action_decisions())
         accounts = {t["account_id"] for t in log.iter_turns()}
     assert accounts == {"acc-pro", "acc-free"}
+    assert len({r["session_id"] for r in decisions}) == 2  # one session per sessionless token
     by_tenant = {(r["session_id"].split("-")[0], r["tool"], r["code"]) for r in decisions}
     assert by_tenant == {
         ("globex", "export_notes", "TOOL_NOT_EXECUTABLE"),
@@ -191,7 +192,7 @@ def test_each_token_sees_its_own_account_across_a_stdio_and_an_http_upstream(
     }
 
 
-def test_the_official_mcp_sdk_client_gets_a_session_for_its_token(
+def test_the_official_mcp_sdk_client_gets_a_session_of_its_own_per_mcp_session(
     deployment: Deployment,
 ) -> None:
     from mcp.client.session import ClientSession
@@ -199,24 +200,32 @@ def test_the_official_mcp_sdk_client_gets_a_session_for_its_token(
 
     got: dict[str, Any] = {}
 
-    async def main() -> None:
+    async def conversation(text: str) -> None:
         headers = {"Authorization": f"Bearer {GLOBEX}"}
         async with (
             httpx2.AsyncClient(headers=headers) as http,
             streamable_http_client(deployment.url, http_client=http) as streams,
             ClientSession(streams[0], streams[1]) as session,
         ):
-            await session.initialize()
+            await session.initialize()  # a handshake-era session, with an MCP session id
             got["tools"] = sorted(t.name for t in (await session.list_tools()).tools)
             bad = await session.call_tool("get_current_time", {"timezone": "somewhere warm"})
             got["bad"] = (bad.is_error, json.loads(bad.content[0].text)["code"])
-            note = await session.call_tool("add_note", {"text": "call the registrar"})
-            got["note"] = (note.is_error, note.structured_content)
+            note = await session.call_tool("add_note", {"text": text})
+            got.setdefault("notes", []).append((note.is_error, note.structured_content))
 
-    anyio.run(main)
+    anyio.run(conversation, "call the registrar")
+    anyio.run(conversation, "pay the invoice")
     assert got["tools"] == ["add_note", "get_current_time", "list_notes"]  # acc-free's
     assert got["bad"] == (True, "TIME_UNKNOWN_TIMEZONE")
-    assert got["note"] == (False, {"id": 1, "text": "call the registrar"})
+    assert got["notes"] == [
+        (False, {"id": 1, "text": "call the registrar"}),
+        (False, {"id": 2, "text": "pay the invoice"}),
+    ]
+    with open_log(str(deployment.root / "gateway.sqlite")) as log:
+        sessions = [r["session_id"] for r in log.iter_action_decisions()]
+    assert len(sessions) == 4 and all(s.startswith("globex-") for s in sessions)
+    assert sessions[0] == sessions[1] != sessions[2] == sessions[3]  # one per MCP session
 
 
 def test_a_dead_http_upstream_is_named_the_others_keep_working_and_it_comes_back(
