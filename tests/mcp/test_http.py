@@ -223,7 +223,8 @@ def test_the_official_mcp_sdk_client_gets_a_session_of_its_own_per_mcp_session(
         (False, {"id": 2, "text": "pay the invoice"}),
     ]
     with open_log(str(deployment.root / "gateway.sqlite")) as log:
-        sessions = [r["session_id"] for r in log.iter_action_decisions()]
+        rows = sorted(log.iter_action_decisions(), key=lambda r: r["decided_at"])
+    sessions = [r["session_id"] for r in rows]
     assert len(sessions) == 4 and all(s.startswith("globex-") for s in sessions)
     assert sessions[0] == sessions[1] != sessions[2] == sessions[3]  # one per MCP session
 

@@ -3,7 +3,7 @@
 :func:`open_gateway` connects every upstream (a stdio subprocess or a streamable-HTTP URL),
 reads each one's ``tools/list`` once, builds the :class:`~maitred.gateway.keeper.Gates` over
 them (a broken sidecar or a tool name two upstreams share fails here, before any client is
-served), and returns a FastMCP server that mounts one proxy per upstream, with
+served), and returns a FastMCP server that serves one proxy provider per upstream, with
 :class:`GateMiddleware` standing between every client and every upstream:
 
 * ``tools/list``: the upstreams' lists, filtered to what the session's gatekeeper finds
@@ -53,11 +53,10 @@ import anyio
 import mcp_types as mt  # the MCP wire types (`mcp.types` re-exports them)
 from fastmcp import FastMCP
 from fastmcp.client.transports import ClientTransport, StdioTransport, StreamableHttpTransport
-from fastmcp.server import create_proxy
 from fastmcp.server.auth import AccessToken, TokenVerifier
 from fastmcp.server.dependencies import get_access_token
 from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
-from fastmcp.server.providers.proxy import ProxyClient
+from fastmcp.server.providers.proxy import ProxyClient, ProxyProvider
 from fastmcp.tools import Tool, ToolResult
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
@@ -265,8 +264,12 @@ def transport_for(upstream: Upstream) -> ClientTransport:
     )
 
 
-def proxy_for(upstream: Upstream) -> FastMCP[Any]:
-    """A FastMCP proxy to ``upstream`` that never forwards the client's headers to it."""
+def proxy_for(upstream: Upstream) -> ProxyProvider:
+    """The components of ``upstream``, proxied, for the gateway server to serve as its own.
+
+    Each request gets a fresh client over the one transport (a stdio server stays up between
+    them); the client's headers are never forwarded to the upstream.
+    """
     client = ProxyClient(
         transport_for(upstream),
         forward_incoming_headers=False,
@@ -274,10 +277,10 @@ def proxy_for(upstream: Upstream) -> FastMCP[Any]:
         name=upstream.name,
         timeout=upstream.timeout_s,
     )
-    return create_proxy(client, name=f"maitred-{upstream.name}")
+    return ProxyProvider(client.new)
 
 
-async def upstream_tools(proxy: FastMCP[Any], upstream: Upstream) -> list[dict[str, Any]]:
+async def upstream_tools(proxy: ProxyProvider, upstream: Upstream) -> list[dict[str, Any]]:
     """The upstream's ``tools/list`` through ``proxy`` (before any gate), as MCP JSON objects.
 
     Asking through the proxy starts a stdio upstream's process, which the proxy keeps using,
@@ -287,7 +290,7 @@ async def upstream_tools(proxy: FastMCP[Any], upstream: Upstream) -> list[dict[s
         ConfigError: the upstream could not be started or reached, or did not answer.
     """
     try:
-        tools = await proxy.list_tools(run_middleware=False)
+        tools = await proxy.list_tools()
     except Exception as exc:
         how = f"reach {upstream.url}" if upstream.url else f"start `{upstream.command}`"
         raise ConfigError(
@@ -329,7 +332,7 @@ async def open_gateway(config: GatewayConfig, *, http: bool = False) -> tuple[Fa
         name="maitred-gateway", auth=TokenAuth(config.tokens) if http else None
     )
     for proxy in proxies.values():
-        server.mount(proxy)
+        server.add_provider(proxy)
     if gates.finder is not None:
 
         def find_tools(need: str) -> dict[str, Any]:
