@@ -80,3 +80,31 @@ def test_each_transport_asks_for_what_names_the_account_before_anything_starts(
     )
     with pytest.raises(ConfigError, match=r"over HTTP needs 'tokens'"):
         anyio.run(lambda: open_gateway(stdio_only, http=True))
+
+
+class _NoKeeper:
+    def keeper(self, account: str, *, tenant: str = "") -> Any:
+        raise AssertionError("no session may be opened without an identity")
+
+
+def test_an_http_gateway_reached_without_a_token_lists_nothing_and_runs_nothing() -> None:
+    """The transport's auth answers 401 first; the gate does not rely on it alone."""
+    reached: list[str] = []
+
+    async def upstream(context: Any) -> Any:
+        reached.append("upstream")
+        return ToolResult(content="ran")
+
+    async def main() -> tuple[ToolResult, Any]:
+        middleware = GateMiddleware(_NoKeeper(), account=None)  # type: ignore[arg-type]
+        call = mt.CallToolRequestParams(name="upgrade", arguments={"plan": "pro"})
+        result = await middleware.on_call_tool(MiddlewareContext(message=call), upstream)
+        listed = await middleware.on_list_tools(
+            MiddlewareContext(message=mt.ListToolsRequest()), upstream
+        )
+        return result, listed
+
+    result, listed = anyio.run(main)
+    assert listed == [] and reached == []
+    payload = json.loads(result.content[0].text)  # type: ignore[union-attr]
+    assert result.is_error and payload["code"] == "AUTH_REQUIRED"
