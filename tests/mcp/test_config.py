@@ -126,3 +126,13 @@ def test_two_upstreams_listing_one_name_are_refused_naming_both(tmp_path: Path) 
         ConfigError, match=r"upstreams 'a' and 'b' both list a tool named 'upgrade'"
     ):
         Gates.open(config, {"a": TOOLS, "b": TOOLS[1:]})
+
+
+def test_an_unknown_find_method_is_named_with_the_field(tmp_path: Path) -> None:
+    from maitred.gateway import Gates
+
+    (tmp_path / "accounts.json").write_text("{}", encoding="utf-8")
+    data = {**GOOD, "disclosure": "find_tools", "find": {"method": "bm26"}}
+    config = parse_config(data, "gw.yaml", base=tmp_path)
+    with pytest.raises(ConfigError, match=r"gw\.yaml: field 'find':.*bm26"):
+        Gates.open(config, {"time": TOOLS})

@@ -199,47 +199,28 @@ class Gates:
                 names no rule, or an upstream lists nothing usable.
             ContractError: a sidecar is invalid.
         """
-        full: list[Skill] = []
-        enforced: list[Skill] = []
-        owners: dict[str, str] = {}
-        for up in config.upstreams:
-            catalog = catalog_from_tools(tools.get(up.name, ()), up, config.settings)
-            for skill in catalog:
-                if skill.name in owners:
-                    raise ConfigError(
-                        f"{config.source}: upstreams {owners[skill.name]!r} and {up.name!r} both "
-                        f"list a tool named {skill.name!r}; a client could not tell them apart. "
-                        "Put them behind separate gateways, or rename the tool in one server"
-                    )
-                if skill.name == FIND_TOOLS and config.disclosure == "find_tools":
-                    raise ConfigError(
-                        f"{config.source}: upstream {up.name!r} lists a tool named "
-                        f"{FIND_TOOLS!r}, the name the gateway's own tool has with "
-                        "'disclosure: find_tools'; use 'disclosure: all'"
-                    )
-                owners[skill.name] = up.name
-            full += catalog.skills
-            where = f"{config.source}: upstreams[{config.upstreams.index(up)}]"
-            enforced += (without_rules(catalog, up.shadow, where) if up.shadow else catalog).skills
+        full, enforced, owners = _join(config, tools)
         provider = open_provider(config.state, config.tables)
         log = open_log(config.log) if config.log else None
-        shadowed = any(up.shadow for up in config.upstreams)
-        finder = None
-        if config.disclosure == "find_tools":
-            options = PipelineOptions(method=config.find.method, top_k=config.find.top_k)
-            pipeline = build_pipeline(Catalog(tuple(enforced)), provider, options, log=log)
-            _begin(pipeline, log, "mcp-find")
-            finder = Maitred(pipeline)
-        return cls(
-            _listing_engine(Catalog(tuple(enforced)), provider, log, "mcp", owns_log=True),
-            owners,
-            finder=finder,
-            shadow=(
-                _listing_engine(Catalog(tuple(full)), provider, log, "mcp-shadow", owns_log=False)
-                if shadowed
-                else None
-            ),
-        )
+        try:
+            finder = None
+            if config.disclosure == "find_tools":
+                options = PipelineOptions(method=config.find.method, top_k=config.find.top_k)
+                try:
+                    pipeline = build_pipeline(enforced, provider, options, log=log)
+                except ConfigError as exc:
+                    raise ConfigError(f"{config.source}: field 'find': {exc}") from None
+                _begin(pipeline, log, "mcp-find")
+                finder = Maitred(pipeline)
+            shadow = None
+            if any(up.shadow for up in config.upstreams):
+                shadow = _listing_engine(full, provider, log, "mcp-shadow", owns_log=False)
+            engine = _listing_engine(enforced, provider, log, "mcp", owns_log=True)
+        except BaseException:
+            if log is not None:
+                log.close()
+            raise
+        return cls(engine, owners, finder=finder, shadow=shadow)
 
     @property
     def tool_names(self) -> tuple[str, ...]:
@@ -254,6 +235,37 @@ class Gates:
             if extra is not None:
                 extra.close()  # flushes the shared log; the listing engine closes it
         self.engine.close()
+
+
+def _join(
+    config: GatewayConfig, tools: Mapping[str, Sequence[Mapping[str, Any]]]
+) -> tuple[Catalog, Catalog, dict[str, str]]:
+    """Every upstream's tools as one catalog with full contracts and one without the shadowed
+    rules (each upstream's sidecar and shadow list applied to its own tools), and the owner
+    of each tool."""
+    full: list[Skill] = []
+    enforced: list[Skill] = []
+    owners: dict[str, str] = {}
+    for i, up in enumerate(config.upstreams):
+        catalog = catalog_from_tools(tools.get(up.name, ()), up, config.settings)
+        for skill in catalog:
+            if skill.name in owners:
+                raise ConfigError(
+                    f"{config.source}: upstreams {owners[skill.name]!r} and {up.name!r} both "
+                    f"list a tool named {skill.name!r}; a client could not tell them apart. "
+                    "Put them behind separate gateways, or rename the tool in one server"
+                )
+            if skill.name == FIND_TOOLS and config.disclosure == "find_tools":
+                raise ConfigError(
+                    f"{config.source}: upstream {up.name!r} lists a tool named {FIND_TOOLS!r}, "
+                    "the name of the gateway's own tool with 'disclosure: find_tools'; use "
+                    "'disclosure: all'"
+                )
+            owners[skill.name] = up.name
+        full += catalog.skills
+        where = f"{config.source}: upstreams[{i}]"
+        enforced += (without_rules(catalog, up.shadow, where) if up.shadow else catalog).skills
+    return Catalog(tuple(full)), Catalog(tuple(enforced)), owners
 
 
 def _begin(pipeline: Pipeline, log: DecisionLog | None, run: str) -> None:
