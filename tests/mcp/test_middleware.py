@@ -108,3 +108,19 @@ def test_an_http_gateway_reached_without_a_token_lists_nothing_and_runs_nothing(
     assert listed == [] and reached == []
     payload = json.loads(result.content[0].text)  # type: ignore[union-attr]
     assert result.is_error and payload["code"] == "AUTH_REQUIRED"
+
+
+def test_an_http_upstream_that_does_not_answer_at_start_is_named(tmp_path: Path) -> None:
+    config = parse_config(
+        {
+            "account": "acc-1",
+            "state": "accounts.json",
+            "upstreams": [{"name": "notes", "url": "http://127.0.0.1:1/mcp", "timeout_s": 10}],
+        },
+        "gw.yaml",
+        base=tmp_path,
+    )
+    with pytest.raises(
+        ConfigError, match=r"upstream 'notes': could not reach http://127\.0\.0\.1:1"
+    ):
+        anyio.run(open_gateway, config)
