@@ -25,6 +25,8 @@ from tests.mcp.conftest import NOTES, Process, child_env, sha256
 
 from maitred.log.base import open_log
 
+pytestmark = pytest.mark.slow  # each test starts two or three servers as subprocesses
+
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "mcp-time"
 ACME, GLOBEX = "tok-acme-7f3a9c", "tok-globex-51d0e2"  # acc-pro and acc-free
 NOTES_SIDECAR = """\
