@@ -355,6 +355,12 @@ class Gatekeeper:
         self.session.offer(offer, self.session.turn_id)
         return self.engine.check(call, session=self.session)
 
+    def mutates(self, name: str) -> bool:
+        """Whether ``name`` may change the account's state (only then can a call to it change
+        what is visible; a read's :meth:`after_call` touches the session in memory only)."""
+        tool = self.engine.policy.tools.get(name)
+        return tool is not None and tool.mutates
+
     def after_call(self, name: str, arguments: Mapping[str, Any] | None, result: Any) -> bool:
         """Record a call that succeeded upstream; True when the session's visible set changed.
 
@@ -365,8 +371,7 @@ class Gatekeeper:
         self.engine.record(call, result, session=self.session)
         if self.shadow is not None and self.shadow_session is not None:
             self.shadow.record(call, result, session=self.shadow_session)
-        tool = self.engine.policy.tools.get(name)
-        if tool is None or not tool.mutates or self.listed is None:
+        if not self.mutates(name) or self.listed is None:
             return False
         before = self.listed
         return self.visible() != before

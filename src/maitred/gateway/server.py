@@ -193,7 +193,13 @@ class GateMiddleware(Middleware):
         if result.is_error:
             return result
         output = result.structured_content  # an object, so `records: {creates: ...}` can read it
-        changed = await self._engine(lambda: keeper.after_call(name, args, output))
+        if keeper.mutates(name) or not self._lock.acquire(blocking=False):
+            changed = await self._engine(lambda: keeper.after_call(name, args, output))
+        else:  # a read only updates the session in memory: no second hop to the worker thread
+            try:
+                changed = keeper.after_call(name, args, output)
+            finally:
+                self._lock.release()
         if changed:
             await _list_changed(context)
         return result
