@@ -6,8 +6,15 @@ package ``tests/mcp`` would then shadow the MCP SDK (``import mcp``).
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
+import queue
+import re
+import subprocess
 import sys
+import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,6 +23,9 @@ import pytest
 pytest.importorskip("fastmcp", reason="the MCP gateway needs the mcp extra")
 
 UPSTREAM = Path(__file__).with_name("upstream_server.py")
+NOTES = Path(__file__).with_name("notes_server.py")
+SRC = Path(__file__).resolve().parents[2] / "src"
+BIN = Path(sys.executable).parent
 
 SIDECAR = """\
 tools:
@@ -81,3 +91,57 @@ def site(tmp_path: Path) -> Site:
     found = Site(tmp_path, config, accounts, calls, tmp_path / "gateway.sqlite")
     found.set_plan("free")
     return found
+
+
+class Process:
+    """A server run as a subprocess for a test: its output drained, waited on by pattern."""
+
+    def __init__(self, args: list[str], env: dict[str, str], pattern: str) -> None:
+        self.popen = subprocess.Popen(
+            args,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        self.lines: queue.Queue[str] = queue.Queue()
+        self.output: list[str] = []
+        threading.Thread(target=self._drain, daemon=True).start()
+        self.match = self._wait(re.compile(pattern))
+
+    def _drain(self) -> None:
+        assert self.popen.stdout is not None
+        for line in self.popen.stdout:
+            self.lines.put(line)
+
+    def _wait(self, pattern: re.Pattern[str], timeout: float = 90.0) -> re.Match[str]:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                line = self.lines.get(timeout=0.5)
+            except queue.Empty:
+                if self.popen.poll() is not None:
+                    break
+                continue
+            self.output.append(line)
+            found = pattern.search(line)
+            if found:
+                return found
+        self.stop()
+        raise AssertionError(f"{pattern.pattern!r} never printed:\n{''.join(self.output)}")
+
+    def stop(self) -> None:
+        if self.popen.poll() is None:
+            self.popen.kill()
+        self.popen.wait(timeout=30)
+
+
+def child_env() -> dict[str, str]:
+    """The environment for a subprocess: this tree's sources first, the venv's scripts on PATH."""
+    path = f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"
+    return {**os.environ, "PATH": path, "PYTHONPATH": str(SRC)}
+
+
+def sha256(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()

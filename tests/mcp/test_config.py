@@ -16,6 +16,8 @@ GOOD = {
     "upstreams": [{"name": "time", "command": "mcp-server-time", "args": ["--local-timezone", 1]}],
 }
 UP = {"name": "t", "command": "x"}
+HTTP_UP = {"name": "t", "url": "http://h"}
+TOKEN = {"token_sha256": "ab" * 32, "tenant": "acme", "account": "acc-1"}
 
 
 def test_relative_paths_follow_the_config_and_a_bare_command_stays_on_path(
@@ -36,7 +38,7 @@ def test_the_launch_account_overrides_the_file() -> None:
     [
         ({"account": None}, "'account'", "--account"),
         ({"state": 3}, "'state'", "non-empty string"),
-        ({"upstreams": []}, "'upstreams'", "exactly one"),
+        ({"upstreams": []}, "'upstreams'", "one or more"),
         ({"upstreams": [{"name": "t"}]}, "'upstreams[0].command'", "required"),
         ({"upstreams": [{**UP, "argv": []}]}, "upstreams[0].argv", "known"),
         ({"upstreams": [{**UP, "args": "a b"}]}, "upstreams[0].args", "list"),
@@ -45,6 +47,21 @@ def test_the_launch_account_overrides_the_file() -> None:
         ({"upstreams": [{**UP, "shadow": "free_plan"}]}, "upstreams[0].shadow", "rule names"),
         ({"upstreams": [{**UP, "shadow": ["free_plan"]}]}, "upstreams[0].shadow", "no contracts"),
         ({"accounts": "acc-1"}, "'accounts'", "not a known field"),
+        ({"upstreams": [{**UP, "url": "http://h/mcp"}]}, "upstreams[0].command", "exactly one"),
+        ({"upstreams": [{"name": "t", "url": "h:9/mcp"}]}, "upstreams[0].url", "http://"),
+        ({"upstreams": [{**UP, "headers": {"a": "b"}}]}, "upstreams[0].headers", "HTTP"),
+        ({"upstreams": [{**HTTP_UP, "args": []}]}, "upstreams[0].args", "stdio"),
+        ({"upstreams": [UP, UP]}, "upstreams[1].name", "already upstreams[0]"),
+        ({"upstreams": [{**UP, "name": "a b"}]}, "upstreams[0].name", "letters"),
+        ({"upstreams": [{**UP, "timeout_s": 0}]}, "upstreams[0].timeout_s", "positive"),
+        ({"disclosure": "some"}, "'disclosure'", "find_tools"),
+        ({"find": {"top_k": 0}}, "find.top_k", ">= 1"),
+        ({"server": {"port": 70000}}, "server.port", "0-65535"),
+        ({"server": {"path": "mcp"}}, "server.path", "'/'"),
+        ({"tokens": [{**TOKEN, "token_sha256": "abc"}]}, "tokens[0].token_sha256", "sha256sum"),
+        ({"tokens": [TOKEN, TOKEN]}, "tokens[1].token_sha256", "same token as tokens[0]"),
+        ({"tokens": [{**TOKEN, "account": None}]}, "tokens[0].account", "required"),
+        ({"tokens": [{**TOKEN, "accounts": ["x"]}]}, "tokens[0].accounts", "known"),
     ],
 )  # fmt: skip
 def test_a_bad_field_is_named_with_what_to_write(change: dict, field: str, hint: str) -> None:
@@ -82,3 +99,40 @@ def test_contracts_come_from_the_sidecar_and_a_stray_entry_is_refused(tmp_path: 
 def test_an_upstream_without_usable_tools_is_named() -> None:
     with pytest.raises(ConfigError, match="upstream 'shop'"):
         catalog_from_tools([{"description": "no name"}], Upstream("shop", "shop-server"), {})
+
+
+def test_an_http_upstream_and_tokens_need_no_launch_account(tmp_path: Path) -> None:
+    data = {
+        "state": "accounts.json",
+        "server": {"port": 0},
+        "tokens": [{**TOKEN, "token_sha256": "AB" * 32}],
+        "upstreams": [{"name": "notes", "url": "http://127.0.0.1:9/mcp", "headers": {"k": 1}}],
+        "disclosure": "find_tools",
+    }
+    config = parse_config(data, "gw.yaml", base=tmp_path)
+    assert config.account == "" and config.disclosure == "find_tools"
+    assert config.tokens[0].token_sha256 == "ab" * 32  # kept lower-case
+    assert config.upstream == Upstream("notes", url="http://127.0.0.1:9/mcp", headers={"k": "1"})
+    assert config.server is not None and config.server.port == 0
+
+
+def test_two_upstreams_listing_one_name_are_refused_naming_both(tmp_path: Path) -> None:
+    from maitred.gateway import Gates
+
+    (tmp_path / "accounts.json").write_text("{}", encoding="utf-8")
+    data = {**GOOD, "upstreams": [{"name": "a", "command": "x"}, {"name": "b", "url": "http://h"}]}
+    config = parse_config(data, "gw.yaml", base=tmp_path)
+    with pytest.raises(
+        ConfigError, match=r"upstreams 'a' and 'b' both list a tool named 'upgrade'"
+    ):
+        Gates.open(config, {"a": TOOLS, "b": TOOLS[1:]})
+
+
+def test_an_unknown_find_method_is_named_with_the_field(tmp_path: Path) -> None:
+    from maitred.gateway import Gates
+
+    (tmp_path / "accounts.json").write_text("{}", encoding="utf-8")
+    data = {**GOOD, "disclosure": "find_tools", "find": {"method": "bm26"}}
+    config = parse_config(data, "gw.yaml", base=tmp_path)
+    with pytest.raises(ConfigError, match=r"gw\.yaml: field 'find':.*bm26"):
+        Gates.open(config, {"time": TOOLS})

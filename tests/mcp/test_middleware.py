@@ -20,10 +20,15 @@ from maitred.gateway.server import GateMiddleware, open_gateway
 class _BrokenLogKeeper:
     """A gatekeeper whose decision log refuses the write."""
 
-    upstream = "shop"
+    found = None
 
     def check(self, name: str, arguments: Any) -> Any:
         raise LogError("database is locked")
+
+
+class _Gates:
+    def keeper(self, account: str, *, tenant: str = "") -> _BrokenLogKeeper:
+        return _BrokenLogKeeper()
 
 
 def test_a_call_the_gate_cannot_log_never_reaches_the_upstream() -> None:
@@ -34,7 +39,7 @@ def test_a_call_the_gate_cannot_log_never_reaches_the_upstream() -> None:
         return ToolResult(content="ran")
 
     async def main() -> ToolResult:
-        middleware = GateMiddleware(_BrokenLogKeeper())  # type: ignore[arg-type]
+        middleware = GateMiddleware(_Gates(), account="acc-1")  # type: ignore[arg-type]
         call = mt.CallToolRequestParams(name="upgrade", arguments={"plan": "pro"})
         return await middleware.on_call_tool(MiddlewareContext(message=call), upstream)
 
@@ -57,4 +62,65 @@ def test_an_upstream_that_cannot_start_is_named_before_anything_is_served(
         base=tmp_path,
     )
     with pytest.raises(ConfigError, match=r"upstream 'shop'.*no-such-server"):
+        anyio.run(open_gateway, config)
+
+
+def test_each_transport_asks_for_what_names_the_account_before_anything_starts(
+    tmp_path: Path,
+) -> None:
+    upstream = {"name": "shop", "command": str(tmp_path / "never-started")}
+    token = {"token_sha256": "ab" * 32, "tenant": "acme", "account": "acc-1"}
+    http_only = parse_config(
+        {"state": "accounts.json", "tokens": [token], "upstreams": [upstream]}, "gw.yaml"
+    )
+    with pytest.raises(ConfigError, match=r"'account' is required over stdio"):
+        anyio.run(open_gateway, http_only)
+    stdio_only = parse_config(
+        {"account": "acc-1", "state": "accounts.json", "upstreams": [upstream]}, "gw.yaml"
+    )
+    with pytest.raises(ConfigError, match=r"over HTTP needs 'tokens'"):
+        anyio.run(lambda: open_gateway(stdio_only, http=True))
+
+
+class _NoKeeper:
+    def keeper(self, account: str, *, tenant: str = "") -> Any:
+        raise AssertionError("no session may be opened without an identity")
+
+
+def test_an_http_gateway_reached_without_a_token_lists_nothing_and_runs_nothing() -> None:
+    """The transport's auth answers 401 first; the gate does not rely on it alone."""
+    reached: list[str] = []
+
+    async def upstream(context: Any) -> Any:
+        reached.append("upstream")
+        return ToolResult(content="ran")
+
+    async def main() -> tuple[ToolResult, Any]:
+        middleware = GateMiddleware(_NoKeeper(), account=None)  # type: ignore[arg-type]
+        call = mt.CallToolRequestParams(name="upgrade", arguments={"plan": "pro"})
+        result = await middleware.on_call_tool(MiddlewareContext(message=call), upstream)
+        listed = await middleware.on_list_tools(
+            MiddlewareContext(message=mt.ListToolsRequest()), upstream
+        )
+        return result, listed
+
+    result, listed = anyio.run(main)
+    assert listed == [] and reached == []
+    payload = json.loads(result.content[0].text)  # type: ignore[union-attr]
+    assert result.is_error and payload["code"] == "AUTH_REQUIRED"
+
+
+def test_an_http_upstream_that_does_not_answer_at_start_is_named(tmp_path: Path) -> None:
+    config = parse_config(
+        {
+            "account": "acc-1",
+            "state": "accounts.json",
+            "upstreams": [{"name": "notes", "url": "http://127.0.0.1:1/mcp", "timeout_s": 10}],
+        },
+        "gw.yaml",
+        base=tmp_path,
+    )
+    with pytest.raises(
+        ConfigError, match=r"upstream 'notes': could not reach http://127\.0\.0\.1:1"
+    ):
         anyio.run(open_gateway, config)

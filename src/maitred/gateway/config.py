@@ -2,23 +2,35 @@
 
 ::
 
-    account: acc-1                  # whose state the gates read (``--account`` overrides it)
+    account: acc-1                  # over stdio: whose state the gates read (--account overrides)
     state: accounts.json            # a provider spec (maitred.state.open_provider)
     tables: {account: accounts}     # key root -> table, for SQL providers only
     log: gateway.sqlite             # the decision log (path or postgresql:// URL)
     settings: {}                    # values for rule factories in the contracts sidecars
+    disclosure: all                 # all | find_tools (tools/list starts with find_tools only)
+    find: {method: bm25, top_k: 5}  # the recall find_tools runs (find_tools mode)
     upstreams:
       - name: time                  # how errors and the log name it
-        command: mcp-server-time    # launched over stdio
+        command: mcp-server-time    # launched over stdio ...
         args: []
         env: {}                     # added to the MCP SDK's safe default (HOME, PATH, ...)
         contracts: time.maitred.yaml
         shadow: [free_plan]         # rules evaluated and logged, never enforced (optional)
+      - name: notes
+        url: http://127.0.0.1:9001/mcp   # ... or reached over streamable HTTP
+        headers: {}                 # sent with every request to it (an upstream's own token)
+        timeout_s: 60               # a request to an upstream past this is UPSTREAM_FAILED
+        contracts: notes.maitred.yaml
+    server: {host: 127.0.0.1, port: 8765, path: /mcp, max_sessions: 1000}   # serve over HTTP
+    tokens:                         # over HTTP: who a bearer token is (only its hash is kept)
+      - {token_sha256: 9f86d0..., tenant: acme, account: acc-1}
 
-The account is part of the *launch*: an MCP client starts one gateway process per account (its
-own stdio pipe), so nothing the model writes can change whose state is read. ``upstreams`` is a
-list so that several upstreams (and streamable-HTTP ones) fit later without a new format; this
-slice serves exactly one.
+**Whose account.** Over stdio the account is part of the *launch*: an MCP client starts one
+gateway process per account (its own pipe), so nothing the model writes can change whose state
+is read. Over HTTP it is part of the *token*: each token maps to exactly one tenant and one
+account, so an authenticated request has one answer to "whose state" and no request field is
+ever consulted. A config with a ``server`` block serves HTTP (``--stdio`` overrides that,
+``--http`` asks for HTTP without one); HTTP needs ``tokens``, stdio needs ``account``.
 
 Every error names the file and the dotted field (``upstreams[0].command``) and says what to
 write; unknown fields are errors, so a typo never becomes a silently ignored setting. Relative
@@ -29,27 +41,47 @@ unless it contains a ``/`` (then it too is relative to the config file).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, Literal, NoReturn
 
 import yaml
 
 from maitred.contract.tool_sidecar import SUFFIX
 from maitred.errors import ConfigError
 
-_TOP = frozenset({"account", "state", "tables", "log", "settings", "upstreams"})
-_UPSTREAM = frozenset({"name", "command", "args", "env", "contracts", "shadow"})
+Disclosure = Literal["all", "find_tools"]
+
+_TOP = frozenset(
+    {
+        "account",
+        "state",
+        "tables",
+        "log",
+        "settings",
+        "upstreams",
+        "disclosure",
+        "find",
+        "server",
+        "tokens",
+    }
+)
+_UPSTREAM = frozenset(
+    {"name", "command", "args", "env", "url", "headers", "contracts", "shadow", "timeout_s"}
+)
+_HEX64 = re.compile(r"^[0-9a-f]{64}$")
+_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 
 
 @dataclass(frozen=True)
 class Upstream:
-    """One MCP server the gateway fronts, launched as a subprocess speaking MCP over stdio.
+    """One MCP server the gateway fronts: a subprocess over stdio, or a streamable-HTTP URL.
 
     Attributes:
         name: how errors, results and the log name it.
-        command: the executable.
+        command: the executable (stdio); ``""`` for an HTTP upstream.
         args: its arguments.
         env: variables added to the safe default environment the MCP SDK gives a stdio server
             (HOME, PATH and the like; the gateway's other variables are not passed on).
@@ -57,19 +89,62 @@ class Upstream:
             every tool is visible and only argument schemas are checked).
         shadow: names of the sidecar's rules (exit predicates or call policies) to run in
             shadow mode: evaluated and logged on every listing and call, never enforced.
+        url: the streamable-HTTP endpoint (``""`` for a stdio upstream).
+        headers: HTTP headers sent with every request to ``url``.
+        timeout_s: how long a request to it may take; past that the call is
+            ``UPSTREAM_FAILED`` (an upstream that hangs must not hold a session forever).
     """
 
     name: str
-    command: str
+    command: str = ""
     args: tuple[str, ...] = ()
     env: Mapping[str, str] = field(default_factory=dict)
     contracts: str = ""
     shadow: tuple[str, ...] = ()
+    url: str = ""
+    headers: Mapping[str, str] = field(default_factory=dict)
+    timeout_s: float = 60.0
+
+    @property
+    def where(self) -> str:
+        """What it runs or where it is, for messages."""
+        return self.url or " ".join((self.command, *self.args))
+
+
+@dataclass(frozen=True)
+class Token:
+    """Who a bearer token is over HTTP: one tenant, one account (only its hash is kept)."""
+
+    token_sha256: str
+    tenant: str
+    account: str
+
+
+@dataclass(frozen=True)
+class HttpServer:
+    """Where the gateway listens over streamable HTTP, and how many sessions it remembers."""
+
+    host: str = "127.0.0.1"
+    port: int = 8765
+    path: str = "/mcp"
+    max_sessions: int = 1000
+
+
+@dataclass(frozen=True)
+class FindOptions:
+    """The recall ``find_tools`` runs over every upstream tool (then the gate, then depth)."""
+
+    method: str = "bm25"
+    top_k: int = 5
 
 
 @dataclass(frozen=True)
 class GatewayConfig:
-    """A checked gateway configuration (paths resolved against the config file)."""
+    """A checked gateway configuration (paths resolved against the config file).
+
+    ``account`` is ``""`` when the config names none (an HTTP-only gateway: tokens name the
+    accounts); serving it over stdio is then refused.
+    """
 
     account: str
     state: str
@@ -78,10 +153,14 @@ class GatewayConfig:
     log: str | None = None
     settings: Mapping[str, Any] = field(default_factory=dict)
     source: str = ""
+    disclosure: Disclosure = "all"
+    find: FindOptions = field(default_factory=FindOptions)
+    server: HttpServer | None = None
+    tokens: tuple[Token, ...] = ()
 
     @property
     def upstream(self) -> Upstream:
-        """The one upstream of this slice."""
+        """The first upstream (the only one of a one-upstream gateway)."""
         return self.upstreams[0]
 
 
@@ -112,27 +191,45 @@ def parse_config(
     top = r.mapping(data if data is not None else {}, "")
     r.no_unknown(top, _TOP, "")
     root = base or Path.cwd()
+    tokens = _tokens(r, top["tokens"]) if top.get("tokens") is not None else ()
     who = account if account else top.get("account")
-    if who is None:
-        r.fail("account", "is required (or pass --account): whose state the gates read")
+    if who is None and not tokens:
+        r.fail(
+            "account",
+            "is required (or pass --account): whose state the gates read over stdio; "
+            "an HTTP gateway names its accounts under 'tokens' instead",
+        )
     state = _resolve_state(root, r.string(r.require(top, "state", ""), "state"))
     tables = r.mapping(top["tables"], "tables") if top.get("tables") is not None else None
     log = top.get("log")
     ups = r.require(top, "upstreams", "")
-    if not isinstance(ups, list) or len(ups) != 1:
+    if not isinstance(ups, list) or not ups:
         r.fail(
             "upstreams",
-            "must be a list of exactly one upstream ({name, command, args, env, contracts}); "
-            "several upstreams are not served yet",
+            "must be a list of one or more upstreams ({name, command, args, env, contracts} "
+            "or {name, url, headers, contracts})",
         )
+    upstreams = tuple(_upstream(r, u, f"upstreams[{i}]", root) for i, u in enumerate(ups))
+    seen: dict[str, int] = {}
+    for i, up in enumerate(upstreams):
+        if up.name in seen:
+            r.fail(f"upstreams[{i}].name", f"{up.name!r} is already upstreams[{seen[up.name]}]")
+        seen[up.name] = i
+    disclosure = top.get("disclosure", "all")
+    if disclosure not in ("all", "find_tools"):
+        r.fail("disclosure", f"must be one of ['all', 'find_tools'], not {disclosure!r}")
     return GatewayConfig(
-        account=r.string(who, "account"),
+        account=r.string(who, "account") if who is not None else "",
         state=state,
-        upstreams=tuple(_upstream(r, u, f"upstreams[{i}]", root) for i, u in enumerate(ups)),
+        upstreams=upstreams,
         tables=tables,
         log=_resolve_log(root, r.string(log, "log")) if log is not None else None,
         settings=r.mapping(top.get("settings") or {}, "settings"),
         source=source,
+        disclosure=disclosure,
+        find=_find(r, top.get("find") or {}),
+        server=_server(r, top["server"]) if top.get("server") is not None else None,
+        tokens=tokens,
     )
 
 
@@ -140,13 +237,35 @@ def _upstream(r: _Reader, value: Any, where: str, root: Path) -> Upstream:
     data = r.mapping(value, where)
     r.no_unknown(data, _UPSTREAM, where)
     name = r.string(r.require(data, "name", where), f"{where}.name")
-    command = r.string(r.require(data, "command", where), f"{where}.command")
-    if "/" in command:
-        command = _resolve(root, command)
+    if not _NAME.match(name):
+        r.fail(f"{where}.name", "upstream names use letters, digits, '_', '.', '-' (at most 64)")
+    has_command, has_url = data.get("command") is not None, data.get("url") is not None
+    if has_command == has_url:
+        r.fail(
+            f"{where}.command",
+            "is required (a stdio server to launch), or 'url' instead (a streamable-HTTP "
+            "endpoint); give exactly one of them",
+        )
+    command, url = "", ""
+    if has_command:
+        command = r.string(data["command"], f"{where}.command")
+        if "/" in command:
+            command = _resolve(root, command)
+        for key in ("headers",):
+            if key in data:
+                r.fail(f"{where}.{key}", "is for an HTTP upstream ('url'), not a 'command'")
+    else:
+        url = r.string(data["url"], f"{where}.url")
+        if not url.startswith(("http://", "https://")):
+            r.fail(f"{where}.url", f"must be an http:// or https:// URL, not {url!r}")
+        for key in ("args", "env"):
+            if key in data:
+                r.fail(f"{where}.{key}", "is for a stdio upstream ('command'), not a 'url'")
     args = data.get("args") or []
     if not isinstance(args, list) or not all(isinstance(a, (str, int, float)) for a in args):
         r.fail(f"{where}.args", f"must be a list of strings, not {args!r}")
     env = r.mapping(data.get("env") or {}, f"{where}.env")
+    headers = r.mapping(data.get("headers") or {}, f"{where}.headers")
     contracts = data.get("contracts")
     path = ""
     if contracts is not None:
@@ -155,6 +274,9 @@ def _upstream(r: _Reader, value: Any, where: str, root: Path) -> Upstream:
             r.fail(f"{where}.contracts", f"must name a sidecar file ending in {SUFFIX!r}")
         if not Path(path).is_file():
             r.fail(f"{where}.contracts", f"{path} does not exist; write it or fix the path")
+    timeout = data.get("timeout_s", 60.0)
+    if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or timeout <= 0:
+        r.fail(f"{where}.timeout_s", f"must be a positive number of seconds, not {timeout!r}")
     shadow = data.get("shadow") or []
     if not isinstance(shadow, list) or not all(isinstance(n, str) and n for n in shadow):
         r.fail(f"{where}.shadow", f"must be a list of rule names, not {shadow!r}")
@@ -167,7 +289,64 @@ def _upstream(r: _Reader, value: Any, where: str, root: Path) -> Upstream:
         env={k: str(v) for k, v in env.items()},
         contracts=path,
         shadow=tuple(shadow),
+        url=url,
+        headers={k: str(v) for k, v in headers.items()},
+        timeout_s=float(timeout),
     )
+
+
+def _tokens(r: _Reader, value: Any) -> tuple[Token, ...]:
+    if not isinstance(value, list) or not value:
+        r.fail("tokens", "must be a list of {token_sha256, tenant, account}")
+    out: list[Token] = []
+    seen: dict[str, int] = {}
+    for i, item in enumerate(value):
+        where = f"tokens[{i}]"
+        data = r.mapping(item, where)
+        r.no_unknown(data, frozenset({"token_sha256", "tenant", "account"}), where)
+        digest = r.string(r.require(data, "token_sha256", where), f"{where}.token_sha256")
+        digest = digest.lower()
+        if not _HEX64.match(digest):
+            r.fail(
+                f"{where}.token_sha256",
+                "must be the SHA-256 of the token as 64 hex digits (never the token itself): "
+                'printf %s "$TOKEN" | sha256sum',
+            )
+        if digest in seen:
+            r.fail(f"{where}.token_sha256", f"is the same token as tokens[{seen[digest]}]")
+        seen[digest] = i
+        tenant = r.string(r.require(data, "tenant", where), f"{where}.tenant")
+        if not _NAME.match(tenant):
+            r.fail(f"{where}.tenant", "use letters, digits, '_', '.', '-' (at most 64)")
+        account = r.string(r.require(data, "account", where), f"{where}.account")
+        out.append(Token(digest, tenant, account))
+    return tuple(out)
+
+
+def _server(r: _Reader, value: Any) -> HttpServer:
+    data = r.mapping(value, "server")
+    r.no_unknown(data, frozenset({"host", "port", "path", "max_sessions"}), "server")
+    host = r.string(data.get("host", "127.0.0.1"), "server.host")
+    port = data.get("port", 8765)
+    if not isinstance(port, int) or isinstance(port, bool) or not 0 <= port <= 65535:
+        r.fail("server.port", f"must be a port number 0-65535 (0: any free one), not {port!r}")
+    path = r.string(data.get("path", "/mcp"), "server.path")
+    if not path.startswith("/"):
+        r.fail("server.path", f"must start with '/', not {path!r}")
+    most = data.get("max_sessions", 1000)
+    if not isinstance(most, int) or isinstance(most, bool) or most < 1:
+        r.fail("server.max_sessions", f"must be a whole number >= 1, not {most!r}")
+    return HttpServer(host, port, path, most)
+
+
+def _find(r: _Reader, value: Any) -> FindOptions:
+    data = r.mapping(value, "find")
+    r.no_unknown(data, frozenset({"method", "top_k"}), "find")
+    method = r.string(data.get("method", "bm25"), "find.method")
+    top_k = data.get("top_k", 5)
+    if not isinstance(top_k, int) or isinstance(top_k, bool) or top_k < 1:
+        r.fail("find.top_k", f"must be a whole number >= 1, not {top_k!r}")
+    return FindOptions(method, top_k)
 
 
 class _Reader:

@@ -1,29 +1,45 @@
 """The gateway's decisions, without any MCP plumbing: what one session sees and may call.
 
-A :class:`Gatekeeper` holds one :class:`~maitred.Maitred` engine over the upstream's tools
-(the ``tools/list`` it answered at start, with contracts from the upstream's sidecar) and one
-:class:`~maitred.actions.Session` for the account the gateway was launched for.
+:class:`Gates` is built once per gateway over the tools every upstream listed at start (each
+upstream's own sidecar contracts and shadow rules applied to its own tools, then joined into
+one catalog): one :class:`~maitred.Maitred` engine that lists and checks, one that runs
+``find_tools`` (real recall over the same catalog), and one over the full contracts when some
+rules run in shadow mode. All share one state provider and one decision log. A
+:class:`Gatekeeper` is one MCP session: one :class:`~maitred.actions.Session` for one account,
+over those engines.
 
 * **Listing is a logged turn.** :meth:`Gatekeeper.visible` routes a turn whose "recall" is
-  every upstream tool, in the upstream's order (:class:`EveryTool`), so the executability gate
+  every upstream tool, in the upstreams' order (:class:`EveryTool`), so the executability gate
   decides each one on one fresh state snapshot and the decision log keeps the turn: which tools
   were hidden, and which predicate fired with the values it read. No model text is involved.
 * **A call is re-checked, never trusted to the list.** :meth:`Gatekeeper.check` offers the
-  session the *whole* upstream catalog before asking :meth:`Maitred.check`, so the action gate
+  session every tool it may know of before asking :meth:`Maitred.check`, so the action gate
   re-evaluates the exit predicates on fresh state: a hidden tool named anyway is
   ``TOOL_NOT_EXECUTABLE`` with the predicate that hides it (a message the model can act on),
-  a name the upstream never listed is ``TOOL_UNKNOWN``; then the arguments meet the schema and
-  the call policies run. The decision is in the log (flushed) before it is returned.
+  a name no upstream listed is ``TOOL_UNKNOWN``; then the arguments meet the schema and the
+  call policies run. The decision is in the log (flushed) before it is returned.
 * **A write can change what is visible.** After an allowed mutating call succeeded,
   :meth:`Gatekeeper.after_call` records it in the session and re-lists; it answers True when
   the visible set differs from the one last shown, and the server then sends
   ``notifications/tools/list_changed``.
+* **Progressive disclosure, gated** (``disclosure: find_tools``). The session starts knowing
+  only ``find_tools``. :meth:`Gatekeeper.find` routes the model's need through recall ->
+  executability gate -> depth (:meth:`Maitred.turn`, logged), and what it exposes joins the
+  session's *found* set: listings then show the found tools that pass the gate now, and a call
+  to a tool never found is ``TOOL_NOT_OFFERED``. A tool the gate blocks is never disclosed,
+  however well it matched; the answer says which predicate blocked it.
 
-**Shadow mode.** Rules the config names in ``shadow`` are taken out of the catalog the gateway
-enforces, and a second engine over the *full* contracts decides every listing and call too,
-under its own run (``mcp-<upstream>-shadow-...``) and session id (``<session>-shadow``) in the
-same log: what the client got is the enforced run, what full enforcement would have done is the
-shadow run, and the two can be compared turn by turn before a rule is switched on.
+**Names across upstreams.** Tools keep the names their upstream gives them (the names its
+sidecar, its documentation and the model's prompts use); two upstreams listing the same name
+is refused at start with a :class:`~maitred.errors.ConfigError` naming both, rather than
+renamed silently, because a prefix would change what every sidecar, prompt and log row says.
+
+**Shadow mode.** Rules the config names in an upstream's ``shadow`` are taken out of the
+catalog the gateway enforces, and a second engine over the *full* contracts decides every
+listing and call too, under its own run (``mcp-shadow-...``) and session id
+(``<session>-shadow``) in the same log: what the client got is the enforced run, what full
+enforcement would have done is the shadow run, and the two can be compared turn by turn
+before a rule is switched on.
 
 The upstream's tools become a catalog in memory (:func:`catalog_from_tools`): the sidecar named
 ``time.maitred.yaml`` is read as the contracts of a tools file ``time.json`` beside it, so the
@@ -35,25 +51,34 @@ from __future__ import annotations
 
 import sys
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from maitred.actions.model import Decision, ToolCall
+from maitred.build import PipelineOptions, build_pipeline
 from maitred.contract.tool_sidecar import SUFFIX, load_tool_contracts
 from maitred.engine import Maitred
 from maitred.errors import ConfigError
 from maitred.gateway.config import GatewayConfig, Upstream
-from maitred.log.base import open_log
+from maitred.log.base import DecisionLog, open_log
 from maitred.pipeline import Pipeline
 from maitred.recall.base import Candidate, Cutoff
-from maitred.skills.model import Catalog
+from maitred.skills.model import Catalog, Skill
 from maitred.skills.tools import parse_tools
 from maitred.state.registry import open_provider
+from maitred.state.snapshot import StateProvider
 
 #: the text of a listing turn in the decision log (it is no user's message)
 LIST_TEXT = "tools/list"
+#: the tool the gateway adds in ``find_tools`` disclosure mode
+FIND_TOOLS = "find_tools"
+FIND_TOOLS_DESCRIPTION = (
+    "Find the tools for a task. The catalog is too large to list: describe in a sentence what "
+    "you need to do, and the tools that fit it and can run for this account now become "
+    "available (the tool list changes). Call it again for another need."
+)
 
 
 def catalog_from_tools(
@@ -74,8 +99,8 @@ def catalog_from_tools(
         print(f"maitred mcp: tool left out: {problem}", file=sys.stderr)
     if not skills:
         raise ConfigError(
-            f"upstream {upstream.name!r} ({upstream.command}) lists no usable tool; check that "
-            "the command starts the MCP server you meant"
+            f"upstream {upstream.name!r} ({upstream.where}) lists no usable tool; check that "
+            "it is the MCP server you meant"
         )
     if upstream.contracts:
         as_tools_file = Path(upstream.contracts[: -len(SUFFIX)] + ".json")
@@ -124,84 +149,217 @@ def without_rules(catalog: Catalog, names: Sequence[str], source: str = "") -> C
 
 
 class EveryTool:
-    """The "recall" of a listing: every tool of the catalog, in its order, score 1."""
+    """The "recall" of a listing: every tool of the catalog, in its order, score 1.
+
+    ``only`` narrows one listing to the names a session has found (``find_tools`` mode); the
+    gatekeeper sets it under the gateway's engine lock, just before the turn it is for.
+    """
 
     def __init__(self, catalog: Catalog) -> None:
         self.catalog = catalog
         self.name = "mcp-list"
+        self.only: Collection[str] | None = None
 
     def rank(self, text: str, k: int) -> list[Candidate]:
-        return [Candidate(s.name, i + 1, 1.0) for i, s in enumerate(self.catalog.skills[:k])]
+        names = [s.name for s in self.catalog.skills[:k]]
+        if self.only is not None:
+            names = [n for n in names if n in self.only]
+        return [Candidate(n, i + 1, 1.0) for i, n in enumerate(names)]
 
 
-class Gatekeeper:
-    """Visibility and call decisions for one gateway session (one account).
+class Gates:
+    """The engines of one gateway, shared by all its sessions (see the module docstring).
 
     Args:
-        engine: the engine over the upstream's catalog (its log, if any, gets every decision).
-        account: whose state the gates read; fixed for the gateway's lifetime.
-        upstream: the upstream's name, for messages.
-        shadow: an engine over the full contracts, when some rules run in shadow mode: it
-            decides and logs alongside, and is never obeyed.
+        engine: lists and checks, over the enforced catalog (it owns and closes the log).
+        owners: tool name -> the upstream that lists it.
+        finder: routes ``find_tools`` needs over the same catalog (``find_tools`` mode only).
+        shadow: an engine over the full contracts, when some rules run in shadow mode.
     """
 
     def __init__(
         self,
         engine: Maitred,
-        account: str,
-        upstream: str = "upstream",
+        owners: Mapping[str, str],
+        *,
+        finder: Maitred | None = None,
         shadow: Maitred | None = None,
     ) -> None:
         self.engine = engine
-        self.upstream = upstream
-        self.session = engine.session(account)
+        self.owners = dict(owners)
+        self.finder = finder
         self.shadow = shadow
-        self.shadow_session = (
-            shadow.session(account, id=f"{self.session.id}-shadow") if shadow else None
-        )
-        self.listed: tuple[str, ...] | None = None
 
     @classmethod
-    def open(cls, config: GatewayConfig, tools: Sequence[Mapping[str, Any]]) -> Gatekeeper:
-        """A gatekeeper for ``config`` over the tools the upstream listed at start."""
-        up = config.upstream
-        full = catalog_from_tools(tools, up, config.settings)
-        enforced = without_rules(full, up.shadow, config.source) if up.shadow else full
+    def open(cls, config: GatewayConfig, tools: Mapping[str, Sequence[Mapping[str, Any]]]) -> Gates:
+        """The gates for ``config`` over ``tools`` (upstream name -> what it listed at start).
+
+        Raises:
+            ConfigError: two upstreams list the same tool name (both named), a shadow rule
+                names no rule, or an upstream lists nothing usable.
+            ContractError: a sidecar is invalid.
+        """
+        full, enforced, owners = _join(config, tools)
         provider = open_provider(config.state, config.tables)
         log = open_log(config.log) if config.log else None
-
-        def engine(catalog: Catalog, run: str, owns_log: bool) -> Maitred:
-            pipeline = Pipeline(
-                catalog, EveryTool(catalog), provider, cutoff=Cutoff(top_k=len(catalog)), log=log
-            )
+        try:
+            finder = None
+            if config.disclosure == "find_tools":
+                options = PipelineOptions(method=config.find.method, top_k=config.find.top_k)
+                try:
+                    pipeline = build_pipeline(enforced, provider, options, log=log)
+                except ConfigError as exc:
+                    raise ConfigError(f"{config.source}: field 'find': {exc}") from None
+                _begin(pipeline, log, "mcp-find")
+                finder = Maitred(pipeline)
+            shadow = None
+            if any(up.shadow for up in config.upstreams):
+                shadow = _listing_engine(full, provider, log, "mcp-shadow", owns_log=False)
+            engine = _listing_engine(enforced, provider, log, "mcp", owns_log=True)
+        except BaseException:
             if log is not None:
-                pipeline.begin_run(f"{run}-{uuid.uuid4().hex[:8]}")
-                log.flush()
-            return Maitred(pipeline, owns_log=owns_log and log is not None)
-
-        shadow = engine(full, f"mcp-{up.name}-shadow", False) if up.shadow else None
-        return cls(engine(enforced, f"mcp-{up.name}", True), config.account, up.name, shadow)
+                log.close()
+            raise
+        return cls(engine, owners, finder=finder, shadow=shadow)
 
     @property
     def tool_names(self) -> tuple[str, ...]:
         return tuple(s.name for s in self.engine.catalog)
 
+    def keeper(self, account: str, *, tenant: str = "") -> Gatekeeper:
+        """A new session for ``account`` (``tenant`` prefixes its id in the log)."""
+        return Gatekeeper(self, account, tenant=tenant)
+
+    def close(self) -> None:
+        for extra in (self.shadow, self.finder):
+            if extra is not None:
+                extra.close()  # flushes the shared log; the listing engine closes it
+        self.engine.close()
+
+
+def _join(
+    config: GatewayConfig, tools: Mapping[str, Sequence[Mapping[str, Any]]]
+) -> tuple[Catalog, Catalog, dict[str, str]]:
+    """Every upstream's tools as one catalog with full contracts and one without the shadowed
+    rules (each upstream's sidecar and shadow list applied to its own tools), and the owner
+    of each tool."""
+    full: list[Skill] = []
+    enforced: list[Skill] = []
+    owners: dict[str, str] = {}
+    for i, up in enumerate(config.upstreams):
+        catalog = catalog_from_tools(tools.get(up.name, ()), up, config.settings)
+        for skill in catalog:
+            if skill.name in owners:
+                raise ConfigError(
+                    f"{config.source}: upstreams {owners[skill.name]!r} and {up.name!r} both "
+                    f"list a tool named {skill.name!r}; a client could not tell them apart. "
+                    "Put them behind separate gateways, or rename the tool in one server"
+                )
+            if skill.name == FIND_TOOLS and config.disclosure == "find_tools":
+                raise ConfigError(
+                    f"{config.source}: upstream {up.name!r} lists a tool named {FIND_TOOLS!r}, "
+                    "the name of the gateway's own tool with 'disclosure: find_tools'; use "
+                    "'disclosure: all'"
+                )
+            owners[skill.name] = up.name
+        full += catalog.skills
+        where = f"{config.source}: upstreams[{i}]"
+        enforced += (without_rules(catalog, up.shadow, where) if up.shadow else catalog).skills
+    return Catalog(tuple(full)), Catalog(tuple(enforced)), owners
+
+
+def _begin(pipeline: Pipeline, log: DecisionLog | None, run: str) -> None:
+    if log is not None:
+        pipeline.begin_run(f"{run}-{uuid.uuid4().hex[:8]}")
+        log.flush()
+
+
+def _listing_engine(
+    catalog: Catalog, provider: StateProvider, log: DecisionLog | None, run: str, *, owns_log: bool
+) -> Maitred:
+    recall = EveryTool(catalog)
+    pipeline = Pipeline(catalog, recall, provider, cutoff=Cutoff(top_k=len(catalog)), log=log)
+    _begin(pipeline, log, run)
+    return Maitred(pipeline, owns_log=owns_log and log is not None)
+
+
+class Gatekeeper:
+    """Visibility and call decisions for one gateway session (one account, fixed for its life).
+
+    Build it with :meth:`Gates.keeper`; the account comes from the launch (stdio) or from the
+    authenticated token (HTTP), never from a request.
+    """
+
+    def __init__(self, gates: Gates, account: str, *, tenant: str = "") -> None:
+        self.gates = gates
+        self.engine = gates.engine
+        self.account = account
+        self.tenant = tenant
+        sid = uuid.uuid4().hex[:16]
+        self.session = self.engine.session(account, id=f"{tenant}-{sid}" if tenant else sid)
+        self.shadow = gates.shadow
+        self.shadow_session = (
+            self.shadow.session(account, id=f"{self.session.id}-shadow") if self.shadow else None
+        )
+        #: names disclosed by find_tools (``None``: every tool may be listed)
+        self.found: set[str] | None = set() if gates.finder is not None else None
+        self.listed: tuple[str, ...] | None = None
+
+    @property
+    def tool_names(self) -> tuple[str, ...]:
+        return self.gates.tool_names
+
+    def upstream_of(self, name: str) -> str:
+        """The upstream that lists ``name`` (``""``: none does)."""
+        return self.gates.owners.get(name, "")
+
+    def _offerable(self) -> tuple[str, ...]:
+        if self.found is None:
+            return self.tool_names
+        return tuple(n for n in self.tool_names if n in self.found)
+
     def visible(self) -> tuple[str, ...]:
-        """The tools this session may see now (a logged turn), in the upstream's order."""
-        if self.shadow is not None and self.shadow_session is not None:
-            self.shadow.turn(LIST_TEXT, session=self.shadow_session)
-        turn = self.engine.turn(LIST_TEXT, session=self.session)
-        self.listed = turn.exposed
-        return turn.exposed
+        """The tools this session may see now (a logged turn), in the upstreams' order.
+
+        In ``find_tools`` mode the list starts with ``find_tools`` and holds only the tools
+        found so far that pass the gate now.
+        """
+        scope = None if self.found is None else self._offerable()
+        exposed: tuple[str, ...] = ()
+        if scope is None or scope:
+            if self.shadow is not None and self.shadow_session is not None:
+                self._listing(self.shadow, scope, self.shadow_session)
+            exposed = self._listing(self.engine, scope, self.session)
+        if self.found is not None:
+            exposed = (FIND_TOOLS, *exposed)
+        self.listed = exposed
+        return exposed
+
+    @staticmethod
+    def _listing(engine: Maitred, scope: Collection[str] | None, session: Any) -> tuple[str, ...]:
+        recall = engine.pipeline.recaller
+        assert isinstance(recall, EveryTool)
+        recall.only = scope
+        try:
+            return engine.turn(LIST_TEXT, session=session).exposed
+        finally:
+            recall.only = None
 
     def check(self, name: str, arguments: Mapping[str, Any] | None) -> Decision:
         """May ``name(arguments)`` reach the upstream now? (logged, flushed, then returned)."""
         call = ToolCall(name, dict(arguments or {}))
+        offer = self._offerable()
         if self.shadow is not None and self.shadow_session is not None:
-            self.shadow_session.offer(self.tool_names, self.shadow_session.turn_id)
+            self.shadow_session.offer(offer, self.shadow_session.turn_id)
             self.shadow.check(call, session=self.shadow_session)
-        self.session.offer(self.tool_names, self.session.turn_id)
+        self.session.offer(offer, self.session.turn_id)
         return self.engine.check(call, session=self.session)
+
+    def mutates(self, name: str) -> bool:
+        """Whether ``name`` may change the account's state (only then can a call to it change
+        what is visible; a read's :meth:`after_call` touches the session in memory only)."""
+        tool = self.engine.policy.tools.get(name)
+        return tool is not None and tool.mutates
 
     def after_call(self, name: str, arguments: Mapping[str, Any] | None, result: Any) -> bool:
         """Record a call that succeeded upstream; True when the session's visible set changed.
@@ -213,13 +371,45 @@ class Gatekeeper:
         self.engine.record(call, result, session=self.session)
         if self.shadow is not None and self.shadow_session is not None:
             self.shadow.record(call, result, session=self.shadow_session)
-        tool = self.engine.policy.tools.get(name)
-        if tool is None or not tool.mutates or self.listed is None:
+        if not self.mutates(name) or self.listed is None:
             return False
         before = self.listed
         return self.visible() != before
 
-    def close(self) -> None:
-        if self.shadow is not None:
-            self.shadow.close()  # flushes the shared log; the enforcing engine closes it
-        self.engine.close()
+    def find(self, need: str) -> tuple[dict[str, Any], bool]:
+        """Route ``need`` (recall, gate, depth; a logged turn) and disclose what it exposes.
+
+        Returns:
+            The answer for the model (the tools now available with their descriptions, and
+            the matching tools the gate blocked with the predicates' messages), and whether
+            the session's visible set changed (then ``list_changed`` is due).
+
+        Raises:
+            ConfigError: the gateway does not run in ``find_tools`` mode.
+        """
+        finder = self.gates.finder
+        if finder is None or self.found is None:
+            raise ConfigError("find_tools needs 'disclosure: find_tools' in the gateway config")
+        before = self.listed
+        turn = finder.turn(need, session=self.session)
+        self.found.update(turn.exposed)
+        catalog = finder.catalog
+        answer: dict[str, Any] = {
+            "need": need,
+            "tools": [
+                {"name": n, "description": catalog[n].description, "upstream": self.upstream_of(n)}
+                for n in turn.exposed
+            ],
+            "blocked": [
+                {
+                    "name": b["skill"],
+                    "why": [p["message"] or p["predicate"] for p in b["predicates"]]
+                    or [b["cause"] or "not executable now"],
+                }
+                for b in turn.to_json()["blocked"]
+            ],
+            "turn_id": turn.turn_id,
+        }
+        if not turn.exposed:
+            answer["hint"] = "no tool that can run now fits this need; describe it differently"
+        return answer, self.visible() != before

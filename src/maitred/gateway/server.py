@@ -1,20 +1,38 @@
-"""The MCP side of the gateway: a FastMCP proxy with maitred's gates as its middleware.
+"""The MCP side of the gateway: a FastMCP server over the upstreams, gated by its middleware.
 
-:func:`open_gateway` starts the upstream over stdio, reads its ``tools/list`` once, builds the
-:class:`~maitred.gateway.keeper.Gatekeeper` over it (a broken sidecar fails here, before any
-client is served), and returns a FastMCP proxy server whose :class:`GateMiddleware` stands
-between the client and the upstream:
+:func:`open_gateway` connects every upstream (a stdio subprocess or a streamable-HTTP URL),
+reads each one's ``tools/list`` once, builds the :class:`~maitred.gateway.keeper.Gates` over
+them (a broken sidecar or a tool name two upstreams share fails here, before any client is
+served), and returns a FastMCP server that serves one proxy provider per upstream, with
+:class:`GateMiddleware` standing between every client and every upstream:
 
-* ``tools/list``: the upstream's list, filtered to what the gatekeeper finds visible for the
-  account now (a logged turn).
+* ``tools/list``: the upstreams' lists, filtered to what the session's gatekeeper finds
+  visible for its account now (a logged turn).
 * ``tools/call``: the gatekeeper checks the call first (logged and flushed); a rejected call
   never reaches the upstream and the client gets an ``isError`` result whose text is
   ``decision.tool_result()`` as JSON (code, message for the model, offending fields); a call
-  the gatekeeper could not decide or log is refused too (``GATE_UNAVAILABLE``). An
-  allowed call goes to the upstream; if that fails (the server crashed, the pipe broke), the
-  client gets an ``isError`` result naming the upstream and the gateway stays up. After an
-  allowed mutating call succeeded, a changed visible set is announced with
+  the gatekeeper could not decide or log is refused too (``GATE_UNAVAILABLE``). An allowed
+  call goes to the upstream that lists the tool; if that fails (the server crashed, the URL
+  does not answer), the client gets an ``isError`` result naming that upstream, the other
+  upstreams keep serving, and the next call connects afresh (a stdio server is relaunched).
+  After an allowed mutating call succeeded, a changed visible set is announced with
   ``notifications/tools/list_changed``.
+* ``find_tools`` (``disclosure: find_tools``): answered by the gateway itself, never by an
+  upstream (see :meth:`Gatekeeper.find <maitred.gateway.keeper.Gatekeeper.find>`).
+
+**Sessions and accounts.** Over stdio (and in memory) the gateway has one client, so it keeps
+one gatekeeper, for the launch account. Over HTTP every request must carry a bearer token
+(:class:`TokenAuth`: FastMCP answers 401 before any MCP handling when it is missing or
+unknown), and the gatekeeper is chosen by the authenticated identity: one per (tenant,
+account, MCP session id) on a handshake-era connection, one per (tenant, account) on a
+2026-07-28 connection, which has no session (every request is its own connection). The
+middleware checks again itself: a request over an HTTP gateway that reaches it without a token
+gets no tools and no call (``AUTH_REQUIRED``), so the gate never rests on the transport alone.
+At most ``server.max_sessions`` gatekeepers are kept; the least recently used is dropped.
+
+Upstreams never see the client's headers (the proxies do not forward them), so a tenant's
+token is never passed on to an upstream; an HTTP upstream gets the ``headers`` its config
+names.
 
 The engine is synchronous (SQLite, file and SQL state); its calls run on a worker thread under
 one lock, as in the HTTP service, so the event loop never blocks on the log or the state store.
@@ -22,36 +40,73 @@ one lock, as in the HTTP service, so the event loop never blocks on the log or t
 
 from __future__ import annotations
 
+import hashlib
 import json
+import socket
+import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 import anyio
 import mcp_types as mt  # the MCP wire types (`mcp.types` re-exports them)
 from fastmcp import FastMCP
-from fastmcp.client.transports import StdioTransport
-from fastmcp.server import create_proxy
+from fastmcp.client.transports import ClientTransport, StdioTransport, StreamableHttpTransport
+from fastmcp.server.auth import AccessToken, TokenVerifier
+from fastmcp.server.dependencies import get_access_token
 from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
+from fastmcp.server.providers.proxy import ProxyClient, ProxyProvider
 from fastmcp.tools import Tool, ToolResult
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from maitred.errors import ConfigError, MaitredError
-from maitred.gateway.config import GatewayConfig, Upstream
-from maitred.gateway.keeper import Gatekeeper
+from maitred.gateway.config import GatewayConfig, HttpServer, Token, Upstream
+from maitred.gateway.keeper import FIND_TOOLS, FIND_TOOLS_DESCRIPTION, Gatekeeper, Gates
 
 T = TypeVar("T")
 
 
-def _text_result(payload: dict[str, Any]) -> ToolResult:
+def _text_result(payload: Mapping[str, Any]) -> ToolResult:
     text = json.dumps(payload, ensure_ascii=False, sort_keys=True)
     return ToolResult(content=[mt.TextContent(type="text", text=text)], is_error=True)
 
 
-class GateMiddleware(Middleware):
-    """Filters ``tools/list`` and gates ``tools/call`` through one :class:`Gatekeeper`."""
+class TokenAuth(TokenVerifier):
+    """Bearer tokens -> (tenant, account), by the SHA-256 the config keeps of each token."""
 
-    def __init__(self, keeper: Gatekeeper) -> None:
-        self.keeper = keeper
+    def __init__(self, tokens: Sequence[Token]) -> None:
+        super().__init__()
+        self.by_hash = {t.token_sha256: t for t in tokens}
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        found = self.by_hash.get(hashlib.sha256(token.encode("utf-8")).hexdigest())
+        if found is None:
+            return None
+        return AccessToken(
+            token=token,
+            client_id=found.tenant,
+            scopes=[],
+            subject=found.account,
+            claims={"tenant": found.tenant, "account": found.account},
+        )
+
+
+class GateMiddleware(Middleware):
+    """Filters ``tools/list`` and gates ``tools/call`` through each session's gatekeeper.
+
+    Args:
+        gates: the gateway's engines.
+        account: the launch account (stdio): every request is this one session. ``None`` for
+            an HTTP gateway: the account comes from the authenticated token only.
+        max_sessions: gatekeepers kept (HTTP); the least recently used is dropped beyond it.
+    """
+
+    def __init__(self, gates: Gates, *, account: str | None, max_sessions: int = 1000) -> None:
+        self.gates = gates
+        self.account = account
+        self.max_sessions = max_sessions
+        self.keepers: OrderedDict[tuple[str, ...], Gatekeeper] = OrderedDict()
         self._lock = threading.Lock()
 
     async def _engine(self, fn: Callable[[], T]) -> T:
@@ -61,13 +116,36 @@ class GateMiddleware(Middleware):
 
         return await anyio.to_thread.run_sync(locked)
 
+    def _keeper(self, context: MiddlewareContext[Any]) -> Gatekeeper | None:
+        """The session's gatekeeper, from the launch or the token (None: not authenticated)."""
+        if self.account is not None:
+            key: tuple[str, ...] = ("launch",)
+            tenant, account = "", self.account
+        else:
+            token = get_access_token()
+            claims = token.claims if token is not None else None
+            if not claims or not claims.get("account") or not claims.get("tenant"):
+                return None
+            tenant, account = str(claims["tenant"]), str(claims["account"])
+            key = (tenant, account, _session_id(context))
+        keeper = self.keepers.get(key)
+        if keeper is None:
+            keeper = self.keepers[key] = self.gates.keeper(account, tenant=tenant)
+            while len(self.keepers) > self.max_sessions:
+                self.keepers.popitem(last=False)
+        self.keepers.move_to_end(key)
+        return keeper
+
     async def on_list_tools(
         self,
         context: MiddlewareContext[mt.ListToolsRequest],
         call_next: CallNext[mt.ListToolsRequest, Sequence[Tool]],
     ) -> Sequence[Tool]:
+        keeper = self._keeper(context)
+        if keeper is None:
+            return []
         tools = await call_next(context)
-        visible = set(await self._engine(self.keeper.visible))
+        visible = set(await self._engine(keeper.visible))
         return [t for t in tools if t.name in visible]
 
     async def on_call_tool(
@@ -76,8 +154,13 @@ class GateMiddleware(Middleware):
         call_next: CallNext[mt.CallToolRequestParams, ToolResult],
     ) -> ToolResult:
         name, args = context.message.name, dict(context.message.arguments or {})
+        keeper = self._keeper(context)
+        if keeper is None:
+            return _text_result(_AUTH_REQUIRED)
+        if name == FIND_TOOLS and keeper.found is not None:
+            return await self._find(context, keeper, args)
         try:
-            decision = await self._engine(lambda: self.keeper.check(name, args))
+            decision = await self._engine(lambda: keeper.check(name, args))
         except MaitredError as exc:  # not decided, or not durable: the call must not run
             return _text_result(
                 {
@@ -89,7 +172,11 @@ class GateMiddleware(Middleware):
                 }
             )
         if not decision.allow:
-            return _text_result(decision.tool_result())
+            payload = decision.tool_result()
+            if keeper.found is not None and decision.code == "TOOL_NOT_OFFERED":
+                payload["hint"] = f"call {FIND_TOOLS} with what you need to do first"
+            return _text_result(payload)
+        upstream = keeper.upstream_of(name)
         try:
             result = await call_next(context)
         except Exception as exc:  # the upstream failed; the gateway must answer and stay up
@@ -97,64 +184,216 @@ class GateMiddleware(Middleware):
                 {
                     "error": "upstream_failed",
                     "code": "UPSTREAM_FAILED",
-                    "message": f"the upstream MCP server {self.keeper.upstream!r} failed on "
+                    "message": f"the upstream MCP server {upstream!r} failed on "
                     f"{name}: {type(exc).__name__}: {exc}. The call may not have run; try "
-                    "again later",
-                    "upstream": self.keeper.upstream,
+                    "again later (the other tools still work)",
+                    "upstream": upstream,
                 }
             )
         if result.is_error:
             return result
         output = result.structured_content  # an object, so `records: {creates: ...}` can read it
-        changed = await self._engine(lambda: self.keeper.after_call(name, args, output))
-        if changed and context.fastmcp_context is not None:
-            await context.fastmcp_context.send_notification(mt.ToolListChangedNotification())
+        if keeper.mutates(name) or not self._lock.acquire(blocking=False):
+            changed = await self._engine(lambda: keeper.after_call(name, args, output))
+        else:  # a read only updates the session in memory: no second hop to the worker thread
+            try:
+                changed = keeper.after_call(name, args, output)
+            finally:
+                self._lock.release()
+        if changed:
+            await _list_changed(context)
         return result
 
+    async def _find(
+        self,
+        context: MiddlewareContext[mt.CallToolRequestParams],
+        keeper: Gatekeeper,
+        args: Mapping[str, Any],
+    ) -> ToolResult:
+        need = args.get("need")
+        if not isinstance(need, str) or not need.strip():
+            return _text_result(
+                {
+                    "code": "ARGS_MISSING",
+                    "message": f"{FIND_TOOLS} needs 'need': a sentence saying what you need to do",
+                    "fields": ["need"],
+                }
+            )
+        try:
+            answer, changed = await self._engine(lambda: keeper.find(need))
+        except MaitredError as exc:
+            return _text_result(
+                {
+                    "code": "GATE_UNAVAILABLE",
+                    "message": f"the gateway could not route this need ({type(exc).__name__}: "
+                    f"{exc}); no tool was disclosed. Try again later",
+                }
+            )
+        if changed:
+            await _list_changed(context)
+        text = json.dumps(answer, ensure_ascii=False, sort_keys=True)
+        return ToolResult(
+            content=[mt.TextContent(type="text", text=text)], structured_content=answer
+        )
 
-def transport_for(upstream: Upstream) -> StdioTransport:
-    """The stdio transport that launches ``upstream`` (kept alive between connections)."""
+
+_AUTH_REQUIRED = {
+    "error": "auth_required",
+    "code": "AUTH_REQUIRED",
+    "message": "this gateway serves authenticated sessions only; connect with the bearer "
+    "token you were given. The call was not executed",
+    "executed": False,
+}
+
+
+def _session_id(context: MiddlewareContext[Any]) -> str:
+    """The MCP session id on a handshake-era connection; ``""`` on a sessionless one."""
+    ctx = context.fastmcp_context
+    request = ctx.request_context if ctx is not None else None
+    if ctx is None or request is None or request.protocol_version in MODERN_PROTOCOL_VERSIONS:
+        return ""
+    return ctx.session_id
+
+
+async def _list_changed(context: MiddlewareContext[Any]) -> None:
+    if context.fastmcp_context is not None:
+        await context.fastmcp_context.send_notification(mt.ToolListChangedNotification())
+
+
+def transport_for(upstream: Upstream) -> ClientTransport:
+    """The transport to ``upstream``: it launches a stdio server (kept alive between
+    connections, relaunched after a crash), or posts to a streamable-HTTP URL."""
+    if upstream.url:
+        return StreamableHttpTransport(upstream.url, headers=dict(upstream.headers) or None)
     return StdioTransport(
         upstream.command, list(upstream.args), env=dict(upstream.env) or None, keep_alive=True
     )
 
 
-async def upstream_tools(proxy: FastMCP[Any], upstream: Upstream) -> list[dict[str, Any]]:
+def proxy_for(upstream: Upstream) -> ProxyProvider:
+    """The components of ``upstream``, proxied, for the gateway server to serve as its own.
+
+    Each request gets a fresh client over the one transport (a stdio server stays up between
+    them); the client's headers are never forwarded to the upstream.
+    """
+    client = ProxyClient(
+        transport_for(upstream),
+        forward_incoming_headers=False,
+        mode="auto",
+        name=upstream.name,
+        timeout=upstream.timeout_s,
+    )
+    return ProxyProvider(client.new)
+
+
+async def upstream_tools(proxy: ProxyProvider, upstream: Upstream) -> list[dict[str, Any]]:
     """The upstream's ``tools/list`` through ``proxy`` (before any gate), as MCP JSON objects.
 
-    Asking through the proxy starts the upstream process the proxy keeps using, so the gateway
-    launches it once.
+    Asking through the proxy starts a stdio upstream's process, which the proxy keeps using,
+    so the gateway launches it once.
 
     Raises:
-        ConfigError: the upstream could not be started or did not answer (naming it).
+        ConfigError: the upstream could not be started or reached, or did not answer.
     """
     try:
-        tools = await proxy.list_tools(run_middleware=False)
+        tools = await proxy.list_tools()
     except Exception as exc:
+        how = f"reach {upstream.url}" if upstream.url else f"start `{upstream.command}`"
         raise ConfigError(
-            f"upstream {upstream.name!r}: could not start `{upstream.command}` and list its "
-            f"tools ({type(exc).__name__}: {exc}); check its command and args in the config"
+            f"upstream {upstream.name!r}: could not {how} and list its tools "
+            f"({type(exc).__name__}: {exc}); check its "
+            f"{'url' if upstream.url else 'command and args'} in the config"
         ) from None
     return [
         t.to_mcp_tool().model_dump(by_alias=True, exclude_none=True, mode="json") for t in tools
     ]
 
 
-async def open_gateway(config: GatewayConfig) -> tuple[FastMCP[Any], Gatekeeper]:
-    """The gateway server for ``config`` and its gatekeeper (close it when done)."""
-    proxy = create_proxy(
-        transport_for(config.upstream), mode="auto", name=f"maitred-{config.upstream.name}"
+async def open_gateway(config: GatewayConfig, *, http: bool = False) -> tuple[FastMCP[Any], Gates]:
+    """The gateway server for ``config`` and its gates (close them when done).
+
+    Args:
+        config: the checked config.
+        http: serve authenticated HTTP sessions (the account of each comes from its token);
+            otherwise one session for the launch account (stdio, in memory).
+
+    Raises:
+        ConfigError: an upstream cannot be reached, the sidecars or tool names conflict, or
+            the config lacks what the transport needs (tokens for HTTP, account for stdio).
+    """
+    if http and not config.tokens:
+        raise ConfigError(
+            f"{config.source}: serving over HTTP needs 'tokens' (a list of {{token_sha256, "
+            "tenant, account}}): the account of an HTTP session comes from its token"
+        )
+    if not http and not config.account:
+        raise ConfigError(
+            f"{config.source}: field 'account' is required over stdio (or pass --account): "
+            "whose state the gates read"
+        )
+    proxies = {up.name: proxy_for(up) for up in config.upstreams}
+    tools = {up.name: await upstream_tools(proxies[up.name], up) for up in config.upstreams}
+    gates = await anyio.to_thread.run_sync(lambda: Gates.open(config, tools))
+    server: FastMCP[Any] = FastMCP(
+        name="maitred-gateway", auth=TokenAuth(config.tokens) if http else None
     )
-    tools = await upstream_tools(proxy, config.upstream)
-    keeper = await anyio.to_thread.run_sync(lambda: Gatekeeper.open(config, tools))
-    proxy.add_middleware(GateMiddleware(keeper))
-    return proxy, keeper
+    for proxy in proxies.values():
+        server.add_provider(proxy)
+    if gates.finder is not None:
+
+        def find_tools(need: str) -> dict[str, Any]:
+            # answered by GateMiddleware, which knows the session; never reached
+            raise RuntimeError("find_tools is answered by the gateway's middleware")
+
+        server.tool(find_tools, name=FIND_TOOLS, description=FIND_TOOLS_DESCRIPTION)
+    limit = (config.server or HttpServer()).max_sessions
+    server.add_middleware(
+        GateMiddleware(gates, account=None if http else config.account, max_sessions=limit)
+    )
+    return server, gates
 
 
 async def serve_stdio(config: GatewayConfig) -> None:
     """Serve the gateway over stdio until the client disconnects."""
-    proxy, keeper = await open_gateway(config)
+    server, gates = await open_gateway(config)
     try:
-        await proxy.run_async(transport="stdio", show_banner=False)
+        await server.run_async(transport="stdio", show_banner=False)
     finally:
-        keeper.close()
+        gates.close()
+
+
+async def serve_http(config: GatewayConfig, *, port: int | None = None) -> None:
+    """Serve the gateway over streamable HTTP until stopped (``port`` overrides the config's;
+    0 picks a free one). The address is printed on stderr once the socket is bound."""
+    where = config.server or HttpServer()
+    sock = socket.socket(socket.AF_INET6 if ":" in where.host else socket.AF_INET)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((where.host, where.port if port is None else port))
+    except OSError as exc:
+        sock.close()
+        raise ConfigError(
+            f"{config.source}: cannot listen on {where.host}:{port or where.port} ({exc}); "
+            "choose another server.port (0: any free one)"
+        ) from None
+    sock.listen(128)
+    bound = sock.getsockname()[1]
+    server, gates = await open_gateway(config, http=True)
+    print(
+        f"maitred mcp: serving http://{where.host}:{bound}{where.path} "
+        f"({len(config.upstreams)} upstream(s), {len(config.tokens)} token(s))",
+        file=sys.stderr,
+        flush=True,
+    )
+    try:
+        await server.run_http_async(
+            show_banner=False,
+            host=where.host,
+            port=bound,
+            path=where.path,
+            log_level="warning",
+            sockets=[sock],
+        )
+    finally:
+        gates.close()
+        sock.close()
