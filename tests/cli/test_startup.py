@@ -82,3 +82,14 @@ def test_the_cel_binding_is_one_module_with_or_without_the_package() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "True"]
+
+
+def test_the_cel_binding_loads_once_under_concurrent_first_use() -> None:
+    code = (
+        "import threading; from maitred.contract.predicate import cel_binding; got = []; "
+        "ts = [threading.Thread(target=lambda: got.append(cel_binding())) for _ in range(8)]; "
+        "[t.start() for t in ts]; [t.join() for t in ts]; "
+        "print(len(got), len({id(m) for m in got}))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["8", "1"], out.stderr

@@ -24,6 +24,7 @@ import importlib.util
 import inspect
 import sys
 import textwrap
+import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cache
@@ -305,6 +306,14 @@ def cel_binding() -> Any:
     pass). A later ``import cel`` finds this same module, so there is one binding per process.
     Where the extension cannot be found this way, the package is imported as usual.
     """
+    with _CEL_LOCK:  # an extension module initialises once per process: never twice at once
+        return _load_cel()
+
+
+_CEL_LOCK = threading.Lock()
+
+
+def _load_cel() -> Any:
     loaded = sys.modules.get("cel.cel")
     if loaded is not None:
         return loaded
