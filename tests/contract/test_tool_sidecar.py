@@ -220,3 +220,20 @@ def test_a_tool_sidecar_yaml_error_names_the_file_and_its_line(tmp_path: Path) -
     message = str(err.value)
     assert "<unicode string>" not in message
     assert f"{tmp_path / 'shop.maitred.yaml'}:3: not valid YAML" in message
+
+
+def test_a_control_character_in_a_sidecar_is_a_contract_error_naming_the_file(
+    tmp_path: Path,
+) -> None:
+    """PyYAML's reader refuses such text before parsing starts; that is still bad input."""
+    path = _write(tmp_path, "tools:\n  refund: {mutates: true}\x00\n")
+    with pytest.raises(
+        ContractError, match=r"shop\.maitred\.yaml: not valid YAML: character #x0000"
+    ):
+        load_catalog([path], strict=True)
+    skill = tmp_path / "skills" / "refund-help"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text("---\nname: refund-help\ndescription: d\n---\nb\n")
+    (skill / "maitred.yaml").write_text("cost: 1\x00\n", encoding="utf-8")
+    with pytest.raises(ContractError, match=r"maitred\.yaml: not valid YAML: character #x0000"):
+        load_catalog([tmp_path / "skills"], strict=True)

@@ -116,7 +116,15 @@ def _read(
             None, f"is not UTF-8 text ({exc.reason} at byte {exc.start}): save it as UTF-8"
         )
         return {}, None
-    loader = yaml.SafeLoader(text)
+    try:
+        loader = yaml.SafeLoader(text)
+    except yaml.reader.ReaderError as exc:  # a control character: the reader refuses the text
+        problems.add(
+            None,
+            f"not valid YAML: character #x{exc.character:04x} at position {exc.position} is "
+            "not allowed in YAML; save the file as plain UTF-8 text",
+        )
+        return {}, None
     try:
         node = loader.get_single_node()
         data = loader.construct_document(node) if node is not None else None
