@@ -310,7 +310,7 @@ class _Reader:
         return out
 
     def _policy(self, entry: Any, at: str, tool: str | None) -> list[PolicyPredicate]:
-        where = f"{self.where}: {at}"
+        where = at  # the file and line are added by the SidecarError
         if not isinstance(entry, dict):
             raise ContractError(f"{where}: must be a mapping with `expr` or `python`")
         unknown = sorted(set(map(str, entry)) - _POLICY_KEYS)
@@ -366,7 +366,7 @@ class _Reader:
                 optional=tuple(str(k) for k in entry.get("optional") or ()),
             )
         except ContractError as exc:
-            if self.where in str(exc):
+            if where in str(exc):
                 raise
             raise ContractError(f"{where} ({entry['name']}): {exc}") from None
 
