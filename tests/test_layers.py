@@ -219,3 +219,17 @@ def test_no_import_cycle_in_the_package() -> None:
 def test_the_cycle_finder_finds_a_cycle() -> None:
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert _cycles(graph) == [["a", "b", "c"]]
+
+
+def test_code_and_tests_cite_the_design_that_is_in_the_repository() -> None:
+    """ARCHITECTURE.md is the design; a design file that is not in the repository is not cited."""
+    root = SRC.parents[1]
+    assert (root / "ARCHITECTURE.md").is_file()
+    absent = "DESIGN" + ".md"  # spelled apart so this file does not cite it
+    citing = [
+        str(path.relative_to(root))
+        for folder in (root / "src", root / "tests", root / "docs", root / "benchmarks")
+        for path in folder.rglob("*")
+        if path.suffix in {".py", ".md"} and absent in path.read_text(encoding="utf-8")
+    ]
+    assert citing == []

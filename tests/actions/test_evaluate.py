@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 from maitred.actions import ToolCall
 from maitred.actions.packs import retail_control
 from maitred.cli.main import app
+from maitred.engine import Maitred
 from maitred.errors import ConfigError
 from maitred.lab.agents import (
     GoldAgent,
@@ -190,3 +191,22 @@ def test_cli_eval_agent_json_and_table() -> None:
     assert "pass^1" in table.output and "95% CI" in table.output
     bad = runner.invoke(app, [*args, "--agent", "nobody"])
     assert bad.exit_code != 0
+
+
+@pytest.mark.parametrize("pack", ["tau2-airline", "retail-control"])
+def test_the_evaluated_gate_is_the_one_the_engine_holds(
+    pack: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`eval agent` gates through the entry object, as `actions check` does."""
+    built: list[Maitred] = []
+    real = Maitred.for_pack
+
+    def spy(pack_name: Any, settings: Any = None, **kwargs: Any) -> Maitred:
+        engine = real(pack_name, settings, **kwargs)
+        built.append(engine)
+        return engine
+
+    monkeypatch.setattr(Maitred, "for_pack", staticmethod(spy))
+    gate = load_domain(pack).make_gate()
+    assert [e.gate for e in built] == [gate]
+    assert gate.policy.name == pack

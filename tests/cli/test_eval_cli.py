@@ -181,12 +181,28 @@ def test_no_scorable_query_exits_non_zero(
     """Regression: when every gold skill was unknown, the run printed zeros and exited 0."""
     tools, _ = small
     queries = _write(tmp_path / "q.jsonl", [{"id": "1", "text": "rain", "gold": ["weather"]}])
-    code, _, err = call_main(
+    code, out, err = call_main(
         "eval", "routing", "-s", str(tools), "-q", str(queries), "-m", "bm25", "--json"
     )
     assert code == 1
     assert "query 1 needs 'weather'" in err
     assert f"{queries}: no query could be scored" in err
+    assert out == ""  # no all-zero figures for a set that was not scored at all
+
+
+def test_an_unscored_set_is_left_out_of_the_figures(
+    call_main: CallMain, small: tuple[Path, Path], tmp_path: Path
+) -> None:
+    tools, good = small
+    bad = _write(tmp_path / "q.jsonl", [{"id": "1", "text": "rain", "gold": ["weather"]}])
+    code, out, err = call_main(
+        "eval", "routing", "-s", str(tools), "-q", str(good), "-s", str(tools), "-q", str(bad),
+        "-m", "bm25", "--json",
+    )  # fmt: skip
+    assert code == 1
+    assert f"{bad}: no query could be scored" in err
+    rows = json.loads(out)["results"]
+    assert [r["n_queries"] > 0 for r in rows] == [True]
 
 
 def test_query_without_indexable_words_is_noted(

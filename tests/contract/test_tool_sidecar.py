@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from maitred.actions import ActionGate, Policy, Session, ToolCall
-from maitred.errors import ContractError
+from maitred.errors import ContractError, SidecarError
 from maitred.skills import load_catalog
 from maitred.skills.catalog import load_catalog_report
 
@@ -176,3 +176,64 @@ def test_a_tools_file_without_sidecar_loads_with_empty_contracts(tmp_path: Path)
     path.write_text(json.dumps(TOOLS), encoding="utf-8")
     catalog = load_catalog([path])
     assert not catalog["refund"].contract.mutates and not catalog["refund"].contract.policies
+
+
+BROKEN = """\
+tools:
+  refund:
+    mutates: true
+    exit_predicates:
+      - name: counts
+        expr: size(account.orders)
+        reads: [account.orders]
+    policies:
+      - name: no_code
+        expr: args.amount > 1
+        reads: [args.amount]
+  get_order:
+    cost: -1
+  delete_all: {}
+bogus: 1
+"""
+
+
+def test_every_problem_of_a_tool_sidecar_is_reported_with_its_line(tmp_path: Path) -> None:
+    """As for a skill's maitred.yaml: every entry is checked, each problem carries its line."""
+    path = _write(tmp_path, BROKEN)
+    with pytest.raises(SidecarError) as err:
+        load_catalog([path], strict=True)
+    found = {line: message for line, message in err.value.problems}
+    assert sorted(found) == [6, 9, 13, 14, 15], found
+    assert "gives int, never a bool" in found[6]
+    assert "needs `code`" in found[9]
+    assert "cost must be a positive number" in found[13]
+    assert "['delete_all'] are not defined in the tools file" in found[14]
+    assert "unknown key(s) ['bogus']" in found[15]
+    _, report = load_catalog_report([path])  # what `skills validate` shows: one line each
+    assert sorted(e.line or 0 for e in report.errors) == [6, 9, 13, 14, 15]
+
+
+def test_a_tool_sidecar_yaml_error_names_the_file_and_its_line(tmp_path: Path) -> None:
+    path = _write(tmp_path, "tools:\n  refund: {mutates: [\n")
+    with pytest.raises(ContractError) as err:
+        load_catalog([path], strict=True)
+    message = str(err.value)
+    assert "<unicode string>" not in message
+    assert f"{tmp_path / 'shop.maitred.yaml'}:3: not valid YAML" in message
+
+
+def test_a_control_character_in_a_sidecar_is_a_contract_error_naming_the_file(
+    tmp_path: Path,
+) -> None:
+    """PyYAML's reader refuses such text before parsing starts; that is still bad input."""
+    path = _write(tmp_path, "tools:\n  refund: {mutates: true}\x00\n")
+    with pytest.raises(
+        ContractError, match=r"shop\.maitred\.yaml: not valid YAML: character #x0000"
+    ):
+        load_catalog([path], strict=True)
+    skill = tmp_path / "skills" / "refund-help"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text("---\nname: refund-help\ndescription: d\n---\nb\n")
+    (skill / "maitred.yaml").write_text("cost: 1\x00\n", encoding="utf-8")
+    with pytest.raises(ContractError, match=r"maitred\.yaml: not valid YAML: character #x0000"):
+        load_catalog([tmp_path / "skills"], strict=True)

@@ -19,6 +19,7 @@ from tests.log.builders import make_run, make_turn
 
 from maitred._canonical import content_hash
 from maitred.log import DecisionLog, open_log, row_hash_payload, verify
+from maitred.log._sql import SqlLog
 from maitred.log.verify import VerifyReport
 
 TABLES = ("runs", "turns", "pairs", "snapshots", "chain_heads", "depth_decisions")
@@ -249,3 +250,25 @@ def _literal(value: Any) -> str:
     if isinstance(value, (int, float)):
         return repr(value)
     return "'" + str(value).replace("'", "''") + "'"
+
+
+def test_every_guard_dropped_does_not_hide_what_was_then_edited(target: Target) -> None:
+    """The usual way to tamper: drop every guard, edit, leave. The guards' findings (more
+    than the report keeps) must not crowd out the edit itself."""
+    if target.dialect == "sqlite":
+        with target.open(read_only=True) as log:
+            assert isinstance(log, SqlLog)
+            guards = log.query("SELECT name FROM sqlite_master WHERE type = 'trigger'")
+        for (name,) in guards:
+            target.raw(f"DROP TRIGGER {name}")
+    else:
+        for table in TABLES:
+            target.raw(f"ALTER TABLE {table} DISABLE TRIGGER USER")
+    target.raw("DELETE FROM pairs WHERE turn_id = 'run-1/m1'")
+    target.raw("DELETE FROM turns WHERE turn_id = 'run-1/m1'")
+    with target.open(read_only=True) as log:
+        report = verify(log, limit=3)
+    kinds = [(m.kind, m.key) for m in report.mismatches]
+    assert ("chain", "run-1/m2") in kinds
+    assert sum(kind == "trigger" for kind, _ in kinds) == 3  # each kind keeps its first 3
+    assert report.mismatch_count > len(report.mismatches)

@@ -31,6 +31,32 @@ def test_an_existing_sqlite_database_with_other_tables_is_refused(tmp_path: Path
     assert names == {"accounts", "sites", "sqlite_autoindex_accounts_1"}
 
 
+def test_a_refused_sqlite_database_is_left_byte_for_byte_as_it_was(tmp_path: Path) -> None:
+    """Refusing must not touch the file at all: not even switch it to WAL journaling (a
+    persistent change in its header that other applications would inherit)."""
+    path = tmp_path / "accounts.sqlite"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE accounts (account_id TEXT PRIMARY KEY, plan TEXT)")
+    conn.commit()
+    conn.close()
+    before = path.read_bytes()
+    with pytest.raises(SchemaError):
+        open_log(path)
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["accounts.sqlite"]
+    conn = sqlite3.connect(path)
+    assert conn.execute("PRAGMA journal_mode").fetchone() == ("delete",)
+    conn.close()
+
+
+def test_a_new_log_is_still_in_wal_mode(tmp_path: Path) -> None:
+    path = tmp_path / "log.sqlite"
+    open_log(path).close()
+    conn = sqlite3.connect(path)
+    assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+    conn.close()
+
+
 def test_an_empty_file_and_an_existing_log_are_accepted(tmp_path: Path) -> None:
     path = tmp_path / "empty.sqlite"
     sqlite3.connect(path).close()  # an empty database file

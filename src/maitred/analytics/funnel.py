@@ -26,10 +26,9 @@ Invariants (tested): ``blocked <= candidates`` and ``tokens_after_gate <= tokens
 catalog skills.
 
 Analytics only reads the log: the log is opened read-only (the database refuses writes) and
-everything is aggregated by SQL in the log's own engine. DESIGN.md names DuckDB for analytics;
-DuckDB reads SQLite through its ``sqlite`` extension, which cannot be downloaded in this
-environment, so this module runs the same read-only SQL on SQLite / PostgreSQL directly. The
-queries are plain aggregate SQL and move to DuckDB unchanged when the extension is available.
+everything is aggregated by SQL in the log's own engine (SQLite or PostgreSQL), so the funnel
+needs no extra dependency. The queries are plain aggregate SQL; ``maitred report``
+(:mod:`maitred.analytics.report`) runs its own in DuckDB over the same log.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """`maitred parity` and `maitred audit blocked`: the gate checked against the skills' procedures.
 
 Both are thin over :mod:`maitred.audit`; both exit 1 on a soundness finding (a blocked skill whose
-procedure completes), so they can gate a build.
+procedure completes), so they can gate a build. :mod:`maitred.audit` is imported when one of
+them runs: it brings in hypothesis, which no other command should pay for at start-up.
 """
 
 from __future__ import annotations
@@ -10,8 +11,6 @@ from pathlib import Path
 
 import typer
 
-from maitred.audit.forced import audit_blocked
-from maitred.audit.parity import audit_domain
 from maitred.cli._common import LOG_OPT, console, dump_json, err_console
 from maitred.cli._conventions import App
 from maitred.errors import ConfigError
@@ -41,6 +40,8 @@ def parity(
 
     def progress(skill: str, done: int, total: int) -> None:
         err_console.print(f"  parity {done}/{total}: {skill}", highlight=False)
+
+    from maitred.audit.parity import audit_domain
 
     report = audit_domain(
         skills, fixtures=fixtures, seed=seed, progress=None if as_json else progress
@@ -76,6 +77,8 @@ def blocked(
     Reports how many really exit (with a Wilson interval); exit status 1 when a blocked pair's
     procedure completes (a soundness finding).
     """
+    from maitred.audit.forced import audit_blocked
+
     catalog = load_catalog(list(skills) if skills else skills_dir())
     with open_log(log or Settings.from_env().log, read_only=True) as handle:
         report = audit_blocked(handle, catalog, sample, seed=seed, run_id=run)

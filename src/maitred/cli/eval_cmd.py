@@ -72,9 +72,11 @@ def routing(
         set_rows, bad = _run_set(spec, method, cache_dir, with_set, show_progress=not as_json)
         rows.extend(set_rows)
         failed = failed or bad
-    if as_json:
-        dump_json(rows[0] if len(rows) == 1 else {"results": rows})
-    elif len(rows) == 1:
+    if not rows:
+        raise typer.Exit(code=1)
+    if as_json:  # the shape follows what was asked, not how many sets could be scored
+        dump_json(rows[0] if not with_set else {"results": rows})
+    elif not with_set:
         _print_one(rows[0])
     else:
         _print_many(rows)
@@ -133,7 +135,8 @@ def _run_set(
             "that is in the catalog",
             highlight=False,
         )
-    return rows, bool(bad) or not scored
+        return [], True  # no figures at all rather than zeros that read as a result
+    return rows, bool(bad)
 
 
 def _reported_already(skipped: list[Query]) -> None:

@@ -19,10 +19,16 @@ Two kinds share the :class:`Predicate` protocol:
 
 from __future__ import annotations
 
+import importlib.machinery
+import importlib.util
 import inspect
+import sys
 import textwrap
+import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
 from typing import Any, Final, Literal, Protocol, runtime_checkable
 
 from maitred._canonical import text_hash
@@ -258,8 +264,7 @@ class CelPredicate:
     _program: Any = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        import cel
-
+        cel = cel_binding()
         keys = _check_common(self.name, self.reads, self.on_missing, self.on_stale)
         _check_max_age(self.name, self.max_age_s, keys)
         object.__setattr__(self, "reads", keys)
@@ -288,6 +293,47 @@ class CelPredicate:
                 f"predicate {self.name!r}: expression gave {type(result).__name__}, not bool"
             )
         return result
+
+
+@cache
+def cel_binding() -> Any:
+    """The CEL binding's compiled core (``cel.cel``: ``compile``, ``Program``, ``Context``).
+
+    It is loaded without running the ``cel`` package's ``__init__``, which also imports the
+    package's interactive shell (typer, prompt_toolkit): about 0.2 s of CPU, paid by every
+    one-shot command that compiles a predicate, for nothing maitred uses (the package's
+    pure-Python ``stdlib`` functions are opt-in through a ``Context``, which maitred does not
+    pass). A later ``import cel`` finds this same module, so there is one binding per process.
+    Where the extension cannot be found this way, the package is imported as usual.
+    """
+    with _CEL_LOCK:  # an extension module initialises once per process: never twice at once
+        return _load_cel()
+
+
+_CEL_LOCK = threading.Lock()
+
+
+def _load_cel() -> Any:
+    loaded = sys.modules.get("cel.cel")
+    if loaded is not None:
+        return loaded
+    spec = importlib.util.find_spec("cel")  # a top-level name: found, not imported
+    for folder in (spec.submodule_search_locations or []) if spec is not None else []:
+        for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+            path = Path(folder) / f"cel{suffix}"
+            if not path.is_file():
+                continue
+            loader = importlib.machinery.ExtensionFileLoader("cel.cel", str(path))
+            found = importlib.util.spec_from_file_location("cel.cel", path, loader=loader)
+            if found is None:
+                continue
+            module = importlib.util.module_from_spec(found)
+            loader.exec_module(module)
+            sys.modules["cel.cel"] = module
+            return module
+    import cel
+
+    return cel
 
 
 _PROBES: tuple[tuple[str, Any], ...] = (

@@ -104,8 +104,11 @@ def load_sidecar(folder: Path, skill: str) -> tuple[Contract, str | None]:
     return Contract(float(cost), mutates, tuple(predicates), procedure, where), family
 
 
-def _read(path: Path, problems: _Problems) -> tuple[dict[Any, Any], yaml.MappingNode | None]:
-    """The file's mapping and its node tree; a problem (with its line) when it is not one."""
+def _read(
+    path: Path, problems: _Problems, keys: set[str] = _KEYS
+) -> tuple[dict[Any, Any], yaml.MappingNode | None]:
+    """The file's mapping and its node tree; a problem (with its line) when it is not one
+    (``keys``: the top-level keys the file may have, named when it is no mapping)."""
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
@@ -113,7 +116,15 @@ def _read(path: Path, problems: _Problems) -> tuple[dict[Any, Any], yaml.Mapping
             None, f"is not UTF-8 text ({exc.reason} at byte {exc.start}): save it as UTF-8"
         )
         return {}, None
-    loader = yaml.SafeLoader(text)
+    try:
+        loader = yaml.SafeLoader(text)
+    except yaml.reader.ReaderError as exc:  # a control character: the reader refuses the text
+        problems.add(
+            None,
+            f"not valid YAML: character #x{exc.character:04x} at position {exc.position} is "
+            "not allowed in YAML; save the file as plain UTF-8 text",
+        )
+        return {}, None
     try:
         node = loader.get_single_node()
         data = loader.construct_document(node) if node is not None else None
@@ -133,7 +144,7 @@ def _read(path: Path, problems: _Problems) -> tuple[dict[Any, Any], yaml.Mapping
     if data is None:
         return {}, None
     if not isinstance(data, dict) or not isinstance(node, yaml.MappingNode):
-        problems.add(node, f"must be a mapping with keys {sorted(_KEYS)}")
+        problems.add(node, f"must be a mapping with keys {sorted(keys)}")
         return {}, None
     return data, node
 

@@ -45,11 +45,11 @@ from __future__ import annotations
 
 import importlib
 import inspect
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 
@@ -57,8 +57,18 @@ from maitred._canonical import content_hash
 from maitred.contract.model import Contract, Records
 from maitred.contract.policy import PolicyPredicate, cel_rule
 from maitred.contract.predicate import Predicate
-from maitred.contract.sidecar import _predicate, _resolve
-from maitred.errors import ContractError, ProcedureError
+from maitred.contract.sidecar import (
+    _entry_field,
+    _key_node,
+    _predicate,
+    _Problems,
+    _read,
+    _resolve,
+    _value_nodes,
+)
+from maitred.errors import ContractError, ProcedureError, SidecarError
+
+_T = TypeVar("_T")
 
 SUFFIX = ".maitred.yaml"
 _TOP_KEYS = {"settings", "policies", "tools"}
@@ -102,8 +112,8 @@ def load_tool_contracts(
     here; :func:`maitred.skills.load_catalog` refuses a setting no sidecar declares).
 
     Raises:
-        ContractError: the sidecar is not valid YAML, has an unknown key, names a tool the file
-            does not define, or a rule cannot be built (each message names file and entry).
+        SidecarError: the sidecar is not valid YAML, has an unknown key, names a tool the file
+            does not define, or a rule cannot be built (every problem, each with its line).
     """
     path = sidecar_for(tools_file)
     if not path.is_file():
@@ -112,7 +122,8 @@ def load_tool_contracts(
 
 
 class _Reader:
-    """One sidecar being read: its folder (for file references), modules and settings."""
+    """One sidecar being read: its folder (for file references), modules, settings, and every
+    problem found so far (each with its line; raised together at the end)."""
 
     def __init__(self, path: Path, tool_names: Sequence[str], overrides: Mapping[str, Any]):
         self.path, self.where, self.folder = path, str(path), path.parent
@@ -120,32 +131,39 @@ class _Reader:
         self.overrides = overrides
         self.modules: dict[str, ModuleType] = {}
         self.settings: dict[str, Any] = {}
+        self.problems = _Problems(self.where)
 
     def read(self) -> ToolContracts:
-        try:
-            data = yaml.safe_load(self.path.read_text(encoding="utf-8")) or {}
-        except (yaml.YAMLError, UnicodeDecodeError) as exc:
-            raise ContractError(f"{self.where}: not valid YAML: {exc}") from None
-        if not isinstance(data, dict):
-            raise ContractError(f"{self.where}: must be a mapping with keys {sorted(_TOP_KEYS)}")
-        self._unknown(data, _TOP_KEYS, "")
-        self.settings = self._settings(data.get("settings") or {})
+        data, root = _read(self.path, self.problems, _TOP_KEYS)
+        self.problems.raise_any()
+        nodes = _value_nodes(root)
+        self._unknown(data, _TOP_KEYS, "", root)
+        self.settings = (
+            self._attempt(nodes.get("settings"), self._settings, data.get("settings") or {}) or {}
+        )
         entries = data.get("tools") or {}
         if not isinstance(entries, dict):
-            raise ContractError(f"{self.where}: `tools` must map tool names to contracts")
+            self.problems.add(nodes.get("tools"), "`tools` must map tool names to contracts")
+            entries = {}
+        listed = nodes.get("tools")
         stray = sorted(set(map(str, entries)) - set(self.tool_names))
         if stray:
-            raise ContractError(
-                f"{self.where}: tools {stray} are not defined in the tools file; it defines "
-                f"{sorted(self.tool_names)}"
+            self.problems.add(
+                _key_node(listed, stray[0]),
+                f"tools {stray} are not defined in the tools file; it defines "
+                f"{sorted(self.tool_names)}",
             )
-        shared = self._policy_list(data.get("policies"), "policies", None)
+        shared = self._policy_list(data.get("policies"), "policies", None, nodes.get("policies"))
+        tool_nodes = _value_nodes(listed)
         contracts: dict[str, Contract] = {}
         families: dict[str, str] = {}
         for name in self.tool_names:
             entry = entries.get(name)
             own = _shared_for(shared, name)
-            contract, family = self._tool(name, entry or {}, own)
+            made = self._tool(name, entry or {}, own, tool_nodes.get(name, listed))
+            if made is None:
+                continue
+            contract, family = made
             if entry is not None or own:
                 contracts[name] = contract
             if family:
@@ -153,11 +171,23 @@ class _Reader:
         for pred in shared:
             unknown = sorted(set(pred.tools) - set(self.tool_names))
             if unknown:
-                raise ContractError(
-                    f"{self.where}: policy {pred.name!r} names tools {unknown} that the tools "
-                    f"file does not define; it defines {sorted(self.tool_names)}"
+                self.problems.add(
+                    nodes.get("policies"),
+                    f"policy {pred.name!r} names tools {unknown} that the tools file does not "
+                    f"define; it defines {sorted(self.tool_names)}",
                 )
+        self.problems.raise_any()
         return ToolContracts(contracts, families, dict(self.settings), self.where)
+
+    def _attempt(self, node: yaml.Node | None, make: Callable[..., _T], *args: Any) -> _T | None:
+        """``make(*args)``; a problem at ``node`` (or the field it names) when it fails."""
+        try:
+            return make(*args)
+        except SidecarError as exc:
+            self.problems.items.extend(exc.problems)
+        except ContractError as exc:
+            self.problems.add(_entry_field(node, str(exc)), str(exc))
+        return None
 
     def _settings(self, defaults: Any) -> dict[str, Any]:
         if not isinstance(defaults, dict):
@@ -165,49 +195,87 @@ class _Reader:
         given = {k: v for k, v in self.overrides.items() if k in defaults and v is not None}
         return {**defaults, **given}
 
-    def _unknown(self, data: Mapping[str, Any], known: set[str], where: str) -> None:
+    def _unknown(
+        self, data: Mapping[str, Any], known: set[str], where: str, node: yaml.Node | None
+    ) -> bool:
+        """Record a problem (at the first unknown key) when ``data`` has keys not in ``known``."""
         unknown = sorted(set(map(str, data)) - known)
         if unknown:
-            raise ContractError(
-                f"{self.where}: {where}unknown key(s) {unknown}; known keys: {sorted(known)}"
+            self.problems.add(
+                _key_node(node, unknown[0]) or node,
+                f"{where}unknown key(s) {unknown}; known keys: {sorted(known)}",
             )
+        return bool(unknown)
 
     def _tool(
-        self, name: str, entry: Any, shared: Sequence[PolicyPredicate]
-    ) -> tuple[Contract, str | None]:
+        self, name: str, entry: Any, shared: Sequence[PolicyPredicate], node: yaml.Node | None
+    ) -> tuple[Contract, str | None] | None:
+        """The tool's contract and family; ``None`` when a problem was recorded."""
         at = f"tools.{name}"
+        before = len(self.problems.items)
         if not isinstance(entry, dict):
-            raise ContractError(f"{self.where}: `{at}` must be a mapping of contract keys")
-        self._unknown(entry, _TOOL_KEYS, f"{at}: ")
+            self.problems.add(node, f"`{at}` must be a mapping of contract keys")
+            return None
+        fields = _value_nodes(node)
+        self._unknown(entry, _TOOL_KEYS, f"{at}: ", node)
         cost = entry.get("cost", 1.0)
         if isinstance(cost, bool) or not isinstance(cost, (int, float)) or cost <= 0:
-            raise ContractError(f"{self.where}: {at}.cost must be a positive number, got {cost!r}")
+            self.problems.add(
+                fields.get("cost", node), f"{at}.cost must be a positive number, got {cost!r}"
+            )
         mutates = entry.get("mutates", False)
         if not isinstance(mutates, bool):
-            raise ContractError(f"{self.where}: {at}.mutates must be true or false")
+            self.problems.add(fields.get("mutates", node), f"{at}.mutates must be true or false")
         family = entry.get("family")
         if family is not None and not isinstance(family, str):
-            raise ContractError(f"{self.where}: {at}.family must be a string, got {family!r}")
-        exits = entry.get("exit_predicates") or []
-        if not isinstance(exits, list):
-            raise ContractError(f"{self.where}: {at}.exit_predicates must be a list")
-        predicates: list[Predicate] = [
-            _predicate(
-                self.folder, e, name, self.modules, f"{self.where}: {at}.exit_predicates[{i}]"
+            self.problems.add(
+                fields.get("family", node), f"{at}.family must be a string, got {family!r}"
             )
-            for i, e in enumerate(exits)
-        ]
-        own = self._policy_list(entry.get("policies"), f"{at}.policies", name)
+        predicates = self._exits(name, entry.get("exit_predicates") or [], at, fields)
+        own = self._policy_list(
+            entry.get("policies"), f"{at}.policies", name, fields.get("policies")
+        )
         policies = (*shared, *own)
         names = [p.name for p in policies]
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:
-            raise ContractError(f"{self.where}: {at}: policy name(s) {dupes} attached twice")
-        records = self._records(entry.get("records"), at)
-        contract = Contract(
-            float(cost), mutates, tuple(predicates), None, self.where, policies, records
+            self.problems.add(
+                fields.get("policies", node), f"{at}: policy name(s) {dupes} attached twice"
+            )
+        records = self._attempt(
+            fields.get("records", node), self._records, entry.get("records"), at
         )
-        return contract, family
+        if len(self.problems.items) > before or records is None:
+            return None
+        contract = self._attempt(
+            node,
+            Contract,
+            float(cost),
+            mutates,
+            tuple(predicates),
+            None,
+            self.where,
+            policies,
+            records,
+        )
+        return None if contract is None else (contract, family)
+
+    def _exits(
+        self, name: str, exits: Any, at: str, fields: Mapping[str, yaml.Node]
+    ) -> list[Predicate]:
+        listed = fields.get("exit_predicates")
+        if not isinstance(exits, list):
+            self.problems.add(listed, f"{at}.exit_predicates must be a list")
+            return []
+        entry_nodes = listed.value if isinstance(listed, yaml.SequenceNode) else []
+        out: list[Predicate] = []
+        for i, e in enumerate(exits):
+            where = f"{at}.exit_predicates[{i}]"
+            here = entry_nodes[i] if i < len(entry_nodes) else listed
+            made = self._attempt(here, _predicate, self.folder, e, name, self.modules, where)
+            if made is not None:
+                out.append(made)
+        return out
 
     def _records(self, value: Any, at: str) -> Records:
         if value is None:
@@ -225,21 +293,31 @@ class _Reader:
             made = (str(creates["read_tool"]), str(creates["key"]))
         return Records(reads, made)
 
-    def _policy_list(self, value: Any, at: str, tool: str | None) -> list[PolicyPredicate]:
+    def _policy_list(
+        self, value: Any, at: str, tool: str | None, node: yaml.Node | None
+    ) -> list[PolicyPredicate]:
+        """The rules of a ``policies`` list that load; a problem for each one that does not."""
         if value is None:
             return []
         if not isinstance(value, list):
-            raise ContractError(f"{self.where}: `{at}` must be a list of rules")
+            self.problems.add(node, f"`{at}` must be a list of rules")
+            return []
+        entry_nodes = node.value if isinstance(node, yaml.SequenceNode) else []
         out: list[PolicyPredicate] = []
         for i, entry in enumerate(value):
-            out.extend(self._policy(entry, f"{at}[{i}]", tool))
+            here = entry_nodes[i] if i < len(entry_nodes) else node
+            out.extend(self._attempt(here, self._policy, entry, f"{at}[{i}]", tool) or [])
         return out
 
     def _policy(self, entry: Any, at: str, tool: str | None) -> list[PolicyPredicate]:
-        where = f"{self.where}: {at}"
+        where = at  # the file and line are added by the SidecarError
         if not isinstance(entry, dict):
             raise ContractError(f"{where}: must be a mapping with `expr` or `python`")
-        self._unknown(entry, _POLICY_KEYS, f"{at}: ")
+        unknown = sorted(set(map(str, entry)) - _POLICY_KEYS)
+        if unknown:
+            raise ContractError(
+                f"{where}: unknown key(s) {unknown}; known keys: {sorted(_POLICY_KEYS)}"
+            )
         if ("expr" in entry) == ("python" in entry):
             raise ContractError(f"{where}: give exactly one of `expr` (CEL) or `python`")
         tools = entry.get("tools")
@@ -288,7 +366,7 @@ class _Reader:
                 optional=tuple(str(k) for k in entry.get("optional") or ()),
             )
         except ContractError as exc:
-            if self.where in str(exc):
+            if where in str(exc):
                 raise
             raise ContractError(f"{where} ({entry['name']}): {exc}") from None
 

@@ -3,7 +3,8 @@
 Why these settings:
 
 * ``journal_mode=WAL`` lets readers (analytics, ``verify``) run while a writer appends, and
-  makes each commit one sequential append to the ``-wal`` file;
+  makes each commit one sequential append to the ``-wal`` file; it is set only after the file
+  is known to be a log (a refused database keeps its own journal mode);
 * ``synchronous=NORMAL`` syncs at checkpoints rather than at every commit: a power cut can lose
   the last batches, never corrupt the file -- the right trade for a log written in batches;
 * writes are batched (:mod:`maitred.log._sql`): one ``BEGIN IMMEDIATE`` ... ``COMMIT`` with an
@@ -70,6 +71,8 @@ class SqliteLog(SqlLog):
         )
         self._conn = self._connect(Path(self.location))
         self._migrate()
+        if not read_only:  # only once the file is known to be a log: never on a refused one
+            self.execute("PRAGMA journal_mode = WAL")
 
     def _connect(self, path: Path) -> sqlite3.Connection:
         if self.read_only and not path.is_file():
@@ -94,7 +97,6 @@ class SqliteLog(SqlLog):
             if self.read_only:
                 conn.execute("PRAGMA query_only = ON")
             else:
-                conn.execute("PRAGMA journal_mode = WAL")
                 conn.execute("PRAGMA synchronous = NORMAL")
             conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
         except sqlite3.Error as exc:

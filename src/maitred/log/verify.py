@@ -110,7 +110,7 @@ class VerifyReport:
         pairs: pair rows checked.
         snapshots: snapshots checked.
         mismatch_count: every problem found.
-        mismatches: the first ``limit`` of them.
+        mismatches: the first ``limit`` of each kind, in the order found.
         decisions: action-gate decisions checked.
         runs: runs checked.
         triggers: append-only triggers checked.
@@ -188,14 +188,20 @@ class VerifyReport:
 
 
 class _Collector:
+    """Counts every mismatch and keeps the first ``limit`` of each kind, so that one kind (a
+    dropped guard on every table, say) cannot crowd out another (the edit made after it)."""
+
     def __init__(self, limit: int) -> None:
         self.limit = limit
         self.count = 0
         self.kept: list[Mismatch] = []
+        self._per_kind: dict[str, int] = {}
 
     def add(self, kind: MismatchKind, key: str, detail: str) -> None:
         self.count += 1
-        if len(self.kept) < self.limit:
+        seen = self._per_kind.get(kind, 0)
+        if seen < self.limit:
+            self._per_kind[kind] = seen + 1
             self.kept.append(Mismatch(kind, key, detail))
 
 
@@ -505,7 +511,7 @@ def verify(
         log: an open log, or a path / URL (opened read-only and closed again).
         run_id: check one run's turns only (snapshots, decisions and guards are always all
             checked; rows left by deleted runs are looked for only when checking every run).
-        limit: how many mismatches to keep in the report (all are counted).
+        limit: how many mismatches of each kind to keep in the report (all are counted).
 
     Returns:
         The report; ``report.ok`` is True when everything matched.

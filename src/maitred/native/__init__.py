@@ -1,9 +1,9 @@
 """Native routing (Gavel): read skill routing out of a frozen causal LLM's own hidden states.
 
-The idea (arXiv 2609.15982, summarised in DESIGN.md): the agent's frozen model already carries
-the routing signal in its middle-layer states. Two small bias-free linear maps -- a *query* map
-for the task's tokens and a *key* map for each skill's tokens -- are the only trained parameters;
-everything else is a read-out of one forward pass.
+The idea (arXiv 2609.15982; docs/native.md says how maitred uses it): the agent's frozen model
+already carries the routing signal in its middle-layer states. Two small bias-free linear maps --
+a *query* map for the task's tokens and a *key* map for each skill's tokens -- are the only
+trained parameters; everything else is a read-out of one forward pass.
 
 Modules, in pipeline order:
 

@@ -384,7 +384,11 @@ def _load_tools(path: Path, run: _Run) -> None:
         run.fail(problem.to_error(), problem)
     try:
         found = load_tool_contracts(path, [t.name for t in tools], run.settings)
-    except ContractError as exc:  # no contract, no tools: none may be offered ungated
+    except SidecarError as exc:  # no contract, no tools: none may be offered ungated
+        for line, message in exc.problems:
+            run.fail(exc, Problem(exc.path, message, line=line))
+        return
+    except ContractError as exc:
         where = str(sidecar_for(path))
         run.fail(exc, Problem(where, str(exc).removeprefix(f"{where}: ")))
         return

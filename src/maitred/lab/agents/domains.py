@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from maitred.actions.gate import ActionGate
+from maitred.engine import Maitred
 from maitred.errors import ConfigError
 from maitred.lab.sim.airline.tasks import Call, Task
 from maitred.lab.sim.airline.tools import state_hash
@@ -73,13 +74,17 @@ class Domain:
         return state_hash(db)
 
 
+def _pack_gate(name: str) -> Callable[[], ActionGate]:
+    """The pack's gate as the engine holds it (``Maitred.for_pack``), as `actions check` uses."""
+    return lambda: Maitred.for_pack(name).gate
+
+
 def _airline() -> Domain:
-    from maitred.actions.packs import tau2_airline
     from maitred.lab.sim.airline import AirlineSim, generate_db, make_tasks, violations
 
     return Domain(
         "tau2-airline",
-        tau2_airline.make_gate,
+        _pack_gate("tau2-airline"),
         lambda s: generate_db(seed=s, n_users=12),
         lambda db, s: make_tasks(db, seed=s),
         lambda db: AirlineSim(db).tools,
@@ -89,12 +94,11 @@ def _airline() -> Domain:
 
 
 def _retail() -> Domain:
-    from maitred.actions.packs import retail_control
     from maitred.lab.sim.retail import RetailSim, generate_db, make_tasks, violations
 
     return Domain(
         "retail-control",
-        retail_control.make_gate,
+        _pack_gate("retail-control"),
         lambda s: generate_db(seed=s),
         lambda db, s: make_tasks(db, seed=s),
         lambda db: RetailSim(db).tools,
