@@ -8,14 +8,17 @@ outcome is the same on any machine, however the threads are scheduled.
 
 from __future__ import annotations
 
+import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 
 from maitred.errors import LogError
 from maitred.log import verify
-from maitred.log._sql import SqlLog
+from maitred.log._sql import Row, SqlLog
+from maitred.log.sqlite import SqliteLog
 
 from .builders import Opener, make_run, make_turn
 
@@ -75,3 +78,44 @@ def test_every_flush_whose_rows_a_failed_commit_held_raises(opener: Opener) -> N
         with opener(read_only=True) as reader:
             assert [t["message_id"] for t in reader.iter_turns()] == ["m0", "m2"]
             assert verify(reader).ok
+
+
+class _PausedLog(SqliteLog):
+    """A real SQLite log whose commits stop inside their transaction until released."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path, max_batch_seconds=3600)
+        self.inside = threading.Event()
+        self.release = threading.Event()
+
+    def _insert_batch(self, snapshots: list[Row], turns: list[Row], pairs: list[Row]) -> None:
+        self.inside.set()
+        assert self.release.wait(DEADLINE_S), "the test never released the commit"
+        super()._insert_batch(snapshots, turns, pairs)
+
+
+def test_rows_buffered_behind_a_failed_commit_are_lost_and_their_flush_says_so(
+    tmp_path: Path,
+) -> None:
+    log = _PausedLog(tmp_path / "log.db")
+    log.release.set()
+    log.begin_run(make_run())
+    log.write(make_turn(0))
+    log.flush()
+    log.inside.clear()
+    log.release.clear()
+    with ThreadPoolExecutor(1) as pool:
+        failing = pool.submit(_write_and_flush, log, 0)  # m0 again: this commit will fail
+        assert log.inside.wait(DEADLINE_S)
+        log.write(make_turn(1))  # buffered while that commit is in flight: chained on it
+        log.release.set()
+        with pytest.raises(LogError, match=r"batch of 1 turns .* with 1 turns buffered behind"):
+            failing.result(timeout=DEADLINE_S)
+    with pytest.raises(LogError, match=r"batch of 1 turns .* was discarded"):
+        log.flush()  # m1 went with it, and this thread is told so
+    log.write(make_turn(2))
+    log.flush()
+    log.close()
+    with SqliteLog(tmp_path / "log.db", read_only=True) as reader:
+        assert [t["message_id"] for t in reader.iter_turns()] == ["m0", "m2"]
+        assert verify(reader).ok

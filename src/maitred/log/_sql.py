@@ -140,6 +140,7 @@ class SqlLog:
         self._written = 0  # rows (turns, decision batches) buffered since the log was opened
         self._settled = 0  # rows up to this count are committed or discarded
         self._failures: deque[tuple[int, int, LogError]] = deque(maxlen=_FAILURES_KEPT)
+        self._since = threading.local()  # per thread: rows after this count are its unflushed
         self._turns: list[Row] = []
         self._buffered_ids: set[str] = set()  # turn ids in the buffer (a repeat fails alone)
         self._pairs: list[Row] = []
@@ -263,11 +264,11 @@ class SqlLog:
             self._pairs.extend(encoded.pairs)
             if encoded.depth is not None:
                 self._depth.append(encoded.depth)
-            self._written += 1
+            self._note_written()
             due = self._flusher.buffered()
             full = len(self._pairs) >= self.batch_pairs or len(self._turns) >= self.batch_pairs
         if due or full:
-            self._commit()
+            self._commit_mine()
 
     def write_replays(self, rows: Sequence[Row]) -> None:
         """Append counterfactual-replay rows (``REPLAY_COLUMNS`` order) in one transaction.
@@ -302,11 +303,11 @@ class SqlLog:
         rows = [encode_decision(d) for d in decisions]
         with self._buf:
             self._decisions.extend(rows)
-            self._written += 1
+            self._note_written()
             due = self._flusher.buffered()
             full = len(self._decisions) >= self.batch_pairs
         if due or full:
-            self._commit()
+            self._commit_mine()
 
     def _check_run(self, run_id: str, turn_id: str) -> Head:
         """The run's chain head; raises LogError when the run was never begun."""
@@ -343,12 +344,31 @@ class SqlLog:
             LogError: a commit that held rows written before this call failed (they are
                 discarded), including one the background flusher tried.
         """
+        start = getattr(self._since, "count", None)
+        self._since.count = None  # whatever this flush finds, it reports
         self._flusher.raise_pending()
         with self._buf:
-            start, target = self._settled, self._written
+            target = self._written
+            start = self._settled if start is None else start
         if target > start:
             self._commit(upto=target)
             self._raise_lost(start, target)
+
+    def _note_written(self) -> None:
+        """Count one buffered row, and remember where this thread's unflushed rows begin
+        (call with the buffer lock held): a commit that loses them may be another thread's."""
+        if getattr(self._since, "count", None) is None:
+            self._since.count = self._written
+        self._written += 1
+
+    def _commit_mine(self) -> None:
+        """A commit a full or old buffer calls for, on the writing thread: its failure is
+        raised here, so this thread's next flush need not report it again."""
+        try:
+            self._commit()
+        except LogError:
+            self._since.count = None
+            raise
 
     def _raise_lost(self, start: int, target: int) -> None:
         """Raise the error of a failed commit that held rows ``start + 1 .. target``."""
