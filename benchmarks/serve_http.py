@@ -18,7 +18,12 @@ loopback TCP and the response's JSON.
    p50 as a multiple of the in-process p50, and messages/s as a multiple of the best
    throughput over all client counts (1.00x at 16 clients means no collapse).
 
-Bounded: ``--messages`` requests per measurement (after ``--warmup``), each phase stopped at
+The legs are **interleaved**: the messages of each leg are split into ``--rounds`` rounds, and
+every round runs in-process, then HTTP at 1, 4 and 16 clients, so on a shared machine all legs
+sample the same stretches of load (a leg measured alone can land in a quiet or a busy minute);
+each figure pools a leg's rounds.
+
+Bounded: ``--messages`` requests per leg (after ``--warmup``), each HTTP round stopped at
 ``--max-seconds``; loopback only. The engine serialises turns (one lock); commits of the
 decision log are outside that lock and shared by concurrent requests (group commit).
 
@@ -106,30 +111,32 @@ def _workspace(root: Path, method: str, n_messages: int) -> tuple[Path, list[dic
     return path, messages
 
 
-def in_process(config: Path, messages: list[dict[str, Any]], warmup: int) -> dict[str, float]:
-    """``engine.turn()`` per message at one client (log flushed per turn, as the server does)."""
-    engine: Maitred = open_engine(load_config(config))
-    sessions: dict[str, Session] = {}
-    latencies: list[float] = []
-    try:
+class InProcess:
+    """``engine.turn()`` per message at one client (log committed per turn, as the server does)."""
+
+    def __init__(self, config: Path) -> None:
+        self.engine: Maitred = open_engine(load_config(config))
+        self.sessions: dict[str, Session] = {}
+        self.n = 0
+
+    def run(self, messages: list[dict[str, Any]]) -> tuple[list[float], float, float]:
+        """(latencies, wall seconds, CPU seconds) of routing ``messages``."""
+        latencies: list[float] = []
         start, cpu = time.perf_counter(), time.process_time()
-        for i, m in enumerate(messages):
-            session = sessions.get(m["conversation"])
+        for m in messages:
+            session = self.sessions.get(m["conversation"])
             if session is None:
-                session = engine.session(m["account"], id=m["conversation"])
-                sessions[m["conversation"]] = session
-            msg = Message(f"ip{i}", m["text"], m["account"], conversation=session.id)
+                session = self.engine.session(m["account"], id=m["conversation"])
+                self.sessions[m["conversation"]] = session
+            self.n += 1
+            msg = Message(f"ip{self.n}", m["text"], m["account"], conversation=session.id)
             t0 = time.perf_counter()
-            engine.turn(msg, session=session)
-            if i >= warmup:
-                latencies.append(time.perf_counter() - t0)
-            elif i == warmup - 1:
-                start, cpu = time.perf_counter(), time.process_time()
-        out = _summary(latencies, time.perf_counter() - start)
-        out["cpu_ms"] = (time.process_time() - cpu) / max(1, len(latencies)) * 1e3
-        return out
-    finally:
-        engine.close()
+            self.engine.turn(msg, session=session)
+            latencies.append(time.perf_counter() - t0)
+        return latencies, time.perf_counter() - start, time.process_time() - cpu
+
+    def close(self) -> None:
+        self.engine.close()
 
 
 def _free_port() -> int:
@@ -159,7 +166,7 @@ def _start_server(config: Path, port: int) -> subprocess.Popen[bytes]:
 
 def over_http(
     base: str, messages: list[dict[str, Any]], clients: int, max_s: float
-) -> dict[str, float]:
+) -> tuple[list[float], float]:
     """``clients`` connections sending the messages (each taken once) until done or ``max_s``.
 
     The clients run in a separate process (:func:`client_main`), so they do not share the
@@ -173,7 +180,7 @@ def over_http(
     if done.returncode != 0:
         raise SystemExit(f"the client process failed: {done.stderr.decode()[-2000:]}")
     result = json.loads(done.stdout)
-    return _summary(result["latencies"], result["wall_s"])
+    return result["latencies"], float(result["wall_s"])
 
 
 async def _one_client(
@@ -242,34 +249,62 @@ def _server_seconds(base: str) -> tuple[float, float]:
 
 
 def bench_method(root: Path, method: str, args: argparse.Namespace) -> dict[str, Any]:
-    total = args.warmup + args.messages * (1 + len(args.clients))
+    """In-process and HTTP legs interleaved round by round, so both see the same machine."""
+    legs = ["in_process", *(str(c) for c in args.clients)]
+    per_round = max(1, args.messages // args.rounds)
+    total = 2 * args.warmup + per_round * args.rounds * len(legs)
     config, messages = _workspace(root, method, total)
-    print(f"[{method}] in process ...", file=sys.stderr, flush=True)
-    inproc = in_process(config, messages[: args.warmup + args.messages], args.warmup)
+    stream = iter(messages)
+
+    def take(n: int) -> list[dict[str, Any]]:
+        return [m for _, m in zip(range(n), stream, strict=False)]
+
+    local = InProcess(config)
     port = _free_port()
     proc = _start_server(config, port)
     base = f"http://127.0.0.1:{port}"
-    out: dict[str, Any] = {"method": method, "in_process": inproc, "http": {}}
+    pooled: dict[str, dict[str, Any]] = {
+        leg: {"lat": [], "wall": 0.0, "cpu": 0.0, "served": 0.0, "server_s": 0.0} for leg in legs
+    }
     try:
-        rest = messages[args.warmup + args.messages :]
-        over_http(base, messages[: args.warmup], 1, args.max_seconds)  # warm the server
-        for i, c in enumerate(args.clients):
-            chunk = rest[i * args.messages : (i + 1) * args.messages]
-            print(f"[{method}] HTTP, {c} client(s) ...", file=sys.stderr, flush=True)
-            before, cpu = _server_seconds(base), _cpu_s(proc.pid)
-            result = over_http(base, chunk, c, args.max_seconds)
-            cpu = _cpu_s(proc.pid) - cpu
-            after = _server_seconds(base)
-            served = max(1.0, after[1] - before[1])
-            result["server_mean_ms"] = (after[0] - before[0]) / served * 1e3
-            result["cpu_ms"] = cpu / served * 1e3
-            out["http"][str(c)] = result
+        local.run(take(args.warmup))
+        over_http(base, take(args.warmup), 1, args.max_seconds)  # warm the server
+        for r in range(args.rounds):
+            print(f"[{method}] round {r + 1}/{args.rounds}", file=sys.stderr, flush=True)
+            lat, wall, cpu = local.run(take(per_round))
+            leg = pooled["in_process"]
+            leg["lat"] += lat
+            leg["wall"] += wall
+            leg["cpu"] += cpu
+            for c in args.clients:
+                before, cpu0 = _server_seconds(base), _cpu_s(proc.pid)
+                lat, wall = over_http(base, take(per_round), c, args.max_seconds)
+                cpu = _cpu_s(proc.pid) - cpu0
+                after = _server_seconds(base)
+                leg = pooled[str(c)]
+                leg["lat"] += lat
+                leg["wall"] += wall
+                leg["cpu"] += cpu
+                leg["served"] += after[1] - before[1]
+                leg["server_s"] += after[0] - before[0]
     finally:
+        local.close()
         proc.send_signal(signal.SIGTERM)
         try:
             proc.wait(timeout=15)
         except subprocess.TimeoutExpired:
             proc.kill()
+    ip = pooled["in_process"]
+    inproc = _summary(ip["lat"], ip["wall"])
+    inproc["cpu_ms"] = ip["cpu"] / max(1, len(ip["lat"])) * 1e3
+    out: dict[str, Any] = {"method": method, "in_process": inproc, "http": {}}
+    for c in args.clients:
+        leg = pooled[str(c)]
+        result = _summary(leg["lat"], leg["wall"])
+        served = max(1.0, leg["served"])
+        result["server_mean_ms"] = leg["server_s"] / served * 1e3
+        result["cpu_ms"] = leg["cpu"] / served * 1e3
+        out["http"][str(c)] = result
     one = out["http"][str(args.clients[0])]
     out["http_over_in_process_p50"] = one["p50_ms"] / inproc["p50_ms"]
     return out
@@ -307,8 +342,13 @@ def main() -> None:
         return
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--methods", default="bm25", help="comma-separated recall methods")
-    parser.add_argument("--messages", type=int, default=300, help="requests per measurement")
+    parser.add_argument(
+        "--messages", type=int, default=300, help="requests per leg (in process, each client count)"
+    )
     parser.add_argument("--warmup", type=int, default=30)
+    parser.add_argument(
+        "--rounds", type=int, default=5, help="interleaved rounds the messages are split into"
+    )
     parser.add_argument("--clients", default="1,4,16", help="concurrency levels")
     parser.add_argument("--max-seconds", type=float, default=60.0, help="cap per measurement")
     parser.add_argument("--out", type=Path, default=None, help="write the results as JSON")
