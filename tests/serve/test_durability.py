@@ -14,9 +14,12 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from maitred.errors import LogError
 from maitred.log._sql import SqlLog
 from maitred.serve import Service, load_config, open_engine
-from maitred.serve.requests import TurnRequest
+from maitred.serve.requests import Problem, TurnRequest
 
 from .deploy import DOMAIN_TEXT, logged_turns, write_deployment
 
@@ -76,5 +79,30 @@ def test_async_answers_before_the_commit_and_commits_within_the_age_bound(tmp_pa
         while logged_turns(tmp_path) < 1:  # the log's background thread commits it
             assert time.monotonic() < deadline, "the age bound never committed the turn"
             time.sleep(0.01)
+    finally:
+        service.engine.close()
+
+
+def test_a_turn_whose_commit_fails_is_503_and_opens_no_session(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    service = _service(tmp_path, "commit")
+    tenant = service.tenants["acme"]
+    log = service.engine.log
+    assert isinstance(log, SqlLog)
+
+    def refuse(*rows: object) -> None:
+        raise LogError("disk I/O error")  # what SQLite says when the disk goes away
+
+    try:
+        monkeypatch.setattr(log, "_insert_batch", refuse)
+        with pytest.raises(Problem) as info:
+            service.turn(tenant, TurnRequest(DOMAIN_TEXT, "acc-pro", "s1"))
+        assert info.value.status == 503 and "disk I/O error" in str(info.value.body())
+        assert service.sessions.get("acme", "s1") is None  # nothing was handed out
+        monkeypatch.undo()
+        turn = service.turn(tenant, TurnRequest(DOMAIN_TEXT, "acc-pro", "s1"))
+        assert service.sessions.get("acme", "s1") is not None
+        assert logged_turns(tmp_path) == 1 and turn["turn_id"]
     finally:
         service.engine.close()

@@ -117,6 +117,7 @@ class Service:
         with self._lock:  # two first turns of one new session id must not make two sessions
             engine, pipeline = self.engine, self.engine.pipeline
             session = self._session_for(tenant, req)
+            new = session.offered is None  # opened by this turn
             message = Message(
                 id=uuid.uuid4().hex[:16],
                 text=req.text,
@@ -132,7 +133,12 @@ class Service:
             finally:
                 pipeline.renderer = self._renderers[self._default_format]
             self.sessions.put(tenant.name, session)
-        self._commit(engine.log)
+        try:
+            self._commit(engine.log)
+        except Problem:
+            if new:  # the turn that opened it is not in the log: nor is the session
+                self.sessions.forget(tenant.name, session)
+            raise
         self.metrics.observe_turn(turn)
         out = turn.to_json()
         out["session_id"] = session.id
