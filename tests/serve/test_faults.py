@@ -6,9 +6,10 @@ contract into its catalog, or takes its state store away.
   ``maitred log verify`` passes on what is left;
 * an invalid sidecar -> rejected (``/metrics``, ``/readyz``), the old set kept, every request
   answered with a 200;
-* the state store locked past its deadline -> turns fail closed (``state_unavailable``), calls
-  of the mutating tool are ``STATE_UNAVAILABLE``, both counted exactly in ``/metrics``, and the
-  service resumes by itself once the lock is gone.
+* the state store down -- a SQLite store locked past its deadline, or a PostgreSQL store whose
+  table is renamed away (marker ``postgres``) -> turns fail closed (``state_unavailable``),
+  calls of the mutating tool are ``STATE_UNAVAILABLE``, both counted exactly in ``/metrics``,
+  and the service resumes by itself once the store is back.
 
 Bounded by :data:`.live.LOAD_S` per wait and the clients' request timeout.
 """
@@ -19,11 +20,13 @@ import signal
 import sqlite3
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
+import pytest
 
-from .deploy import DOMAIN_TEXT, SIDECAR, auth
+from .deploy import DOMAIN_TEXT, PLANS, SIDECAR, auth
 from .live import REQUEST_TIMEOUT_S, Load, Outcome, env, metric, start_server, stop, wait_until
 
 BROKEN = SIDECAR.replace("mutates: true", "mutates: maybe")
@@ -100,67 +103,109 @@ def test_an_invalid_contract_dropped_in_under_load_is_rejected_and_nothing_goes_
     assert catalog.split(";")[0] == live["checks"]["catalog"]["detail"]  # same live version
 
 
-def test_a_state_store_down_under_load_fails_closed_is_counted_and_recovers(
+def test_a_sqlite_store_locked_under_load_fails_closed_is_counted_and_recovers(
     tmp_path: Path,
 ) -> None:
     base, proc = start_server(tmp_path)  # state_timeout_s: 0.2
+    holder = sqlite3.connect(tmp_path / "accounts.db", timeout=0, isolation_level=None)
+
+    def down() -> None:  # every read now waits past its deadline
+        holder.execute("BEGIN EXCLUSIVE")
+
+    def up() -> None:
+        holder.execute("ROLLBACK")
+
+    try:
+        _store_down_under_load(base, proc, down, up)
+    finally:
+        holder.close()
+        stop(proc)
+
+
+@pytest.mark.postgres
+def test_a_postgres_store_whose_table_goes_away_under_load_fails_closed_and_recovers(
+    tmp_path: Path, pg_schema: tuple[str, str]
+) -> None:
+    import psycopg
+
+    server, schema = pg_schema
+    admin = psycopg.connect(server, autocommit=True)
+    try:
+        admin.execute(f'CREATE SCHEMA "{schema}"')
+        admin.execute(f'CREATE TABLE "{schema}".accounts (account_id TEXT PRIMARY KEY, plan TEXT)')
+        with admin.cursor() as cur:
+            cur.executemany(f'INSERT INTO "{schema}".accounts VALUES (%s, %s)', PLANS.items())
+        admin.execute("SET lock_timeout = '10s'")
+        tables = {"account": f"{schema}.accounts"}
+        base, proc = start_server(tmp_path, state=server, tables=tables)
+
+        def down() -> None:  # the table is gone: every read is a query error
+            admin.execute(f'ALTER TABLE "{schema}".accounts RENAME TO accounts_away')
+
+        def up() -> None:
+            admin.execute(f'ALTER TABLE "{schema}".accounts_away RENAME TO accounts')
+
+        try:
+            _store_down_under_load(base, proc, down, up)
+        finally:
+            stop(proc)
+    finally:
+        admin.close()
+
+
+def _store_down_under_load(
+    base: str,
+    proc: subprocess.Popen[bytes],
+    down: Callable[[], None],
+    up: Callable[[], None],
+) -> None:
+    """Take the store down under load, then bring it back; check what the clients and
+    ``/metrics`` saw."""
     fail_turns = 'maitred_fail_closed_total{cause="state_unavailable"}'
     fail_calls = 'maitred_fail_closed_total{cause="STATE_UNAVAILABLE"}'
     headers = auth("acme")
     call = {"name": "connect_custom_domain", "arguments": {"domain": "example.com"}}
-    try:
-        with httpx.Client(base_url=base, timeout=REQUEST_TIMEOUT_S) as http:
-            opened = {"text": DOMAIN_TEXT, "account": "acc-pro", "session_id": "mine"}
-            assert (
-                "connect_custom_domain"
-                in http.post(TURNS, json=opened, headers=headers).json()["exposed"]
-            )
-            with Load(base, clients=3) as load:
-                wait_until(
-                    "10 answered requests",
-                    lambda: load.count(lambda o: o.status == 200) >= 10,
-                    proc,
+    with httpx.Client(base_url=base, timeout=REQUEST_TIMEOUT_S) as http:
+        opened = {"text": DOMAIN_TEXT, "account": "acc-pro", "session_id": "mine"}
+        first = http.post(TURNS, json=opened, headers=headers).json()
+        assert "connect_custom_domain" in first["exposed"]
+        with Load(base, clients=3) as load:
+            wait_until("10 answers", lambda: load.count(lambda o: o.status == 200) >= 10, proc)
+            down()
+            try:
+                # a session offered the tool before the store went down: its call fails closed
+                refused_mine = http.post(
+                    CHECKS, json={"session_id": "mine", "call": call}, headers=headers
+                ).json()
+                wait_until("fail-closed turns", lambda: metric(base, fail_turns) >= 3, proc)
+                ready_down = http.get("/readyz")
+            finally:
+                up()
+            back = len(load.snapshot())
+
+            def recovered() -> bool:
+                later = load.snapshot()[back:]
+                turned = any(
+                    o.route == TURNS
+                    and o.body.get("cause") is None
+                    and "connect_custom_domain" in o.body.get("exposed", [])
+                    for o in later
                 )
-                holder = sqlite3.connect(tmp_path / "accounts.db", timeout=0)
-                holder.isolation_level = None
-                holder.execute("BEGIN EXCLUSIVE")  # every read now waits past its deadline
-                try:
-                    # a session offered the tool before the store went down: its call fails closed
-                    down = http.post(
-                        CHECKS, json={"session_id": "mine", "call": call}, headers=headers
-                    ).json()
-                    wait_until("fail-closed turns", lambda: metric(base, fail_turns) >= 3, proc)
-                    ready_down = http.get("/readyz")
-                finally:
-                    holder.execute("ROLLBACK")
-                    holder.close()
-                back = len(load.snapshot())
+                allowed = any(
+                    o.route == CHECKS
+                    and o.body.get("allow") is True
+                    and o.sent["call"]["name"] == "connect_custom_domain"
+                    for o in later
+                )
+                return turned and allowed
 
-                def recovered() -> bool:
-                    later = load.snapshot()[back:]
-                    turned = any(
-                        o.route == TURNS
-                        and o.body.get("cause") is None
-                        and "connect_custom_domain" in o.body.get("exposed", [])
-                        for o in later
-                    )
-                    allowed = any(
-                        o.route == CHECKS
-                        and o.body.get("allow") is True
-                        and o.sent["call"]["name"] == "connect_custom_domain"
-                        for o in later
-                    )
-                    return turned and allowed
-
-                wait_until("turns and calls decided normally again", recovered, proc)
-                outcomes = load.stop()
-            counted = (metric(base, fail_turns), metric(base, fail_calls))
-            ready_up = http.get("/readyz")
-    finally:
-        stop(proc)
-    assert (down["allow"], down["code"]) == (False, "STATE_UNAVAILABLE")
+            wait_until("turns and calls decided normally again", recovered, proc)
+            outcomes = load.stop()
+        counted = (metric(base, fail_turns), metric(base, fail_calls))
+        ready_up = http.get("/readyz")
+    assert (refused_mine["allow"], refused_mine["code"]) == (False, "STATE_UNAVAILABLE")
     assert ready_down.status_code == 503 and ready_up.status_code == 200
-    assert [o for o in outcomes if o.status != 200] == []  # a fail-closed answer is still an answer
+    assert [o for o in outcomes if o.status != 200] == []  # a fail-closed answer is an answer
     turns, checks = _answered(outcomes, TURNS), _answered(outcomes, CHECKS)
     failed = [o for o in turns if o.body["cause"] == "state_unavailable"]
     assert failed and all("connect_custom_domain" not in o.body["exposed"] for o in failed)
