@@ -29,6 +29,7 @@ import pytest
 from .deploy import DOMAIN_TEXT, PLANS, SIDECAR, auth
 from .live import REQUEST_TIMEOUT_S, Load, Outcome, env, metric, start_server, stop, wait_until
 
+pytestmark = pytest.mark.slow
 BROKEN = SIDECAR.replace("mutates: true", "mutates: maybe")
 TURNS, CHECKS = "/v1/turns", "/v1/calls/check"
 

@@ -16,7 +16,7 @@ import pytest
 
 from .live import Load, Outcome, env, start_server, stop, wait_until
 
-pytestmark = pytest.mark.postgres
+pytestmark = [pytest.mark.postgres, pytest.mark.slow]
 REPLICAS = 2
 
 
