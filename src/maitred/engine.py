@@ -26,7 +26,10 @@
   declare, for the session's account) or, for rules over a whole document (the tau2 database),
   from ``state=``. A provider that fails gives ``STATE_UNAVAILABLE`` for mutating calls.
 * Interactive calls are durable when they return: with a log, :meth:`turn` and :meth:`check`
-  flush it, so a decision a caller has seen is in the log. :meth:`run` batches instead.
+  flush it, so a decision a caller has seen is in the log. :meth:`run` batches instead. A
+  server serving many callers passes ``durable=False`` and calls ``log.flush()`` itself before
+  it answers, outside its own lock, so concurrent callers' decisions share one commit (the
+  log's group commit, :mod:`maitred.log._sql`).
 """
 
 from __future__ import annotations
@@ -197,6 +200,7 @@ class Maitred:
         session: Session | None = None,
         account: str | None = None,
         id: str | None = None,
+        durable: bool = True,
     ) -> Turn:
         """Route one message: recall, executability gate, depth, menu (logged, then flushed).
 
@@ -205,6 +209,8 @@ class Maitred:
             session: the conversation; its account is used and it remembers the menu.
             account: whose state the gate reads, when no session is given.
             id: the message id (unique within the run); a fresh one by default.
+            durable: flush the log before returning; False leaves the turn buffered, and the
+                caller must ``log.flush()`` before anyone sees it.
         """
         if isinstance(message, str):
             who = session.account if session is not None else account
@@ -217,7 +223,7 @@ class Maitred:
                 f"is for {session.account!r}"
             )
         turn = self.pipeline.route(message)
-        if self.log is not None:
+        if durable and self.log is not None:
             self.log.flush()
         if session is not None:
             session.offer(turn.exposed, turn.turn_id)
@@ -243,6 +249,7 @@ class Maitred:
         *,
         session: Session,
         state: ActionState | Snapshot | Mapping[str, Any] | None = None,
+        durable: bool = True,
     ) -> Decision:
         """May this call run now? Allow, or reject with a code the model can act on.
 
@@ -252,6 +259,7 @@ class Maitred:
             state: the state document the tool's rules read; by default the keys its
                 predicates declare are fetched from the engine's provider for the session's
                 account.
+            durable: flush the log before returning (see :meth:`turn`).
         """
         tc = call if isinstance(call, ToolCall) else _tool_call(call)
         offered = session.offered if session.offered is not None else frozenset()
@@ -260,7 +268,7 @@ class Maitred:
         decision = self.gate.check(
             tc, src if src is not None else {}, session, offered=offered, turn_id=session.turn_id
         )
-        if self.log is not None:
+        if durable and self.log is not None:
             self.log.flush()
         return decision
 

@@ -31,6 +31,17 @@ def test_a_good_config_resolves_paths_against_its_own_folder(tmp_path: Path) -> 
     assert config.tenants["globex"].owns("glx-9") and not config.tenants["globex"].owns("acc")
 
 
+def test_the_log_is_committed_before_answering_unless_async_is_written_out(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    assert load_config(write_deployment(tmp_path / "a")).durability == "commit"
+    path = write_deployment(tmp_path / "b", log={"url": "l.sqlite", "durability": "async"})
+    config = load_config(path)
+    assert (config.log, config.durability) == (str(tmp_path / "b" / "l.sqlite"), "async")
+
+
 @pytest.mark.parametrize(
     ("overrides", "field", "hint"),
     [
@@ -49,6 +60,9 @@ def test_a_good_config_resolves_paths_against_its_own_folder(tmp_path: Path) -> 
         ({"state_timeout_s": 0}, "state_timeout_s", "positive"),
         ({"catalogs": []}, "catalogs", "at least one"),
         ({"statee": "x"}, "statee", "not a known field"),
+        ({"log": {"url": "l.sqlite", "durability": "lazy"}}, "log.durability", "'async'"),
+        ({"log": {"durability": "async"}}, "log.url", "is required"),
+        ({"log": {"url": "l.sqlite", "sync": True}}, "log.sync", "not a known field"),
     ],
 )  # fmt: skip
 def test_a_bad_field_is_named_with_the_file(

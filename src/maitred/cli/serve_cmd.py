@@ -37,7 +37,7 @@ def serve(
     settings = load_config(config)
     engine = open_engine(settings)
     try:
-        service = Service(engine, settings.tenants, settings.limits)
+        service = Service(engine, settings.tenants, settings.limits, durability=settings.durability)
         reloader = Reloader(service, settings)  # hot reload of the catalog files
         app = create_app(service, settings.limits, on_shutdown=engine.close, reloader=reloader)
         uvicorn.run(

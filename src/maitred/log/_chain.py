@@ -4,7 +4,9 @@ Every turn of a run is written with its position (``chain_seq``) and the ``row_h
 turn before it (``prev_hash``; the run row's own hash for the first turn), so the writer keeps
 one head per run: the position and hash of the last turn it wrote. Buffered turns advance the
 head at once; a batch that is committed records the heads it reached in ``chain_heads``; a
-batch that is discarded puts the heads back where the last commit left them.
+batch that is discarded puts the heads back where the last commit left them. While one batch
+is being committed the next one fills (group commit, :mod:`maitred.log._sql`): its turns chain
+on the batch in flight, so when that batch is discarded the one filling behind it is too.
 
 Why a run has one writer: the next position comes from this head, so two processes appending
 to one run would both write position n+1. The unique index on ``(run_id, chain_seq)`` refuses
@@ -38,6 +40,10 @@ class ChainHeads:
         """A run this writer has just recorded: its chain starts at its own row hash."""
         self._written[run_id] = self._committed[run_id] = (0, run_hash)
 
+    def known(self, run_id: str) -> Head | None:
+        """The run's head as written so far, without reading the log (None: not seen yet)."""
+        return self._written.get(run_id)
+
     def head(self, run_id: str) -> Head | None:
         """The run's head as written so far (loaded from the log the first time), or None."""
         head = self._written.get(run_id)
@@ -45,24 +51,30 @@ class ChainHeads:
             head = self._load(run_id)
             if head is None:
                 return None
-            self._written[run_id] = self._committed[run_id] = head
+            self.install(run_id, head)
         return head
+
+    def install(self, run_id: str, head: Head) -> None:
+        """A run's committed head, read from the log by the caller (kept if already known)."""
+        if run_id not in self._written:
+            self._written[run_id] = self._committed[run_id] = head
 
     def advance(self, run_id: str, head: Head) -> None:
         """A turn of the run was buffered at ``head``."""
         self._written[run_id] = self._batch[run_id] = head
 
-    def batch(self) -> list[tuple[str, int, str]]:
-        """The heads the buffered batch reaches, one ``chain_heads`` row per run."""
-        return [(run_id, seq, digest) for run_id, (seq, digest) in self._batch.items()]
-
-    def committed(self) -> None:
-        """The batch is in the log: its heads are the committed ones now."""
-        self._committed.update(self._batch)
+    def take(self) -> list[tuple[str, int, str]]:
+        """The heads the buffered batch reaches, one ``chain_heads`` row per run; turns
+        buffered from now on belong to the next batch."""
+        heads = [(run_id, seq, digest) for run_id, (seq, digest) in self._batch.items()]
         self._batch = {}
+        return heads
+
+    def committed(self, heads: list[tuple[str, int, str]]) -> None:
+        """The batch that reached ``heads`` is in the log: they are the committed ones now."""
+        self._committed.update((run_id, (seq, digest)) for run_id, seq, digest in heads)
 
     def discarded(self) -> None:
-        """The batch was thrown away: heads go back to the last commit."""
-        for run_id in self._batch:
-            self._written[run_id] = self._committed[run_id]
+        """Everything not committed was thrown away: heads go back to the last commit."""
+        self._written.update(self._committed)
         self._batch = {}

@@ -30,9 +30,9 @@ class Flusher:
     """Commits a log's buffer once its oldest row is ``max_seconds`` old.
 
     Args:
-        lock: the log's write lock (held while the buffer is inspected and flushed).
-        flush: commits the whole buffer; called with ``lock`` held. It raises LogError when the
-            batch could not be written.
+        lock: the log's buffer lock (held while the buffer's age is inspected).
+        flush: commits the whole buffer; called without ``lock`` held (it takes the log's
+            locks itself). It raises LogError when the batch could not be written.
         max_seconds: the age bound.
         name: the thread's name, for debuggers.
     """
@@ -87,12 +87,12 @@ class Flusher:
         while True:
             with self._lock:
                 due = None if self._oldest is None else self._oldest + self.max_seconds
-                if due is not None and time.monotonic() >= due:
-                    try:
-                        self._flush()
-                    except LogError as exc:
-                        self._error = exc
-                    due = None
+            if due is not None and time.monotonic() >= due:
+                try:
+                    self._flush()
+                except LogError as exc:
+                    self._error = exc
+                due = None
             delay = self.max_seconds if due is None else max(0.0, due - time.monotonic())
             if self._stop.wait(delay):
                 return

@@ -13,13 +13,24 @@ transaction. A failed batch is rolled back and discarded, and the error says how
 were lost. Action decisions (:meth:`SqlLog.write_decisions`) are
 buffered the same way and land in the same batches (no run is needed for them). Snapshots are
 inserted if absent (content-addressed), and each session remembers a bounded set of hashes it
-already wrote so repeats cost nothing. Writing and flushing hold a lock, so several threads may
-write through one log; read from one thread at a time.
+already wrote so repeats cost nothing. Several threads may write through one log; read from one
+thread at a time.
+
+**Group commit.** Two locks: the *buffer lock*, held only to append rows or take the buffer,
+and the *connection lock*, held for every statement and for the whole of a commit (one
+committer at a time). A commit takes the buffer and writes it while other threads keep
+buffering, so the rows of every thread that wrote during a commit go in the next one together.
+:meth:`SqlLog.flush` returns once everything written before it was called is committed: a
+caller whose rows a commit in flight (or just finished) already holds waits for it instead of
+committing alone, so N concurrent ``write`` + ``flush`` callers cost far fewer than N commits.
+When a commit fails, its batch *and* the rows buffered behind it (their hash chains continue
+the lost rows) are discarded, and every ``flush`` whose rows were among them raises.
 """
 
 from __future__ import annotations
 
 import threading
+from collections import deque
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from types import TracebackType
@@ -62,6 +73,8 @@ REPLAY_COLUMNS: tuple[str, ...] = (
 )
 _PAGE = 500
 _SEEN_SNAPSHOTS_MAX = 100_000
+#: failed commits remembered for the flushes that wait on them
+_FAILURES_KEPT = 1024
 
 Row = tuple[Any, ...]
 #: the order :meth:`SqlLog.iter_turns` yields a run's turns in
@@ -121,8 +134,13 @@ class SqlLog:
         self.location = location
         self.read_only = read_only
         self.batch_pairs = batch_pairs
-        self._lock = threading.RLock()
-        self._flusher = Flusher(self._lock, self._flush_locked, max_batch_seconds)
+        self._lock = threading.RLock()  # the connection: statements, and a commit's whole time
+        self._buf = threading.Lock()  # the buffers, chain heads and the counters below
+        self._flusher = Flusher(self._buf, self._commit, max_batch_seconds)
+        self._written = 0  # rows (turns, decision batches) buffered since the log was opened
+        self._settled = 0  # rows up to this count are committed or discarded
+        self._failures: deque[tuple[int, int, LogError]] = deque(maxlen=_FAILURES_KEPT)
+        self._since = threading.local()  # per thread: rows after this count are its unflushed
         self._turns: list[Row] = []
         self._buffered_ids: set[str] = set()  # turn ids in the buffer (a repeat fails alone)
         self._pairs: list[Row] = []
@@ -206,7 +224,8 @@ class SqlLog:
                 )
             with self.transaction():
                 self.execute(insert_sql("runs", RUN_COLUMNS), row)
-            self._chain.begin(info.run_id, row[RUN_COLUMNS.index("row_hash")])
+            with self._buf:
+                self._chain.begin(info.run_id, row[RUN_COLUMNS.index("row_hash")])
 
     def write(self, record: TurnRecord) -> None:
         """Buffer one turn; a full buffer is written in one transaction.
@@ -216,7 +235,14 @@ class SqlLog:
                 read-only or closed, or the batch could not be written.
         """
         self._writable(f"write({record.turn_id!r})")
-        with self._lock:
+        with self._buf:
+            known = self._chain.known(record.run_id)
+        if known is None:  # a run begun elsewhere: read its head without holding the buffer
+            loaded = self._load_head(record.run_id)
+            with self._buf:
+                if loaded is not None:
+                    self._chain.install(record.run_id, loaded)
+        with self._buf:
             seq, prev = self._check_run(record.run_id, record.turn_id)
             if record.turn_id in self._buffered_ids:
                 raise LogError(
@@ -238,9 +264,11 @@ class SqlLog:
             self._pairs.extend(encoded.pairs)
             if encoded.depth is not None:
                 self._depth.append(encoded.depth)
+            self._note_written()
             due = self._flusher.buffered()
-            if due or len(self._pairs) >= self.batch_pairs or len(self._turns) >= self.batch_pairs:
-                self._flush_locked()
+            full = len(self._pairs) >= self.batch_pairs or len(self._turns) >= self.batch_pairs
+        if due or full:
+            self._commit_mine()
 
     def write_replays(self, rows: Sequence[Row]) -> None:
         """Append counterfactual-replay rows (``REPLAY_COLUMNS`` order) in one transaction.
@@ -250,7 +278,7 @@ class SqlLog:
         """
         self._writable("write_replays")
         with self._lock:
-            self._flush_locked()
+            self._commit()
             for row in rows:
                 if not self.query("SELECT 1 FROM turns WHERE turn_id = ?", (row[1],)):
                     raise LogError(
@@ -273,15 +301,17 @@ class SqlLog:
         """
         self._writable("write_decisions")
         rows = [encode_decision(d) for d in decisions]
-        with self._lock:
+        with self._buf:
             self._decisions.extend(rows)
+            self._note_written()
             due = self._flusher.buffered()
-            if due or len(self._decisions) >= self.batch_pairs:
-                self._flush_locked()
+            full = len(self._decisions) >= self.batch_pairs
+        if due or full:
+            self._commit_mine()
 
     def _check_run(self, run_id: str, turn_id: str) -> Head:
         """The run's chain head; raises LogError when the run was never begun."""
-        head = self._chain.head(run_id)
+        head = self._chain.known(run_id)
         if head is None:
             raise LogError(
                 f"turn {turn_id!r} belongs to run {run_id!r}, which was never begun in the "
@@ -305,42 +335,115 @@ class SqlLog:
         return 0, str(run[0][0] or "")  # a run from before the chain starts from ""
 
     def flush(self) -> None:
-        """Write every buffered turn in one transaction (no-op when nothing is buffered)."""
-        self._flusher.raise_pending()
-        with self._lock:
-            self._flush_locked()
+        """Return once every row written before this call is committed (group commit).
 
-    def _flush_locked(self) -> None:
-        if not self._turns and not self._decisions:
-            return
-        snapshots, turns, pairs = self._snapshots, self._turns, self._pairs
-        decisions, depth = self._decisions, self._depth
-        self._snapshots, self._turns, self._pairs, self._decisions = [], [], [], []
-        self._depth = []
-        self._buffered_ids = set()
-        self._flusher.flushed()
-        heads = self._chain.batch()
+        A commit already under way, or one that another caller starts, may carry this caller's
+        rows; it then waits for that commit rather than starting its own.
+
+        Raises:
+            LogError: a commit that held rows written before this call failed (they are
+                discarded), including one the background flusher tried.
+        """
+        start = getattr(self._since, "count", None)
+        self._since.count = None  # whatever this flush finds, it reports
+        self._flusher.raise_pending()
+        with self._buf:
+            target = self._written
+            start = self._settled if start is None else start
+        if target > start:
+            self._commit(upto=target)
+            self._raise_lost(start, target)
+
+    def _note_written(self) -> None:
+        """Count one buffered row, and remember where this thread's unflushed rows begin
+        (call with the buffer lock held): a commit that loses them may be another thread's."""
+        if getattr(self._since, "count", None) is None:
+            self._since.count = self._written
+        self._written += 1
+
+    def _commit_mine(self) -> None:
+        """A commit a full or old buffer calls for, on the writing thread: its failure is
+        raised here, so this thread's next flush need not report it again."""
         try:
-            with self.transaction():
-                if turns:
-                    self._insert_batch(snapshots, turns, pairs)
-                if decisions:
-                    self._insert_decisions(decisions)
-                for row in depth:
-                    self.execute(_INSERT_DEPTH, row)
-                for head in heads:
-                    self.execute(_INSERT_HEAD, head)
-        except LogError as exc:
+            self._commit()
+        except LogError:
+            self._since.count = None
+            raise
+
+    def _raise_lost(self, start: int, target: int) -> None:
+        """Raise the error of a failed commit that held rows ``start + 1 .. target``."""
+        with self._buf:
+            for first, last, error in self._failures:
+                if first < target and last > start:
+                    raise error
+
+    def _commit(self, upto: int | None = None) -> None:
+        """Commit the buffer in one transaction, unless rows up to ``upto`` are already settled.
+
+        Holds the connection lock throughout (one committer at a time; callers queue here and
+        usually find their rows already settled), the buffer lock only to take the buffer.
+        """
+        with self._lock:
+            with self._buf:
+                if upto is not None and self._settled >= upto:
+                    return
+                start, end = self._settled, self._written
+                snapshots, turns, pairs = self._snapshots, self._turns, self._pairs
+                decisions, depth = self._decisions, self._depth
+                self._snapshots, self._turns, self._pairs, self._decisions = [], [], [], []
+                self._depth = []
+                self._buffered_ids = set()
+                self._flusher.flushed()
+                heads = self._chain.take()
+            if not turns and not decisions:
+                with self._buf:
+                    self._settled = max(self._settled, end)
+                return
+            try:
+                with self.transaction():
+                    if turns:
+                        self._insert_batch(snapshots, turns, pairs)
+                    if decisions:
+                        self._insert_decisions(decisions)
+                    for row in depth:
+                        self.execute(_INSERT_DEPTH, row)
+                    for head in heads:
+                        self.execute(_INSERT_HEAD, head)
+            except LogError as exc:
+                raise self._discard(start, snapshots, turns, pairs, decisions, exc) from exc
+            with self._buf:
+                self._chain.committed(heads)
+                self._settled = end
+
+    def _discard(
+        self,
+        start: int,
+        snapshots: list[Row],
+        turns: list[Row],
+        pairs: list[Row],
+        decisions: list[Row],
+        exc: LogError,
+    ) -> LogError:
+        """Throw away a failed batch and the rows buffered behind it; the error to raise."""
+        with self._buf:
+            lost = len(self._turns)
+            snapshots = snapshots + self._snapshots
+            self._snapshots, self._turns, self._pairs, self._decisions = [], [], [], []
+            self._depth = []
+            self._buffered_ids = set()
+            self._flusher.flushed()
             self._seen_snapshots.difference_update(s[0] for s in snapshots)
             self._chain.discarded()
-            raise LogError(
+            end = self._settled = self._written
+            error = LogError(
                 f"a batch of {len(turns)} turns ({len(pairs)} pairs) and {len(decisions)} "
                 f"action decisions could not be written to the decision log at "
-                f"{self.location} and was discarded: {exc}; turn ids must be unique (one per "
-                "run and message), and so must decision ids; a run has a single writer (its "
-                "turns form one hash chain)"
-            ) from exc
-        self._chain.committed()
+                f"{self.location} and was discarded, with {lost} turns buffered behind it: "
+                f"{exc}; turn ids must be unique (one per run and message), and so must "
+                "decision ids; a run has a single writer (its turns form one hash chain)"
+            )
+            self._failures.append((start, end, error))
+        return error
 
     def close(self) -> None:
         """Flush buffered turns and close the connection (idempotent).
@@ -354,7 +457,7 @@ class SqlLog:
                 return
             try:
                 if not self.read_only:
-                    self._flush_locked()
+                    self._commit()
                     self._flusher.raise_pending()
             finally:
                 self._closed = True

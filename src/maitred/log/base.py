@@ -61,7 +61,11 @@ class DecisionLog(Protocol):
         ...
 
     def flush(self) -> None:
-        """Write every buffered turn in one transaction."""
+        """Return once every row written before the call is committed.
+
+        Concurrent callers share commits (group commit): rows another caller's commit already
+        holds are waited for, not committed again.
+        """
         ...
 
     def close(self) -> None:

@@ -135,7 +135,11 @@ class PostgresLog(SqlLog):
                     "check the schema name"
                 )
         else:
-            self.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
+            # replicas starting together on a new schema: CREATE SCHEMA IF NOT EXISTS alone
+            # races (both see no schema, one fails on pg_namespace's unique index)
+            with self.transaction():
+                self.execute("SELECT pg_advisory_xact_lock(hashtext(?))", (f"maitred:{schema}",))
+                self.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
         self.execute(f'SET search_path TO "{schema}"')
 
     # -- backend hooks ------------------------------------------------------------------------

@@ -5,7 +5,8 @@ prometheus-client).
 
     config = load_config("serve.yaml")
     engine = open_engine(config)
-    app = create_app(Service(engine, config.tenants, config.limits), config.limits)
+    service = Service(engine, config.tenants, config.limits, durability=config.durability)
+    app = create_app(service, config.limits)
     # uvicorn.run(app, host=config.host, port=config.port); engine.close() afterwards
 
 An adapter on top of the library: nothing in the core imports this package (tests/test_layers.py),

@@ -7,7 +7,8 @@
     tables: {account: accounts}            # key root -> table (SQL providers), or a YAML/JSON file
     state_timeout_s: 0.5                   # the deadline on every state fetch (SQL providers)
     options: {method: bm25, top_k: 10, menu_format: openai}   # PipelineOptions fields
-    log: log.sqlite                        # the decision log (path or postgresql:// URL)
+    log: log.sqlite                        # the decision log (path or postgresql:// URL), or
+                                           # {url: log.sqlite, durability: commit | async}
     cache_dir: .maitred-cache              # where recall indexes persist
     settings: {}                           # values for rule factories in tools sidecars
     tenants:
@@ -29,6 +30,9 @@ Invariants:
   ignored.
 * Relative paths (catalogs, tables and log files, a JSON or SQLite state file, cache_dir)
   are relative to the config file, so the server behaves the same from any working directory.
+* ``log.durability`` is ``commit`` unless ``async`` is written out: a response is sent only
+  once the commit holding its decision is done; ``async`` answers first and leaves the commit
+  to the log's age bound (about a second), which a crash can lose (:mod:`maitred.serve.service`).
 """
 
 from __future__ import annotations
@@ -37,7 +41,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, Literal, NoReturn
 
 import yaml
 
@@ -46,6 +50,9 @@ from maitred.errors import ConfigError
 
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
 _TENANT = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+#: when a decision is acknowledged: after its commit, or before (loss window ~1 s)
+Durability = Literal["commit", "async"]
+DURABILITIES: tuple[Durability, ...] = ("commit", "async")
 _TOP = frozenset(
     {
         "catalogs",
@@ -113,6 +120,7 @@ class ServeConfig:
     state_timeout_s: float | None = None
     options: PipelineOptions = field(default_factory=PipelineOptions)
     log: str | None = None
+    durability: Durability = "commit"
     cache_dir: str | None = None
     settings: Mapping[str, Any] = field(default_factory=dict)
     limits: Limits = field(default_factory=Limits)
@@ -163,7 +171,7 @@ def parse_config(data: Any, source: str, *, base: Path | None = None) -> ServeCo
     elif tables is not None:
         tables = r.mapping(tables, "tables")
     settings = r.mapping(top.get("settings", {}), "settings")
-    log = top.get("log")
+    log, durability = _log(r, top.get("log"))
     cache_dir = top.get("cache_dir")
     return ServeConfig(
         catalogs=tuple(_resolve(root, c) for c in catalogs),
@@ -172,7 +180,8 @@ def parse_config(data: Any, source: str, *, base: Path | None = None) -> ServeCo
         tables=tables,
         state_timeout_s=float(timeout) if timeout is not None else None,
         options=_options(r, top.get("options", {})),
-        log=_resolve_log(root, r.string(log, "log")) if log is not None else None,
+        log=_resolve_log(root, log) if log is not None else None,
+        durability=durability,
         cache_dir=_resolve(root, r.string(cache_dir, "cache_dir")) if cache_dir else None,
         settings=settings,
         limits=limits,
@@ -304,6 +313,23 @@ def _reload(r: _Reader, value: Any) -> float:
     if not _is_number(interval) or interval <= 0:
         r.fail("reload.interval_s", f"must be a positive number of seconds, not {interval!r}")
     return float(interval)
+
+
+def _log(r: _Reader, value: Any) -> tuple[str | None, Durability]:
+    """``log: <path or URL>`` or ``log: {url: ..., durability: commit | async}``."""
+    if value is None or isinstance(value, str):
+        return (r.string(value, "log") if value is not None else None), "commit"
+    data = r.mapping(value, "log")
+    r.no_unknown(data, frozenset({"url", "durability"}), "log")
+    url = r.string(r.require(data, "url", "log"), "log.url")
+    durability = data.get("durability", "commit")
+    if durability not in DURABILITIES:
+        r.fail(
+            "log.durability",
+            f"must be one of {list(DURABILITIES)}, not {durability!r} ('commit' answers after "
+            "the decision is committed; 'async' answers first and may lose about a second)",
+        )
+    return url, durability
 
 
 def _options(r: _Reader, value: Any) -> PipelineOptions:

@@ -21,11 +21,10 @@ one), so two apps in one process -- tests, a benchmark -- count apart.
                                        broken: 503), by error class
 ``maitred_reloads_total``              catalog reloads by outcome (``applied``, ``rejected``)
 ``maitred_catalog_info``               1, labelled with the live catalog's version
+``maitred_log_waiting``                the log's backlog: requests decided and waiting for
+                                       the commit that holds their decision
+``maitred_log_commit_seconds``         how long a request waited for that commit (histogram)
 =====================================  ======================================================
-
-The decision log's backlog is not exported: ``turn()`` and ``check()`` flush the log before
-they return, so the backlog after every request is zero by construction, and the log protocol
-has no public way to read it during a flush.
 """
 
 from __future__ import annotations
@@ -115,6 +114,17 @@ class Metrics:
             registry=reg,
         )
         self.sessions = Gauge("maitred_sessions", "Sessions held in memory.", registry=reg)
+        self.log_waiting = Gauge(
+            "maitred_log_waiting",
+            "Requests decided and waiting for the commit that holds their decision.",
+            registry=reg,
+        )
+        self.log_commit = Histogram(
+            "maitred_log_commit_seconds",
+            "How long a request waited for the commit holding its decision.",
+            buckets=_STAGE_BUCKETS,
+            registry=reg,
+        )
         self.sessions.set_function(lambda: float(sessions()))
         for cause in ("state_unavailable", "account_not_found", *FAIL_CLOSED_CALL_CODES):
             self.fail_closed.labels(cause)  # present at zero, so dashboards see the series

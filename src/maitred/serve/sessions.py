@@ -76,6 +76,14 @@ class SessionStore:
             self._items.move_to_end((tenant, session.id))
             self._prune_locked(now)
 
+    def forget(self, tenant: str, session: Session) -> None:
+        """Drop ``session`` if it is still the one kept under its id."""
+        with self._lock:
+            key = (tenant, session.id)
+            found = self._items.get(key)
+            if found is not None and found[0] is session:
+                del self._items[key]
+
     def __len__(self) -> int:
         with self._lock:
             return len(self._items)
