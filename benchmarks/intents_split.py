@@ -10,8 +10,9 @@ each half, three rankings built over one set of indexes:
   where a piece's best skill is not among the whole text's first few, by BM25 first and then by
   the wrapped method).
 
-Each method gets its own recaller (so no method finds the others' query embeddings cached), and
-the time column is that method's mean per-query time over the half divided by ``fused``'s, both
+Each method gets its own recaller (so no method finds the others' query embeddings cached); the
+methods take turns going first on each query, so load on a shared machine falls on all alike;
+the time column is a method's mean per-query time over the half divided by ``fused``'s, both
 measured in this run. "split" is the share of the half's queries whose ranking was merged from
 pieces. The sets are those of ``benchmarks/routing_sets.py``: ``--sets-dir`` holds
 ``<set>/{tools,queries}.jsonl`` (``bench-out/sets``), ``--metatool`` MetaTool's ``tools.jsonl``

@@ -13,6 +13,7 @@ from maitred.recall.intents import (
     AGREE_DEPTH,
     MIN_SHARE,
     IntentSplitRecaller,
+    as_close,
     merge_by_best_rank,
     points_elsewhere,
     split_intents,
@@ -119,7 +120,10 @@ OFFICE = Catalog(
     )
 )
 MERGE = "merge these pdf files into one pdf document"
-TWO_REQUESTS = f"{MERGE}. also what is the rain forecast for lyon tomorrow"
+TWO_REQUESTS = (
+    "merge several pdf files into one pdf document, split the pdf document, compress the pdf "
+    "document. also send an email message to a contact"
+)
 ONE_REQUEST = (
     f"{MERGE}. the merged pdf document should keep every page",
     f"{MERGE}. my name is john",
@@ -137,9 +141,9 @@ def test_two_unrelated_requests_are_split() -> None:
     assert isinstance(auto, IntentSplitRecaller)
     assert auto.name == "fused+intents" and auto.probe is not None
     plain = _names(fused.rank(TWO_REQUESTS, 12))
-    assert plain.index("weather-forecast") >= AGREE_DEPTH  # buried under PDF skills
+    assert plain.index("email-send") >= AGREE_DEPTH  # buried under PDF skills
     split = auto.rank(TWO_REQUESTS, 12)
-    assert _names(split)[:2] == ["pdf-merge", "weather-forecast"]
+    assert _names(split)[:2] == ["pdf-merge", "email-send"]
     assert split[0].components["intents"] == 1.0  # one piece pointed elsewhere
     assert sorted(_names(split)) == sorted(plain)  # the same skills, reordered
 
@@ -208,6 +212,21 @@ def test_a_weak_piece_is_a_detail_not_a_request() -> None:
     split = auto.rank(strong, 12)
     assert _names(split)[:2] == ["translate-text", "pdf-rotate"]
     assert split[0].components["intents"] == 1.0  # the other pieces agree with the whole
+
+
+def _cosines(pairs: str) -> list[Candidate]:
+    return [
+        Candidate(n, r, 1.0 / r, {"dense": float(c)})
+        for r, (n, c) in enumerate((p.split("=") for p in pairs.split()), start=1)
+    ]
+
+
+def test_as_close() -> None:
+    whole = _cosines("a=0.6 b=0.5 c=0.4")
+    assert as_close(whole, _cosines("d=0.62 a=0.3"))  # a clean request: closer than the blend
+    assert not as_close(whole, _cosines("d=0.41 e=0.40"))  # context: less close to anything
+    assert as_close(whole, _ranking("d e"))  # no cosines (bm25): the test does not apply
+    assert as_close(_ranking("a b"), _cosines("d=0.1"))
 
 
 def test_points_elsewhere() -> None:
