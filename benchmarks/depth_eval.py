@@ -8,11 +8,11 @@ Data (built when missing, all under ``--out``, default ``bench-out/depth``):
   (``maitred depth domain-queries``), 400 train (seed 1) and 600 test (seed 2); cost = each
   skill's declared contract cost.
 
-Each is ranked top 20 by ``dense`` and by ``dense+intents`` (each request of the message ranked,
+Each is ranked top 20 by ``dense`` and by ``dense+intents-all`` (each request of the message ranked,
 the rankings interleaved; :mod:`maitred.recall.intents`). Then, at ``λ = 0.05``:
 ``evaluate_depth`` free (every rule tuned for payoff alone, as the seed paper does) and guarded
 (every rule tuned under the sufficiency floor ``full``'s training sufficiency − 0.02), with the
-label-noise check; and the ``λ × d`` grid on the ``dense+intents`` ranking.
+label-noise check; and the ``λ × d`` grid on the ``dense+intents-all`` ranking.
 
 Run: ``.venv/bin/python benchmarks/depth_eval.py [--no-grid] [--boot N]``. Writes
 ``report.md`` (the tables), ``*.json`` (every result) and ``grid-*/`` (grid tables and plots).
@@ -43,7 +43,7 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 
 LAMBDA = 0.05
 GUARD = 0.02
-RANKINGS = ("dense", "dense+intents")
+RANKINGS = ("dense", "dense+intents-all")
 DATASETS = ("metatool", "sitecare", "airline")
 
 
@@ -178,14 +178,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     grids: list[str] = []
     if not args.no_grid:
         for dataset in DATASETS:
-            train, test = build_tasks(dataset, "dense+intents", args.out)
+            train, test = build_tasks(dataset, "dense+intents-all", args.out)
             rows = run_grid(train, test, (0.01, 0.03, 0.1), (0.0, 0.5, 1.0), n_boot=1000)
             folder = args.out / f"grid-{dataset}"
             folder.mkdir(exist_ok=True)
             (folder / "grid.json").write_text(json.dumps(rows, indent=1) + "\n")
             (folder / "grid.md").write_text(grid_markdown(rows))
-            plot_grid(rows, folder / "grid.png", title=f"{dataset}, dense+intents, top 20")
-            grids.append(f"### {dataset} (dense+intents)\n\n{grid_markdown(rows)}")
+            plot_grid(rows, folder / "grid.png", title=f"{dataset}, dense+intents-all, top 20")
+            grids.append(f"### {dataset} (dense+intents-all)\n\n{grid_markdown(rows)}")
             print(f"grid {dataset} done", flush=True)
     report = "\n\n".join(
         ["## Headline (λ = 0.05)", "\n".join(summary), *sections, "## λ × d grids", *grids]

@@ -4,7 +4,7 @@ Splits each routing set's queries by how many distinct tools they need (2+ vs 1)
 each half, three rankings built over one set of indexes:
 
 - ``fused``: the whole message, unsplit (the default method);
-- ``fused+intents(always)``: every message that ``split_intents`` cuts is split, every piece
+- ``fused+intents-all``: every message that ``split_intents`` cuts is split, every piece
   ranked and the rankings interleaved (the first ``+intents``);
 - ``fused+intents``: the split decided per message (:mod:`maitred.recall.intents`: split only
   where a piece's best skill is not among the whole text's first few, by BM25 first and then by
@@ -37,12 +37,11 @@ from typing import Any
 from maitred.recall import load_queries, make_recaller
 from maitred.recall.base import Recaller
 from maitred.recall.evaluate import MRR_DEPTH, QUALITY_KEYS, Query, query_metrics
-from maitred.recall.intents import IntentSplitRecaller
 from maitred.skills.catalog import load_catalog
 from maitred.skills.model import Catalog
 
 SETS = ("toolalpaca", "api-bank", "bfcl", "apibench-hf", "metatool")
-METHODS = ("fused", "fused+intents(always)", "fused+intents")
+METHODS = ("fused", "fused+intents-all", "fused+intents")
 
 
 def set_files(name: str, sets_dir: Path, metatool: Path) -> tuple[Path, Path]:
@@ -62,10 +61,6 @@ def halves(queries: Sequence[Query], single_limit: int) -> dict[str, list[Query]
 
 def build(method: str, catalog: Catalog, cache_dir: Path | None) -> Recaller:
     """A fresh recaller for ``method`` (its own query-embedding cache)."""
-    if method == "fused+intents(always)":
-        return IntentSplitRecaller(
-            make_recaller("fused", catalog, cache_dir=cache_dir), always=True
-        )
     return make_recaller(method, catalog, cache_dir=cache_dir)
 
 

@@ -154,7 +154,7 @@ def test_one_request_is_never_split(text: str) -> None:
     auto = make_recaller("fused+intents", OFFICE, embedder=HashEmbedder())
     assert auto.rank(text, 12) == fused.rank(text, 12)
     always = IntentSplitRecaller(fused, always=True)
-    assert always.name == "fused+intents(always)"
+    assert always.name == "fused+intents-all"
     if split_intents(text):  # the old +intents split it, and reordered the ranking
         assert always.rank(text, 12)[0].components["intents"] == 2.0
 
@@ -238,3 +238,11 @@ def test_points_elsewhere() -> None:
     assert not points_elsewhere(whole, [])  # a piece that ranks nothing points nowhere
     assert not points_elsewhere(whole, [Candidate("z", 1, 0.0)])  # nor one with no match
     assert points_elsewhere([], _ranking("a"))
+
+
+def test_intents_all_names_the_always_split_method() -> None:
+    always = make_recaller("fused+intents-all", OFFICE, embedder=HashEmbedder())
+    assert isinstance(always, IntentSplitRecaller)
+    assert always.always and always.name == "fused+intents-all"
+    with pytest.raises(ConfigError, match=r"'\+intents' and '\+intents-all'"):
+        make_recaller("fused+everything", OFFICE, embedder=HashEmbedder())

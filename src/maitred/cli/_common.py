@@ -55,8 +55,9 @@ TABLES_OPT = typer.Option(
 )
 METHOD_HELP = (
     "Recall method: fused (per-query BM25F + dense), bm25, bm25-plain, dense, hybrid, "
-    "native-glance ...; append +intents to rank each request of a multi-request message "
-    "(e.g. fused+intents)."
+    "native-glance ...; append +intents to also rank the requests of a multi-request "
+    "message that point elsewhere (e.g. fused+intents), +intents-all to split every such "
+    "message."
 )
 METHOD_OPT = typer.Option("fused", "--method", "-m", help=METHOD_HELP)
 CACHE_OPT = typer.Option(

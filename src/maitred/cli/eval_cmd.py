@@ -38,7 +38,8 @@ from maitred.skills.catalog import load_catalog
 
 _METHOD_HELP = (
     f"Recall method, repeat for several: {', '.join(recaller_names())}; append +intents to "
-    "rank each request of a multi-request message (e.g. dense+intents)."
+    "also rank the requests of a multi-request message that point elsewhere (e.g. "
+    "fused+intents), +intents-all to split every such message."
 )
 
 

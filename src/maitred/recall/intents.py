@@ -161,7 +161,7 @@ class IntentSplitRecaller:
     """Any recaller, made to rank each request of a multi-request message (module docstring).
 
     Attributes:
-        name: the wrapped recaller's name plus ``"+intents"`` (``"+intents(always)"`` with
+        name: the wrapped recaller's name plus ``"+intents"`` (``"+intents-all"`` with
             ``always``).
         inner: the wrapped recaller.
         always: split every message :func:`split_intents` cuts, without the agreement tests.
@@ -172,7 +172,7 @@ class IntentSplitRecaller:
     def __init__(self, inner: Recaller, *, always: bool = False) -> None:
         self.inner = inner
         self.always = always
-        self.name = f"{inner.name}+intents" + ("(always)" if always else "")
+        self.name = f"{inner.name}+intents" + ("-all" if always else "")
         self.probe = None if always else lexical_half(inner)
         self.catalog: Catalog | None = getattr(inner, "catalog", None)
 

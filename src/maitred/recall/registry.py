@@ -96,8 +96,11 @@ def register_recaller(name: str) -> Callable[[RecallerFactory], RecallerFactory]
     return add
 
 
-#: ``METHOD+intents`` ranks each request of a multi-request message (see recall.intents)
+#: ``METHOD+intents`` ranks the requests of a multi-request message apart when they point to
+#: other skills than the whole text does (see recall.intents)
 INTENTS_SUFFIX = "intents"
+#: ``METHOD+intents-all`` splits every message that cuts into requests, without that test
+ALWAYS_SUFFIX = "intents-all"
 
 
 def recaller_names() -> tuple[str, ...]:
@@ -119,8 +122,9 @@ def make_recaller(
 
     Args:
         method: a registered name (see :func:`recaller_names`); ``NAME+intents`` wraps that
-            method in :class:`~maitred.recall.intents.IntentSplitRecaller` (each request of
-            a multi-request message is ranked, and the rankings interleaved).
+            method in :class:`~maitred.recall.intents.IntentSplitRecaller` (the requests of a
+            multi-request message that point elsewhere are ranked too, and the rankings
+            interleaved); ``NAME+intents-all`` splits every multi-request message.
         catalog: the :class:`~maitred.skills.model.Catalog` to rank.
         cache_dir: where indexes are stored and reused; ``None`` builds in memory.
         weights: BM25 field weights (``bm25`` and ``hybrid``; default tuned weights).
@@ -136,10 +140,10 @@ def make_recaller(
     """
     base, plus, suffix = method.partition("+")
     if plus:
-        if suffix != INTENTS_SUFFIX:
+        if suffix not in (INTENTS_SUFFIX, ALWAYS_SUFFIX):
             raise ConfigError(
-                f"unknown recall method {method!r}: the only suffix is '+{INTENTS_SUFFIX}' "
-                f"(e.g. 'dense+{INTENTS_SUFFIX}')"
+                f"unknown recall method {method!r}: the suffixes are '+{INTENTS_SUFFIX}' and "
+                f"'+{ALWAYS_SUFFIX}' (e.g. 'fused+{INTENTS_SUFFIX}')"
             )
         inner = make_recaller(
             base,
@@ -149,7 +153,7 @@ def make_recaller(
             embedder=embedder,
             progress=progress,
         )
-        return IntentSplitRecaller(inner)
+        return IntentSplitRecaller(inner, always=suffix == ALWAYS_SUFFIX)
     factory = _REGISTRY.get(method)
     if factory is None:
         if method not in plugins.names("recall"):
