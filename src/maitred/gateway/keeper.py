@@ -22,6 +22,14 @@ over those engines.
   :meth:`Gatekeeper.after_call` records it in the session and re-lists; it answers True when
   the visible set differs from the one last shown, and the server then sends
   ``notifications/tools/list_changed``.
+* **So can the world** (``watch: {interval_s: N}``). :meth:`Gates.recheck` is one pass of the
+  state watch: one batched state read per account over every tool's keys, then, for each
+  session that has listed, what :meth:`Gatekeeper.visible` *would* list on that snapshot,
+  decided in memory by the same executability gate (:meth:`Gatekeeper.refresh`). Only a
+  session whose answer differs from what it was last shown gets a logged listing turn, so an
+  unchanged account costs a read and no log row; state that cannot be read hides every tool
+  that reads it (the gate's ``state_unavailable``), so an outage is itself a change to announce,
+  and so is the recovery.
 * **Progressive disclosure, gated** (``disclosure: find_tools``). The session starts knowing
   only ``find_tools``. :meth:`Gatekeeper.find` routes the model's need through recall ->
   executability gate -> depth (:meth:`Maitred.turn`, logged), and what it exposes joins the
@@ -60,7 +68,7 @@ from maitred.actions.model import Decision, ToolCall
 from maitred.build import PipelineOptions, build_pipeline
 from maitred.contract.tool_sidecar import SUFFIX, load_tool_contracts
 from maitred.engine import Maitred
-from maitred.errors import ConfigError
+from maitred.errors import ConfigError, MaitredError
 from maitred.gateway.config import GatewayConfig, Upstream
 from maitred.log.base import DecisionLog, open_log
 from maitred.pipeline import Pipeline
@@ -68,7 +76,7 @@ from maitred.recall.base import Candidate, Cutoff
 from maitred.skills.model import Catalog, Skill
 from maitred.skills.tools import parse_tools
 from maitred.state.registry import open_provider
-from maitred.state.snapshot import StateProvider
+from maitred.state.snapshot import Snapshot, StateProvider
 
 #: the text of a listing turn in the decision log (it is no user's message)
 LIST_TEXT = "tools/list"
@@ -226,6 +234,35 @@ class Gates:
     def tool_names(self) -> tuple[str, ...]:
         return tuple(s.name for s in self.engine.catalog)
 
+    def recheck(self, keepers: Sequence[Gatekeeper]) -> list[Gatekeeper]:
+        """One pass of the state watch over ``keepers``: those whose visible set changed.
+
+        Sessions that never listed are skipped (they have nothing to be told). Each account is
+        read once, over every tool's keys; a provider that fails gives the gate's all-missing
+        snapshot, on which every tool that reads state is hidden (fail closed). A session whose
+        re-listing cannot be logged is named on stderr and left as it was (the next pass tries
+        again), so one broken session never stops the others.
+        """
+        by_account: dict[str, list[Gatekeeper]] = {}
+        for keeper in keepers:
+            if keeper.listed is not None:
+                by_account.setdefault(keeper.account, []).append(keeper)
+        gate = self.engine.pipeline.gate
+        changed: list[Gatekeeper] = []
+        for account, group in by_account.items():
+            snapshot, _ = gate.fetch(account, self.tool_names)
+            for keeper in group:
+                try:
+                    if keeper.refresh(snapshot):
+                        changed.append(keeper)
+                except MaitredError as exc:
+                    print(
+                        f"maitred mcp: state watch: session {keeper.session.id} not re-listed "
+                        f"({type(exc).__name__}: {exc})",
+                        file=sys.stderr,
+                    )
+        return changed
+
     def keeper(self, account: str, *, tenant: str = "") -> Gatekeeper:
         """A new session for ``account`` (``tenant`` prefixes its id in the log)."""
         return Gatekeeper(self, account, tenant=tenant)
@@ -344,6 +381,22 @@ class Gatekeeper:
             return engine.turn(LIST_TEXT, session=session).exposed
         finally:
             recall.only = None
+
+    def would_list(self, snapshot: Snapshot) -> tuple[str, ...]:
+        """What :meth:`visible` would list on ``snapshot``, decided in memory and not logged
+        (the state watch's probe; the executability gate's own per-tool verdict)."""
+        gate = self.engine.pipeline.gate
+        at = gate.clock()
+        shown = tuple(n for n in self._offerable() if gate.decide(n, snapshot, at).visible)
+        return (FIND_TOOLS, *shown) if self.found is not None else shown
+
+    def refresh(self, snapshot: Snapshot) -> bool:
+        """Re-list when ``snapshot`` would change what this session was last shown; True when
+        the logged listing (on fresh state, as every listing) changed its visible set."""
+        before = self.listed
+        if before is None or self.would_list(snapshot) == before:
+            return False
+        return self.visible() != before
 
     def check(self, name: str, arguments: Mapping[str, Any] | None) -> Decision:
         """May ``name(arguments)`` reach the upstream now? (logged, flushed, then returned)."""

@@ -17,6 +17,18 @@ served), and returns a FastMCP server that serves one proxy provider per upstrea
   upstreams keep serving, and the next call connects afresh (a stdio server is relaunched).
   After an allowed mutating call succeeded, a changed visible set is announced with
   ``notifications/tools/list_changed``.
+* state changes from outside (``watch: {interval_s: N}``): :meth:`GateMiddleware.watch` runs
+  beside the server (:func:`watching`) and every ``N`` seconds asks the gates which listed sessions
+  would now see another list (:meth:`Gates.recheck <maitred.gateway.keeper.Gates.recheck>`);
+  each such session is re-listed (a logged turn) and sent ``list_changed`` outside any
+  request, on the session's own standing channel (the :class:`ServerSession` kept from its
+  latest request). Only handshake-era connections have one: over stdio, and an HTTP client
+  that negotiated an MCP session (its GET stream). A 2026-07-28 connection (``fastmcp.Client``'s
+  default) has no standing channel for change notifications, so it is not watched: it learns
+  of a change at its next ``tools/list``, which like every listing reads state afresh. A pass
+  that fails (the log cannot be written) is reported on stderr and the watch goes on; a state
+  store that is down is no failure of the watch: the tools that read it are hidden (fail
+  closed), which is announced like any change, and so is their return.
 * ``find_tools`` (``disclosure: find_tools``): answered by the gateway itself, never by an
   upstream (see :meth:`Gatekeeper.find <maitred.gateway.keeper.Gatekeeper.find>`).
 
@@ -46,7 +58,8 @@ import socket
 import sys
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
 import anyio
@@ -58,6 +71,7 @@ from fastmcp.server.dependencies import get_access_token
 from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
 from fastmcp.server.providers.proxy import ProxyClient, ProxyProvider
 from fastmcp.tools import Tool, ToolResult
+from mcp.server.session import ServerSession
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from maitred.errors import ConfigError, MaitredError
@@ -107,6 +121,8 @@ class GateMiddleware(Middleware):
         self.account = account
         self.max_sessions = max_sessions
         self.keepers: OrderedDict[tuple[str, ...], Gatekeeper] = OrderedDict()
+        #: the standing channel of each watched session (handshake-era connections only)
+        self.channels: dict[tuple[str, ...], ServerSession] = {}
         self._lock = threading.Lock()
 
     async def _engine(self, fn: Callable[[], T]) -> T:
@@ -132,9 +148,52 @@ class GateMiddleware(Middleware):
         if keeper is None:
             keeper = self.keepers[key] = self.gates.keeper(account, tenant=tenant)
             while len(self.keepers) > self.max_sessions:
-                self.keepers.popitem(last=False)
+                dropped, _ = self.keepers.popitem(last=False)
+                self.channels.pop(dropped, None)
         self.keepers.move_to_end(key)
+        channel = _standing_channel(context)
+        if channel is not None:
+            self.channels[key] = channel
         return keeper
+
+    async def recheck(self) -> int:
+        """One pass of the state watch; returns how many sessions were sent ``list_changed``.
+
+        Only sessions with a standing channel are re-checked (one without could not be told;
+        its next ``tools/list`` is a fresh listing anyway). A channel that fails to carry the
+        notification (the client went away) is forgotten.
+        """
+        watched = [(key, k) for key, k in self.keepers.items() if key in self.channels]
+        if not watched:
+            return 0
+        changed = await self._engine(lambda: self.gates.recheck([k for _, k in watched]))
+        told = 0
+        for key, keeper in watched:
+            channel = self.channels.get(key)
+            if channel is None or not any(keeper is c for c in changed):
+                continue
+            try:
+                await channel.send_notification(mt.ToolListChangedNotification())
+                told += 1
+            except Exception:  # a closed stream: nobody left to tell
+                self.channels.pop(key, None)
+        return told
+
+    async def watch(self, interval_s: float) -> None:
+        """Run :meth:`recheck` every ``interval_s`` seconds until cancelled; a failed pass is
+        reported on stderr and the next one runs as usual (the watch never stops the
+        gateway)."""
+        while True:
+            await anyio.sleep(interval_s)
+            try:
+                await self.recheck()
+            except Exception as exc:
+                print(
+                    f"maitred mcp: state watch pass failed ({type(exc).__name__}: {exc}); "
+                    f"trying again in {interval_s:g}s",
+                    file=sys.stderr,
+                    flush=True,
+                )
 
     async def on_list_tools(
         self,
@@ -255,6 +314,34 @@ def _session_id(context: MiddlewareContext[Any]) -> str:
     return ctx.session_id
 
 
+def _standing_channel(context: MiddlewareContext[Any]) -> ServerSession | None:
+    """The request's session when its connection can carry a notification later, outside any
+    request (a handshake-era connection); ``None`` on a 2026-07-28 one."""
+    ctx = context.fastmcp_context
+    request = ctx.request_context if ctx is not None else None
+    if request is None or request.protocol_version in MODERN_PROTOCOL_VERSIONS:
+        return None
+    return request.session
+
+
+def gate_of(server: FastMCP[Any]) -> GateMiddleware:
+    """The :class:`GateMiddleware` of a server :func:`open_gateway` built."""
+    return next(m for m in server.middleware if isinstance(m, GateMiddleware))
+
+
+@asynccontextmanager
+async def watching(server: FastMCP[Any], interval_s: float) -> AsyncIterator[None]:
+    """The state watch of ``server``'s gate running for the block (nothing when ``interval_s``
+    is 0); enter and leave it in the task that serves."""
+    async with anyio.create_task_group() as tasks:
+        if interval_s > 0:
+            tasks.start_soon(gate_of(server).watch, interval_s)
+        try:
+            yield
+        finally:
+            tasks.cancel_scope.cancel()
+
+
 async def _list_changed(context: MiddlewareContext[Any]) -> None:
     if context.fastmcp_context is not None:
         await context.fastmcp_context.send_notification(mt.ToolListChangedNotification())
@@ -334,8 +421,11 @@ async def open_gateway(config: GatewayConfig, *, http: bool = False) -> tuple[Fa
     proxies = {up.name: proxy_for(up) for up in config.upstreams}
     tools = {up.name: await upstream_tools(proxies[up.name], up) for up in config.upstreams}
     gates = await anyio.to_thread.run_sync(lambda: Gates.open(config, tools))
+    limit = (config.server or HttpServer()).max_sessions
+    gate = GateMiddleware(gates, account=None if http else config.account, max_sessions=limit)
     server: FastMCP[Any] = FastMCP(
-        name="maitred-gateway", auth=TokenAuth(config.tokens) if http else None
+        name="maitred-gateway",
+        auth=TokenAuth(config.tokens) if http else None,
     )
     for proxy in proxies.values():
         server.add_provider(proxy)
@@ -346,10 +436,7 @@ async def open_gateway(config: GatewayConfig, *, http: bool = False) -> tuple[Fa
             raise RuntimeError("find_tools is answered by the gateway's middleware")
 
         server.tool(find_tools, name=FIND_TOOLS, description=FIND_TOOLS_DESCRIPTION)
-    limit = (config.server or HttpServer()).max_sessions
-    server.add_middleware(
-        GateMiddleware(gates, account=None if http else config.account, max_sessions=limit)
-    )
+    server.add_middleware(gate)
     return server, gates
 
 
@@ -357,7 +444,8 @@ async def serve_stdio(config: GatewayConfig) -> None:
     """Serve the gateway over stdio until the client disconnects."""
     server, gates = await open_gateway(config)
     try:
-        await server.run_async(transport="stdio", show_banner=False)
+        async with watching(server, config.watch.interval_s):
+            await server.run_async(transport="stdio", show_banner=False)
     finally:
         gates.close()
 
@@ -386,14 +474,15 @@ async def serve_http(config: GatewayConfig, *, port: int | None = None) -> None:
         flush=True,
     )
     try:
-        await server.run_http_async(
-            show_banner=False,
-            host=where.host,
-            port=bound,
-            path=where.path,
-            log_level="warning",
-            sockets=[sock],
-        )
+        async with watching(server, config.watch.interval_s):
+            await server.run_http_async(
+                show_banner=False,
+                host=where.host,
+                port=bound,
+                path=where.path,
+                log_level="warning",
+                sockets=[sock],
+            )
     finally:
         gates.close()
         sock.close()
