@@ -287,3 +287,50 @@ def test_find_tools_over_http_discloses_per_token_and_announces_it(tmp_path: Pat
     assert any(isinstance(m, mt.ToolListChangedNotification) for m in seen)  # over HTTP
     assert "export_notes" in [b["name"] for b in got["free"]["blocked"]]
     assert "export_notes" not in got["free_list"]  # acme's disclosure is not globex's
+
+
+def test_the_state_watch_tells_an_mcp_sdk_session_on_its_standing_stream(
+    tmp_path: Path,
+) -> None:
+    """A handshake-era MCP session over HTTP is told of a state change made outside the
+    gateway, on its GET stream, with no request of its own in flight."""
+    from mcp.client.session import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    if shutil.which("mcp-server-time", path=child_env()["PATH"]) is None:
+        pytest.skip("mcp-server-time is not installed (pip install mcp-server-time)")
+    site = deploy(tmp_path, extra="watch: {interval_s: 0.2}\n")
+    accounts = tmp_path / "accounts.json"
+    got: dict[str, Any] = {}
+    seen: list[Any] = []
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, mt.ToolListChangedNotification):
+            seen.append(message)
+
+    async def main() -> None:
+        headers = {"Authorization": f"Bearer {GLOBEX}"}  # acc-free
+        async with (
+            httpx2.AsyncClient(headers=headers) as http,
+            streamable_http_client(site.url, http_client=http) as streams,
+            ClientSession(streams[0], streams[1], message_handler=on_message) as session,
+        ):
+            await session.initialize()
+            got["before"] = sorted(t.name for t in (await session.list_tools()).tools)
+            data = json.loads(accounts.read_text(encoding="utf-8"))
+            data["acc-free"]["account"]["plan"] = "pro"  # the billing system upgrades it
+            fresh = accounts.with_suffix(".new")
+            fresh.write_text(json.dumps(data), encoding="utf-8")
+            fresh.replace(accounts)
+            with anyio.fail_after(60):
+                while not seen:
+                    await anyio.sleep(0.05)
+            got["after"] = sorted(t.name for t in (await session.list_tools()).tools)
+
+    try:
+        anyio.run(main)
+    finally:
+        site.gateway.stop()
+        site.notes.stop()
+    assert "export_notes" not in got["before"] and "convert_time" not in got["before"]
+    assert {"export_notes", "convert_time"} <= set(got["after"])
