@@ -62,9 +62,12 @@ class Deployment:
         self.notes_port = int(self.notes.match.group(1))
 
 
-def deploy(root: Path, *, time: bool = True, extra: str = "") -> Deployment:
+def deploy(
+    root: Path, *, time: bool = True, extra: str = "", server: str = "{host: 127.0.0.1, port: 0}"
+) -> Deployment:
     """Start the notes server and `maitred mcp` over HTTP in front of it (and of
-    mcp-server-time when ``time``), with ``extra`` added to the gateway's config."""
+    mcp-server-time when ``time``), with ``extra`` added to the gateway's config and
+    ``server`` as its server block."""
     shutil.copy(EXAMPLE / "time.maitred.yaml", root / "time.maitred.yaml")
     shutil.copy(EXAMPLE / "accounts.json", root / "accounts.json")
     (root / "notes.maitred.yaml").write_text(NOTES_SIDECAR, encoding="utf-8")
@@ -75,7 +78,7 @@ def deploy(root: Path, *, time: bool = True, extra: str = "") -> Deployment:
     config.write_text(
         extra + "state: accounts.json\n"
         "log: gateway.sqlite\n"
-        "server: {host: 127.0.0.1, port: 0}\n"
+        f"server: {server}\n"
         "tokens:\n"
         f"  - {{token_sha256: {sha256(ACME)}, tenant: acme, account: acc-pro}}\n"
         f"  - {{token_sha256: {sha256(GLOBEX)}, tenant: globex, account: acc-free}}\n"
@@ -334,3 +337,48 @@ def test_the_state_watch_tells_an_mcp_sdk_session_on_its_standing_stream(
         site.notes.stop()
     assert "export_notes" not in got["before"] and "convert_time" not in got["before"]
     assert {"export_notes", "convert_time"} <= set(got["after"])
+
+
+def test_past_max_sessions_the_least_recent_session_is_dropped_and_starts_afresh(
+    tmp_path: Path,
+) -> None:
+    """With room for one gatekeeper, a second token's session evicts the first one's: what the
+    first had disclosed through find_tools is gone, and its next call is judged as a new
+    session's (never as another tenant's)."""
+    site = deploy(
+        tmp_path,
+        time=False,
+        extra="disclosure: find_tools\n",
+        server="{host: 127.0.0.1, port: 0, max_sessions: 1}",
+    )
+    got: dict[str, Any] = {}
+
+    async def main() -> None:
+        async with (
+            Client(site.url, auth=ACME) as pro,
+            Client(site.url, auth=GLOBEX) as free,
+        ):
+            need = {"need": "export my notes as a pdf archive"}
+            await pro.call_tool("find_tools", need)
+            got["found"] = sorted(t.name for t in await pro.list_tools())
+            got["free"] = [t.name for t in await free.list_tools()]  # evicts acme's session
+            late = await pro.call_tool("export_notes", {"fmt": "pdf"}, raise_on_error=False)
+            got["late"] = payload(late)
+            got["after"] = [t.name for t in await pro.list_tools()]
+
+    try:
+        anyio.run(main)
+    finally:
+        site.gateway.stop()
+        site.notes.stop()
+    assert "export_notes" in got["found"]
+    assert got["free"] == ["find_tools"]
+    assert got["late"]["code"] == "TOOL_NOT_OFFERED" and "find_tools" in got["late"]["hint"]
+    assert got["after"] == ["find_tools"]
+    assert "export_notes" not in site.calls
+    with open_log(str(tmp_path / "gateway.sqlite")) as log:
+        rows = [
+            (r["session_id"].split("-")[0], r["tool"], r["code"])
+            for r in log.iter_action_decisions()
+        ]
+    assert rows == [("acme", "export_notes", "TOOL_NOT_OFFERED")]  # acme's, never globex's
