@@ -101,8 +101,8 @@ async def over_stdio(account: str) -> None:
                 changed.append(time.monotonic())
 
         # mode="legacy": a handshake-era session (as desktop clients open), whose pipe can carry
-        # a notification the server sends on its own; a 2026-07-28 connection has no such
-        # channel and would see the change at its next tools/list instead
+        # a notification the server sends on its own; a 2026-07-28 connection is told only on a
+        # subscriptions/listen stream, which fastmcp.Client does not open
         async with Client(gateway, message_handler=on_message, mode="legacy") as client:
             tools = await client.list_tools()
             print(f"{account} sees: {', '.join(t.name for t in tools)}")

@@ -382,3 +382,61 @@ def test_past_max_sessions_the_least_recent_session_is_dropped_and_starts_afresh
             for r in log.iter_action_decisions()
         ]
     assert rows == [("acme", "export_notes", "TOOL_NOT_OFFERED")]  # acme's, never globex's
+
+
+def test_a_2026_client_listening_over_http_is_told_for_its_own_token_only(
+    tmp_path: Path,
+) -> None:
+    """Two tokens hold `subscriptions/listen` streams (the `mcp` SDK's 2026-07-28 `Client`);
+    a state change of one account reaches that token's stream, not the other's."""
+    from mcp.client.client import Client as SdkClient
+    from mcp.client.streamable_http import streamable_http_client
+
+    site = deploy(tmp_path, time=False, extra="watch: {interval_s: 0.2}\n")
+    accounts = tmp_path / "accounts.json"
+    events: dict[str, list[str]] = {"acme": [], "globex": []}
+
+    def set_plan(account: str, plan: str) -> None:
+        data = json.loads(accounts.read_text(encoding="utf-8"))
+        data[account]["account"]["plan"] = plan
+        fresh = accounts.with_suffix(".new")
+        fresh.write_text(json.dumps(data), encoding="utf-8")
+        fresh.replace(accounts)
+
+    async def follow(name: str, client: SdkClient, ready: anyio.Event) -> None:
+        async with client.listen(tools_list_changed=True) as stream:
+            ready.set()
+            async for event in stream:
+                events[name].append(type(event).__name__)
+
+    async def wait_for(name: str, count: int) -> None:
+        with anyio.fail_after(60):
+            while len(events[name]) < count:
+                await anyio.sleep(0.05)
+
+    async def main() -> None:
+        async with (
+            httpx2.AsyncClient(headers={"Authorization": f"Bearer {ACME}"}) as acme_http,
+            httpx2.AsyncClient(headers={"Authorization": f"Bearer {GLOBEX}"}) as globex_http,
+            SdkClient(streamable_http_client(site.url, http_client=acme_http)) as acme,
+            SdkClient(streamable_http_client(site.url, http_client=globex_http)) as globex,
+            anyio.create_task_group() as tasks,
+        ):
+            for client in (acme, globex):
+                await client.list_tools()
+            for name, client in (("acme", acme), ("globex", globex)):
+                ready = anyio.Event()
+                tasks.start_soon(follow, name, client, ready)
+                await ready.wait()
+            set_plan("acc-free", "pro")  # globex's account
+            await wait_for("globex", 1)
+            set_plan("acc-pro", "free")  # acme's account
+            await wait_for("acme", 1)
+            tasks.cancel_scope.cancel()
+
+    try:
+        anyio.run(main)
+    finally:
+        site.gateway.stop()
+        site.notes.stop()
+    assert events == {"acme": ["ToolsListChanged"], "globex": ["ToolsListChanged"]}

@@ -202,3 +202,36 @@ def test_the_watch_announces_a_change_by_itself_over_stdio(site: Site) -> None:
     assert got["report"][0].text == "report 2025"
     assert "export_report" not in got["again"]
     assert os.path.exists(site.log)
+
+
+def test_a_2026_client_that_listens_is_told_on_its_listen_stream_over_stdio(site: Site) -> None:
+    """The `mcp` SDK's `Client` (2026-07-28) opens `subscriptions/listen`; the watch's event
+    for its session arrives there."""
+    from mcp.client.client import Client as SdkClient
+    from mcp.client.stdio import StdioServerParameters
+
+    text = site.config.read_text(encoding="utf-8")
+    site.config.write_text("watch: {interval_s: 0.2}\n" + text, encoding="utf-8")
+    transport = _gateway(site.config)
+    params = StdioServerParameters(
+        command=transport.command, args=transport.args, env=transport.env
+    )
+    got: dict[str, Any] = {}
+
+    async def main() -> None:
+        async with SdkClient(params) as client:
+            got["version"] = client.session.protocol_version
+            got["before"] = [t.name for t in (await client.list_tools()).tools]
+            async with client.listen(tools_list_changed=True) as events:
+                site.set_plan("pro")
+                with anyio.fail_after(WAIT_S):
+                    async for event in events:
+                        got["event"] = type(event).__name__
+                        break
+            got["after"] = [t.name for t in (await client.list_tools()).tools]
+
+    anyio.run(main)
+    assert got["version"] == "2026-07-28"
+    assert "export_report" not in got["before"]
+    assert got["event"] == "ToolsListChanged"
+    assert "export_report" in got["after"]

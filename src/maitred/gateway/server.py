@@ -18,16 +18,17 @@ served), and returns a FastMCP server that serves one proxy provider per upstrea
   After an allowed mutating call succeeded, a changed visible set is announced with
   ``notifications/tools/list_changed``.
 * state changes from outside (``watch: {interval_s: N}``): :meth:`GateMiddleware.watch` runs
-  beside the server (:func:`watching`) and every ``N`` seconds asks the gates which listed sessions
-  would now see another list (:meth:`Gates.recheck <maitred.gateway.keeper.Gates.recheck>`);
-  each such session is re-listed (a logged turn) and sent ``list_changed`` outside any
-  request, on the session's own standing channel (the :class:`ServerSession` kept from its
-  latest request). Only handshake-era connections have one: over stdio, and an HTTP client
-  that negotiated an MCP session (its GET stream). A 2026-07-28 connection (``fastmcp.Client``'s
-  default) has no standing channel for change notifications, so it is not watched: it learns
-  of a change at its next ``tools/list``, which like every listing reads state afresh. A pass
-  that fails (the log cannot be written) is reported on stderr and the watch goes on; a state
-  store that is down is no failure of the watch: the tools that read it are hidden (fail
+  beside the server (:func:`watching`) and every ``N`` seconds asks the gates which listed
+  sessions would now see another list (:meth:`Gates.recheck
+  <maitred.gateway.keeper.Gates.recheck>`); each such session is re-listed (a logged turn) and
+  sent ``list_changed`` outside any request (:mod:`maitred.gateway.channels`): on its standing
+  channel (a handshake-era connection: the stdio pipe, an HTTP session's GET stream), or on
+  the ``subscriptions/listen`` streams it opened (a 2026-07-28 connection, which has no other
+  way to be told; :meth:`GateMiddleware.listen` serves them, one subscription bus per
+  session). A session with neither (``fastmcp.Client``'s default: 2026-07-28, and it never
+  listens) is not re-checked: its next ``tools/list`` reads state afresh like every listing.
+  A pass that fails (the log cannot be written) is reported on stderr and the watch goes on; a
+  state store that is down is no failure of the watch: the tools that read it are hidden (fail
   closed), which is announced like any change, and so is their return.
 * ``find_tools`` (``disclosure: find_tools``): answered by the gateway itself, never by an
   upstream (see :meth:`Gatekeeper.find <maitred.gateway.keeper.Gatekeeper.find>`).
@@ -71,10 +72,12 @@ from fastmcp.server.dependencies import get_access_token
 from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
 from fastmcp.server.providers.proxy import ProxyClient, ProxyProvider
 from fastmcp.tools import Tool, ToolResult
-from mcp.server.session import ServerSession
+from mcp.server.context import ServerRequestContext
+from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from maitred.errors import ConfigError, MaitredError
+from maitred.gateway.channels import Channels
 from maitred.gateway.config import GatewayConfig, HttpServer, Token, Upstream
 from maitred.gateway.keeper import FIND_TOOLS, FIND_TOOLS_DESCRIPTION, Gatekeeper, Gates
 
@@ -121,8 +124,8 @@ class GateMiddleware(Middleware):
         self.account = account
         self.max_sessions = max_sessions
         self.keepers: OrderedDict[tuple[str, ...], Gatekeeper] = OrderedDict()
-        #: the standing channel of each watched session (handshake-era connections only)
-        self.channels: dict[tuple[str, ...], ServerSession] = {}
+        #: how to reach each session outside a request (the state watch's way out)
+        self.channels = Channels()
         self._lock = threading.Lock()
 
     async def _engine(self, fn: Callable[[], T]) -> T:
@@ -132,51 +135,63 @@ class GateMiddleware(Middleware):
 
         return await anyio.to_thread.run_sync(locked)
 
-    def _keeper(self, context: MiddlewareContext[Any]) -> Gatekeeper | None:
-        """The session's gatekeeper, from the launch or the token (None: not authenticated)."""
+    def _identity(self, session_id: str) -> tuple[tuple[str, ...], str, str] | None:
+        """(gatekeeper key, tenant, account) of the request being served, from the launch or
+        the token (None: not authenticated)."""
         if self.account is not None:
-            key: tuple[str, ...] = ("launch",)
-            tenant, account = "", self.account
-        else:
-            token = get_access_token()
-            claims = token.claims if token is not None else None
-            if not claims or not claims.get("account") or not claims.get("tenant"):
-                return None
-            tenant, account = str(claims["tenant"]), str(claims["account"])
-            key = (tenant, account, _session_id(context))
+            return ("launch",), "", self.account
+        token = get_access_token()
+        claims = token.claims if token is not None else None
+        if not claims or not claims.get("account") or not claims.get("tenant"):
+            return None
+        tenant, account = str(claims["tenant"]), str(claims["account"])
+        return (tenant, account, session_id), tenant, account
+
+    def _keeper_for(self, key: tuple[str, ...], tenant: str, account: str) -> Gatekeeper:
         keeper = self.keepers.get(key)
         if keeper is None:
             keeper = self.keepers[key] = self.gates.keeper(account, tenant=tenant)
             while len(self.keepers) > self.max_sessions:
                 dropped, _ = self.keepers.popitem(last=False)
-                self.channels.pop(dropped, None)
+                self.channels.forget(dropped)
         self.keepers.move_to_end(key)
-        channel = _standing_channel(context)
-        if channel is not None:
-            self.channels[key] = channel
         return keeper
+
+    def _keeper(self, context: MiddlewareContext[Any]) -> Gatekeeper | None:
+        """The session's gatekeeper, from the launch or the token (None: not authenticated)."""
+        found = self._identity(_session_id(context))
+        if found is None:
+            return None
+        keeper = self._keeper_for(*found)
+        self.channels.remember(found[0], context)
+        return keeper
+
+    async def listen(
+        self, ctx: ServerRequestContext[Any, Any], params: mt.SubscriptionsListenRequestParams
+    ) -> mt.SubscriptionsListenResult:
+        """Serve ``subscriptions/listen`` (2026-07-28 connections) for the caller's session: the
+        state watch's ``list_changed`` for it arrives on this stream."""
+        found = self._identity("")  # a listen stream is 2026-07-28: no session id
+        if found is None:
+            raise MCPError(mt.INVALID_REQUEST, str(_AUTH_REQUIRED["message"]))
+        self._keeper_for(*found)
+        return await self.channels.listen(found[0], ctx, params)
 
     async def recheck(self) -> int:
         """One pass of the state watch; returns how many sessions were sent ``list_changed``.
 
-        Only sessions with a standing channel are re-checked (one without could not be told;
-        its next ``tools/list`` is a fresh listing anyway). A channel that fails to carry the
-        notification (the client went away) is forgotten.
+        Only sessions the gateway can reach outside a request are re-checked (see
+        :mod:`maitred.gateway.channels`); one it cannot reach would not be told, and its next
+        ``tools/list`` is a fresh listing anyway.
         """
-        watched = [(key, k) for key, k in self.keepers.items() if key in self.channels]
+        watched = [(key, k) for key, k in self.keepers.items() if self.channels.reachable(key)]
         if not watched:
             return 0
         changed = await self._engine(lambda: self.gates.recheck([k for _, k in watched]))
         told = 0
         for key, keeper in watched:
-            channel = self.channels.get(key)
-            if channel is None or not any(keeper is c for c in changed):
-                continue
-            try:
-                await channel.send_notification(mt.ToolListChangedNotification())
+            if any(keeper is c for c in changed) and await self.channels.notify(key):
                 told += 1
-            except Exception:  # a closed stream: nobody left to tell
-                self.channels.pop(key, None)
         return told
 
     async def watch(self, interval_s: float) -> None:
@@ -314,16 +329,6 @@ def _session_id(context: MiddlewareContext[Any]) -> str:
     return ctx.session_id
 
 
-def _standing_channel(context: MiddlewareContext[Any]) -> ServerSession | None:
-    """The request's session when its connection can carry a notification later, outside any
-    request (a handshake-era connection); ``None`` on a 2026-07-28 one."""
-    ctx = context.fastmcp_context
-    request = ctx.request_context if ctx is not None else None
-    if request is None or request.protocol_version in MODERN_PROTOCOL_VERSIONS:
-        return None
-    return request.session
-
-
 def gate_of(server: FastMCP[Any]) -> GateMiddleware:
     """The :class:`GateMiddleware` of a server :func:`open_gateway` built."""
     return next(m for m in server.middleware if isinstance(m, GateMiddleware))
@@ -437,6 +442,10 @@ async def open_gateway(config: GatewayConfig, *, http: bool = False) -> tuple[Fa
 
         server.tool(find_tools, name=FIND_TOOLS, description=FIND_TOOLS_DESCRIPTION)
     server.add_middleware(gate)
+    # served by the SDK's low-level server: FastMCP 4 has no hook of its own for this method
+    server._mcp_server.add_request_handler(
+        "subscriptions/listen", mt.SubscriptionsListenRequestParams, gate.listen
+    )
     return server, gates
 
 
