@@ -235,3 +235,27 @@ def test_a_2026_client_that_listens_is_told_on_its_listen_stream_over_stdio(site
     assert "export_report" not in got["before"]
     assert got["event"] == "ToolsListChanged"
     assert "export_report" in got["after"]
+
+
+def test_with_find_tools_a_found_tool_is_hidden_and_shown_again_as_state_changes(
+    site: Site,
+) -> None:
+    text = site.config.read_text(encoding="utf-8")
+    site.config.write_text("disclosure: find_tools\n" + text, encoding="utf-8")
+    site.set_plan("pro")
+    lists: list[list[str]] = []
+
+    async def scenario(client: Client[Any], gate: GateMiddleware, seen: list[str]) -> None:
+        found = await client.call_tool("find_tools", {"need": "export the yearly report"})
+        assert "export_report" in [t["name"] for t in found.structured_content["tools"]]
+        lists.append(await names(client))
+        site.set_plan("free")
+        assert await gate.recheck() == 1
+        lists.append(await names(client))
+        site.set_plan("pro")
+        assert await gate.recheck() == 1  # still found: the gate alone hid it
+        lists.append(await names(client))
+        await delivered(seen, 3)  # find_tools' own, then the watch's two
+
+    run(site, scenario)
+    assert lists == [["find_tools", "export_report"], ["find_tools"], lists[0]]
