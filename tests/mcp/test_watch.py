@@ -259,3 +259,62 @@ def test_with_find_tools_a_found_tool_is_hidden_and_shown_again_as_state_changes
 
     run(site, scenario)
     assert lists == [["find_tools", "export_report"], ["find_tools"], lists[0]]
+
+
+TOOLS = [
+    {"name": "get_plan", "description": "Say the plan.", "inputSchema": {"type": "object"}},
+    {"name": "export_report", "description": "Export.", "inputSchema": {"type": "object"}},
+]
+
+
+def _gates(root: Path, bound: str = "") -> Any:
+    from maitred.gateway import Gates, parse_config
+
+    (root / "shop.maitred.yaml").write_text(
+        "tools:\n  export_report:\n    exit_predicates:\n      - name: free_plan\n"
+        '        expr: account.plan == "free"\n        reads: [account.plan]\n' + bound,
+        encoding="utf-8",
+    )
+    (root / "accounts.json").write_text(json.dumps({"acc-1": {"account": {"plan": "free"}}}))
+    data = {
+        "account": "acc-1",
+        "state": "accounts.json",
+        "upstreams": [{"name": "shop", "command": "x", "contracts": "shop.maitred.yaml"}],
+    }
+    return Gates.open(parse_config(data, "gw.yaml", base=root), {"shop": TOOLS})
+
+
+def test_a_pass_over_state_whose_content_is_unchanged_decides_nothing(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    from maitred.gate.executability import ExecutabilityGate
+
+    decided: list[str] = []
+    real = ExecutabilityGate.decide
+
+    def counting(self: ExecutabilityGate, skill: str, snapshot: Any, at: float) -> Any:
+        decided.append(skill)
+        return real(self, skill, snapshot, at)
+
+    monkeypatch.setattr(ExecutabilityGate, "decide", counting)
+    (tmp_path / "bounded").mkdir()
+    gates = _gates(tmp_path)
+    bounded = _gates(tmp_path / "bounded", "        max_age_s: 3600\n")
+    try:
+        keeper, timed = gates.keeper("acc-1"), bounded.keeper("acc-1")
+        keeper.visible()
+        timed.visible()
+        counts = []
+        for _ in range(2):
+            decided.clear()
+            assert gates.recheck([keeper]) == [] and bounded.recheck([timed]) == []
+            counts.append(len(decided))
+        accounts = tmp_path / "accounts.json"
+        accounts.write_text(json.dumps({"acc-1": {"account": {"plan": "pro"}}}))
+        assert gates.recheck([keeper]) == [keeper]  # new content: decided, and it changed
+    finally:
+        gates.close()
+        bounded.close()
+    # the first pass decides both catalogs; the second only the one with a freshness bound,
+    # where time alone could change a verdict
+    assert counts == [2 + 2, 2]
