@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import anyio
@@ -148,7 +149,7 @@ def test_a_failed_watch_pass_is_reported_and_the_watch_goes_on(
                 raise LogError("disk full")
             return list(keepers)
 
-    gates, channel, keeper = _FlakyGates(), _Channel(), object()
+    gates, channel, keeper = _FlakyGates(), _Channel(), SimpleNamespace(account="acc-1")
     middleware = GateMiddleware(gates, account="acc-1")  # type: ignore[arg-type]
     middleware.keepers[("launch",)] = keeper  # type: ignore[assignment]
     middleware.channels.standing[("launch",)] = channel  # type: ignore[assignment]

@@ -61,6 +61,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
+from functools import partial
 from typing import Any, TypeVar
 
 import anyio
@@ -184,14 +185,16 @@ class GateMiddleware(Middleware):
         :mod:`maitred.gateway.channels`); one it cannot reach would not be told, and its next
         ``tools/list`` is a fresh listing anyway.
         """
-        watched = [(key, k) for key, k in self.keepers.items() if self.channels.reachable(key)]
-        if not watched:
-            return 0
-        changed = await self._engine(lambda: self.gates.recheck([k for _, k in watched]))
+        by_account: dict[str, list[tuple[tuple[str, ...], Gatekeeper]]] = {}
+        for key, keeper in self.keepers.items():
+            if self.channels.reachable(key):
+                by_account.setdefault(keeper.account, []).append((key, keeper))
         told = 0
-        for key, keeper in watched:
-            if any(keeper is c for c in changed) and await self.channels.notify(key):
-                told += 1
+        for group in by_account.values():  # one hop per account: requests get the lock between
+            changed = await self._engine(partial(self.gates.recheck, [k for _, k in group]))
+            for key, keeper in group:
+                if any(keeper is c for c in changed) and await self.channels.notify(key):
+                    told += 1
         return told
 
     async def watch(self, interval_s: float) -> None:
