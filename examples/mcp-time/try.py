@@ -1,7 +1,9 @@
 """Talk to `maitred mcp` as an MCP client would: list the tools, call them, show the answers.
 
     python examples/mcp-time/try.py            # over stdio, as acc-free: convert_time is hidden
-    python examples/mcp-time/try.py acc-pro    # over stdio, as acc-pro: both tools
+                                               # until the account moves to the pro plan
+    python examples/mcp-time/try.py acc-pro    # over stdio, as acc-pro: both tools, until the
+                                               # account moves to the free plan
     python examples/mcp-time/try.py --http     # over streamable HTTP with acc-free's token,
                                                # tools disclosed through find_tools
 
@@ -9,6 +11,11 @@ Over stdio the gateway is launched exactly as a desktop client launches an MCP s
 account is part of the launch); over HTTP it is started as a service on a free loopback port
 and the account comes from the bearer token. Either way it launches `mcp-server-time` behind
 itself.
+
+Over stdio the script then changes the account's plan the way a billing system would, behind
+the gateway's back, in a temporary copy of `accounts.json` (the committed file is never
+touched): the gateway's state watch (`watch:` in gateway.yaml) notices, re-lists, and sends
+`notifications/tools/list_changed`; the script lists again and calls `convert_time` once more.
 """
 
 from __future__ import annotations
@@ -18,11 +25,15 @@ import asyncio
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
+import yaml
 from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
 
@@ -35,6 +46,7 @@ CALLS = [
 ]
 TOKENS = {"acc-free": "demo-free-token", "acc-pro": "demo-pro-token"}  # gateway-http.yaml
 NEED = "what time is it now, and convert 12:00 UTC to Tokyo time"
+WAIT_S = 15.0  # how long to wait for the watch's notification (it checks every second)
 
 
 def environment() -> dict[str, str]:
@@ -52,17 +64,62 @@ def show(name: str, args: dict[str, Any], result: Any) -> None:
         print(f"  {name}({args}) -> {' '.join(text.split())}")
 
 
+def scratch_copy(folder: Path) -> Path:
+    """gateway.yaml, its contracts and accounts.json copied into ``folder`` (the copy of
+    accounts.json is the one the script edits); the log stays examples/mcp-time/gateway.sqlite."""
+    for name in ("time.maitred.yaml", "accounts.json"):
+        shutil.copy(HERE / name, folder / name)
+    config = yaml.safe_load((HERE / "gateway.yaml").read_text(encoding="utf-8"))
+    config["log"] = str(HERE / "gateway.sqlite")
+    (folder / "gateway.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
+    return folder / "gateway.yaml"
+
+
+def change_plan(accounts: Path, account: str) -> str:
+    """Move ``account`` to the other plan, as a billing system would (a new file, atomically)."""
+    data = json.loads(accounts.read_text(encoding="utf-8"))
+    plan = "free" if data[account]["account"]["plan"] != "free" else "pro"
+    data[account]["account"]["plan"] = plan
+    fresh = accounts.with_suffix(".new")
+    fresh.write_text(json.dumps(data, indent=2), encoding="utf-8")
+    fresh.replace(accounts)
+    return plan
+
+
 async def over_stdio(account: str) -> None:
-    gateway = StdioTransport(
-        sys.executable,
-        ["-m", "maitred.cli.main", "mcp", "--config", str(HERE / "gateway.yaml"),
-         "--account", account],
-        env=environment(),
-    )  # fmt: skip
-    async with Client(gateway) as client:
-        tools = await client.list_tools()
-        print(f"{account} sees: {', '.join(t.name for t in tools)}")
-        for name, args in CALLS:
+    with tempfile.TemporaryDirectory(prefix="maitred-mcp-time-") as folder:
+        config = scratch_copy(Path(folder))
+        gateway = StdioTransport(
+            sys.executable,
+            ["-m", "maitred.cli.main", "mcp", "--config", str(config), "--account", account],
+            env=environment(),
+        )
+        changed: list[float] = []
+
+        async def on_message(message: Any) -> None:
+            if type(message).__name__ == "ToolListChangedNotification":
+                changed.append(time.monotonic())
+
+        # mode="legacy": a handshake-era session (as desktop clients open), whose pipe can carry
+        # a notification the server sends on its own; a 2026-07-28 connection is told only on a
+        # subscriptions/listen stream, which fastmcp.Client does not open
+        async with Client(gateway, message_handler=on_message, mode="legacy") as client:
+            tools = await client.list_tools()
+            print(f"{account} sees: {', '.join(t.name for t in tools)}")
+            for name, args in CALLS:
+                show(name, args, await client.call_tool(name, args, raise_on_error=False))
+            plan = change_plan(config.with_name("accounts.json"), account)
+            print(f"billing moves {account} to the {plan} plan (in {folder}/accounts.json)")
+            start = time.monotonic()
+            while not changed and time.monotonic() - start < WAIT_S:
+                await asyncio.sleep(0.05)
+            if changed:
+                print(f"  notifications: tools/list_changed ({changed[0] - start:.1f}s later)")
+            else:
+                print(f"  notifications: none within {WAIT_S:g}s")
+            tools = await client.list_tools()
+            print(f"  now sees: {', '.join(t.name for t in tools)}")
+            name, args = CALLS[-1]
             show(name, args, await client.call_tool(name, args, raise_on_error=False))
 
 

@@ -62,6 +62,10 @@ def test_the_launch_account_overrides_the_file() -> None:
         ({"tokens": [TOKEN, TOKEN]}, "tokens[1].token_sha256", "same token as tokens[0]"),
         ({"tokens": [{**TOKEN, "account": None}]}, "tokens[0].account", "required"),
         ({"tokens": [{**TOKEN, "accounts": ["x"]}]}, "tokens[0].accounts", "known"),
+        ({"watch": {"interval_s": 0.01}}, "watch.interval_s", "0 (off)"),
+        ({"watch": {"interval_s": "5s"}}, "watch.interval_s", ">= 0.1"),
+        ({"watch": {"every": 5}}, "watch.every", "known"),
+        ({"watch": 5}, "'watch'", "mapping"),
     ],
 )  # fmt: skip
 def test_a_bad_field_is_named_with_what_to_write(change: dict, field: str, hint: str) -> None:
@@ -69,6 +73,11 @@ def test_a_bad_field_is_named_with_what_to_write(change: dict, field: str, hint:
         parse_config({**GOOD, **change}, "gw.yaml")
     text = str(caught.value)
     assert text.startswith("gw.yaml:") and field in text and hint in text
+
+
+def test_the_watch_is_off_unless_asked_for() -> None:
+    assert parse_config(GOOD, "gw.yaml").watch.interval_s == 0.0
+    assert parse_config({**GOOD, "watch": {"interval_s": 5}}, "gw.yaml").watch.interval_s == 5.0
 
 
 def test_invalid_yaml_names_the_line(tmp_path: Path) -> None:

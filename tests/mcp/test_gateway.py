@@ -148,3 +148,26 @@ def test_an_upstream_crash_is_an_error_naming_it_and_the_gateway_stays_up(site: 
 
     run_gateway(site, scenario)
     assert site.upstream_calls() == ["crash", "get_plan"]
+
+
+def test_an_upstream_that_hangs_past_its_timeout_is_named_and_the_gateway_stays_up(
+    site: Site,
+) -> None:
+    text = site.config.read_text(encoding="utf-8")
+    text = text.replace("ACCOUNTS:", "GET_PLAN_DELAY_S: '3600', ACCOUNTS:")
+    text = text.replace(
+        "    contracts: shop.maitred.yaml\n", "    contracts: shop.maitred.yaml\n    timeout_s: 1\n"
+    )
+    site.config.write_text(text, encoding="utf-8")
+
+    async def scenario(client: Client[Any], seen: list[Any]) -> None:
+        hung = await client.call_tool("get_plan", {"account": "acc-1"}, raise_on_error=False)
+        payload = rejection(hung)
+        assert payload["code"] == "UPSTREAM_FAILED" and payload["upstream"] == "shop"
+        assert "shop" in payload["message"] and "get_plan" in payload["message"]
+        assert names(await client.list_tools()) == ["get_plan", "upgrade", "crash"]
+        done = await client.call_tool("upgrade", {"account": "acc-1", "plan": "pro"})
+        assert done.content[0].text == "acc-1 is on pro"  # the same upstream, still serving
+
+    run_gateway(site, scenario)
+    assert site.upstream_calls() == ["get_plan", "upgrade"]

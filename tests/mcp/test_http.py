@@ -62,9 +62,12 @@ class Deployment:
         self.notes_port = int(self.notes.match.group(1))
 
 
-def deploy(root: Path, *, time: bool = True, extra: str = "") -> Deployment:
+def deploy(
+    root: Path, *, time: bool = True, extra: str = "", server: str = "{host: 127.0.0.1, port: 0}"
+) -> Deployment:
     """Start the notes server and `maitred mcp` over HTTP in front of it (and of
-    mcp-server-time when ``time``), with ``extra`` added to the gateway's config."""
+    mcp-server-time when ``time``), with ``extra`` added to the gateway's config and
+    ``server`` as its server block."""
     shutil.copy(EXAMPLE / "time.maitred.yaml", root / "time.maitred.yaml")
     shutil.copy(EXAMPLE / "accounts.json", root / "accounts.json")
     (root / "notes.maitred.yaml").write_text(NOTES_SIDECAR, encoding="utf-8")
@@ -75,7 +78,7 @@ def deploy(root: Path, *, time: bool = True, extra: str = "") -> Deployment:
     config.write_text(
         extra + "state: accounts.json\n"
         "log: gateway.sqlite\n"
-        "server: {host: 127.0.0.1, port: 0}\n"
+        f"server: {server}\n"
         "tokens:\n"
         f"  - {{token_sha256: {sha256(ACME)}, tenant: acme, account: acc-pro}}\n"
         f"  - {{token_sha256: {sha256(GLOBEX)}, tenant: globex, account: acc-free}}\n"
@@ -287,3 +290,153 @@ def test_find_tools_over_http_discloses_per_token_and_announces_it(tmp_path: Pat
     assert any(isinstance(m, mt.ToolListChangedNotification) for m in seen)  # over HTTP
     assert "export_notes" in [b["name"] for b in got["free"]["blocked"]]
     assert "export_notes" not in got["free_list"]  # acme's disclosure is not globex's
+
+
+def test_the_state_watch_tells_an_mcp_sdk_session_on_its_standing_stream(
+    tmp_path: Path,
+) -> None:
+    """A handshake-era MCP session over HTTP is told of a state change made outside the
+    gateway, on its GET stream, with no request of its own in flight."""
+    from mcp.client.session import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    if shutil.which("mcp-server-time", path=child_env()["PATH"]) is None:
+        pytest.skip("mcp-server-time is not installed (pip install mcp-server-time)")
+    site = deploy(tmp_path, extra="watch: {interval_s: 0.2}\n")
+    accounts = tmp_path / "accounts.json"
+    got: dict[str, Any] = {}
+    seen: list[Any] = []
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, mt.ToolListChangedNotification):
+            seen.append(message)
+
+    async def main() -> None:
+        headers = {"Authorization": f"Bearer {GLOBEX}"}  # acc-free
+        async with (
+            httpx2.AsyncClient(headers=headers) as http,
+            streamable_http_client(site.url, http_client=http) as streams,
+            ClientSession(streams[0], streams[1], message_handler=on_message) as session,
+        ):
+            await session.initialize()
+            got["before"] = sorted(t.name for t in (await session.list_tools()).tools)
+            data = json.loads(accounts.read_text(encoding="utf-8"))
+            data["acc-free"]["account"]["plan"] = "pro"  # the billing system upgrades it
+            fresh = accounts.with_suffix(".new")
+            fresh.write_text(json.dumps(data), encoding="utf-8")
+            fresh.replace(accounts)
+            with anyio.fail_after(60):
+                while not seen:
+                    await anyio.sleep(0.05)
+            got["after"] = sorted(t.name for t in (await session.list_tools()).tools)
+
+    try:
+        anyio.run(main)
+    finally:
+        site.gateway.stop()
+        site.notes.stop()
+    assert "export_notes" not in got["before"] and "convert_time" not in got["before"]
+    assert {"export_notes", "convert_time"} <= set(got["after"])
+
+
+def test_past_max_sessions_the_least_recent_session_is_dropped_and_starts_afresh(
+    tmp_path: Path,
+) -> None:
+    """With room for one gatekeeper, a second token's session evicts the first one's: what the
+    first had disclosed through find_tools is gone, and its next call is judged as a new
+    session's (never as another tenant's)."""
+    site = deploy(
+        tmp_path,
+        time=False,
+        extra="disclosure: find_tools\n",
+        server="{host: 127.0.0.1, port: 0, max_sessions: 1}",
+    )
+    got: dict[str, Any] = {}
+
+    async def main() -> None:
+        async with (
+            Client(site.url, auth=ACME) as pro,
+            Client(site.url, auth=GLOBEX) as free,
+        ):
+            need = {"need": "export my notes as a pdf archive"}
+            await pro.call_tool("find_tools", need)
+            got["found"] = sorted(t.name for t in await pro.list_tools())
+            got["free"] = [t.name for t in await free.list_tools()]  # evicts acme's session
+            late = await pro.call_tool("export_notes", {"fmt": "pdf"}, raise_on_error=False)
+            got["late"] = payload(late)
+            got["after"] = [t.name for t in await pro.list_tools()]
+
+    try:
+        anyio.run(main)
+    finally:
+        site.gateway.stop()
+        site.notes.stop()
+    assert "export_notes" in got["found"]
+    assert got["free"] == ["find_tools"]
+    assert got["late"]["code"] == "TOOL_NOT_OFFERED" and "find_tools" in got["late"]["hint"]
+    assert got["after"] == ["find_tools"]
+    assert "export_notes" not in site.calls
+    with open_log(str(tmp_path / "gateway.sqlite")) as log:
+        rows = [
+            (r["session_id"].split("-")[0], r["tool"], r["code"])
+            for r in log.iter_action_decisions()
+        ]
+    assert rows == [("acme", "export_notes", "TOOL_NOT_OFFERED")]  # acme's, never globex's
+
+
+def test_a_2026_client_listening_over_http_is_told_for_its_own_token_only(
+    tmp_path: Path,
+) -> None:
+    """Two tokens hold `subscriptions/listen` streams (the `mcp` SDK's 2026-07-28 `Client`);
+    a state change of one account reaches that token's stream, not the other's."""
+    from mcp.client.client import Client as SdkClient
+    from mcp.client.streamable_http import streamable_http_client
+
+    site = deploy(tmp_path, time=False, extra="watch: {interval_s: 0.2}\n")
+    accounts = tmp_path / "accounts.json"
+    events: dict[str, list[str]] = {"acme": [], "globex": []}
+
+    def set_plan(account: str, plan: str) -> None:
+        data = json.loads(accounts.read_text(encoding="utf-8"))
+        data[account]["account"]["plan"] = plan
+        fresh = accounts.with_suffix(".new")
+        fresh.write_text(json.dumps(data), encoding="utf-8")
+        fresh.replace(accounts)
+
+    async def follow(name: str, client: SdkClient, ready: anyio.Event) -> None:
+        async with client.listen(tools_list_changed=True) as stream:
+            ready.set()
+            async for event in stream:
+                events[name].append(type(event).__name__)
+
+    async def wait_for(name: str, count: int) -> None:
+        with anyio.fail_after(60):
+            while len(events[name]) < count:
+                await anyio.sleep(0.05)
+
+    async def main() -> None:
+        async with (
+            httpx2.AsyncClient(headers={"Authorization": f"Bearer {ACME}"}) as acme_http,
+            httpx2.AsyncClient(headers={"Authorization": f"Bearer {GLOBEX}"}) as globex_http,
+            SdkClient(streamable_http_client(site.url, http_client=acme_http)) as acme,
+            SdkClient(streamable_http_client(site.url, http_client=globex_http)) as globex,
+            anyio.create_task_group() as tasks,
+        ):
+            for client in (acme, globex):
+                await client.list_tools()
+            for name, client in (("acme", acme), ("globex", globex)):
+                ready = anyio.Event()
+                tasks.start_soon(follow, name, client, ready)
+                await ready.wait()
+            set_plan("acc-free", "pro")  # globex's account
+            await wait_for("globex", 1)
+            set_plan("acc-pro", "free")  # acme's account
+            await wait_for("acme", 1)
+            tasks.cancel_scope.cancel()
+
+    try:
+        anyio.run(main)
+    finally:
+        site.gateway.stop()
+        site.notes.stop()
+    assert events == {"acme": ["ToolsListChanged"], "globex": ["ToolsListChanged"]}

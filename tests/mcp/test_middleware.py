@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import anyio
@@ -124,3 +125,44 @@ def test_an_http_upstream_that_does_not_answer_at_start_is_named(tmp_path: Path)
         ConfigError, match=r"upstream 'notes': could not reach http://127\.0\.0\.1:1"
     ):
         anyio.run(open_gateway, config)
+
+
+def test_a_failed_watch_pass_is_reported_and_the_watch_goes_on(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    class _Channel:  # a session's standing channel, as the SDK's ServerSession offers it
+        def __init__(self) -> None:
+            self.sent: list[Any] = []
+
+        async def send_notification(self, notification: Any) -> None:
+            self.sent.append(notification)
+
+    class _FlakyGates:
+        """The first pass cannot write its listing turn; the next ones see a change."""
+
+        def __init__(self) -> None:
+            self.passes = 0
+
+        def recheck(self, keepers: list[Any]) -> list[Any]:
+            self.passes += 1
+            if self.passes == 1:
+                raise LogError("disk full")
+            return list(keepers)
+
+    gates, channel, keeper = _FlakyGates(), _Channel(), SimpleNamespace(account="acc-1")
+    middleware = GateMiddleware(gates, account="acc-1")  # type: ignore[arg-type]
+    middleware.keepers[("launch",)] = keeper  # type: ignore[assignment]
+    middleware.channels.standing[("launch",)] = channel  # type: ignore[assignment]
+
+    async def main() -> None:
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(middleware.watch, 0.01)
+            with anyio.fail_after(30):
+                while len(channel.sent) < 2:
+                    await anyio.sleep(0.01)
+            tasks.cancel_scope.cancel()
+
+    anyio.run(main)
+    assert gates.passes >= 3  # the failed pass did not end the watch
+    assert all(isinstance(n, mt.ToolListChangedNotification) for n in channel.sent)
+    assert "state watch pass failed (LogError: disk full)" in capsys.readouterr().err

@@ -2,7 +2,8 @@
 
 It writes one JSON line per call it receives to ``$CALLS_FILE``, so a test can prove that a
 rejected call never reached it. ``upgrade`` rewrites the accounts file ``$ACCOUNTS`` (a state
-change the gateway must notice); ``crash`` kills the process mid-call.
+change the gateway must notice); ``crash`` kills the process mid-call. ``get_plan`` first
+waits ``$GET_PLAN_DELAY_S`` seconds (default 0): an upstream slower than its ``timeout_s``.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+import anyio
 from fastmcp import FastMCP
 
 server: FastMCP[Any] = FastMCP("recording-upstream")
@@ -23,9 +25,10 @@ def _record(name: str, arguments: dict[str, Any]) -> None:
 
 
 @server.tool
-def get_plan(account: str) -> str:
+async def get_plan(account: str) -> str:
     """Say which plan an account is on."""
     _record("get_plan", {"account": account})
+    await anyio.sleep(float(os.environ.get("GET_PLAN_DELAY_S", "0")))
     data = json.loads(Path(os.environ["ACCOUNTS"]).read_text(encoding="utf-8"))
     return str(data[account]["account"]["plan"])
 

@@ -6,15 +6,18 @@ URLs), served over stdio (one session, for the account fixed at launch) or over 
 ``tools/list`` shows only the tools whose exit predicates pass for the session's account now
 (with ``disclosure: find_tools``, only those the session found through ``find_tools``); every
 ``tools/call`` is re-checked by the action gate (visibility on fresh state, argument schema,
-call policies) before it may reach the upstream; a write that changes what is visible is
-announced with ``notifications/tools/list_changed``; and every decision is in the decision log
-before the client sees its result.
+call policies) before it may reach the upstream; a write that changes what is visible, or
+(with ``watch``) a change of the account's state made elsewhere, is announced with
+``notifications/tools/list_changed``; and every decision is in the decision log before the
+client sees its result.
 
 * :mod:`maitred.gateway.config` -- the YAML config (``maitred mcp --config gateway.yaml``).
 * :mod:`maitred.gateway.keeper` -- the decisions, free of MCP plumbing (testable alone).
 * :mod:`maitred.gateway.server` -- the FastMCP server over the upstreams, its middleware and
   its token check (needs the ``mcp``
   extra; import it only where it is served).
+* :mod:`maitred.gateway.channels` -- how the state watch reaches a session outside a request
+  (a standing channel, or a ``subscriptions/listen`` stream).
 
 Only the CLI imports this package, and only this package imports fastmcp or mcp.
 """

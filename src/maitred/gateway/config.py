@@ -21,6 +21,7 @@
         headers: {}                 # sent with every request to it (an upstream's own token)
         timeout_s: 60               # a request to an upstream past this is UPSTREAM_FAILED
         contracts: notes.maitred.yaml
+    watch: {interval_s: 5}          # re-check listed sessions on state changes (0: off)
     server: {host: 127.0.0.1, port: 8765, path: /mcp, max_sessions: 1000}   # serve over HTTP
     tokens:                         # over HTTP: who a bearer token is (only its hash is kept)
       - {token_sha256: 9f86d0..., tenant: acme, account: acc-1}
@@ -31,6 +32,17 @@ is read. Over HTTP it is part of the *token*: each token maps to exactly one ten
 account, so an authenticated request has one answer to "whose state" and no request field is
 ever consulted. A config with a ``server`` block serves HTTP (``--stdio`` overrides that,
 ``--http`` asks for HTTP without one); HTTP needs ``tokens``, stdio needs ``account``.
+
+**The state watch** (``watch.interval_s``, off by default). State changes outside the gateway
+too (a billing system moves the account to another plan). Every ``tools/list`` and every call
+reads state afresh whatever this says, so the gates never act on an old value; the watch is
+only about *telling* a session that its list changed. Every ``interval_s`` seconds it reads the
+state of each account that has a listed session, decides in memory what each such session
+would see, and only when that differs from what it was last shown runs a logged listing turn
+and sends ``notifications/tools/list_changed``. It is off unless asked for because its cost
+falls on the state store (one batched read per watched account per interval, from every
+gateway process), which only the operator can size; 5 seconds suits a JSON file or a local
+database.
 
 Every error names the file and the dotted field (``upstreams[0].command``) and says what to
 write; unknown fields are errors, so a typo never becomes a silently ignored setting. Relative
@@ -66,6 +78,7 @@ _TOP = frozenset(
         "find",
         "server",
         "tokens",
+        "watch",
     }
 )
 _UPSTREAM = frozenset(
@@ -73,6 +86,8 @@ _UPSTREAM = frozenset(
 )
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
 _NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+#: the shortest watch interval accepted: below it the watch would poll the state store flat out
+_MIN_WATCH_S = 0.1
 
 
 @dataclass(frozen=True)
@@ -139,6 +154,14 @@ class FindOptions:
 
 
 @dataclass(frozen=True)
+class WatchOptions:
+    """The state watch: how often listed sessions are re-checked (``0``: never; see the module
+    docstring for what a check costs and why it is off by default)."""
+
+    interval_s: float = 0.0
+
+
+@dataclass(frozen=True)
 class GatewayConfig:
     """A checked gateway configuration (paths resolved against the config file).
 
@@ -157,6 +180,7 @@ class GatewayConfig:
     find: FindOptions = field(default_factory=FindOptions)
     server: HttpServer | None = None
     tokens: tuple[Token, ...] = ()
+    watch: WatchOptions = field(default_factory=WatchOptions)
 
     @property
     def upstream(self) -> Upstream:
@@ -230,6 +254,7 @@ def parse_config(
         find=_find(r, top.get("find") or {}),
         server=_server(r, top["server"]) if top.get("server") is not None else None,
         tokens=tokens,
+        watch=_watch(r, top.get("watch") or {}),
     )
 
 
@@ -347,6 +372,22 @@ def _find(r: _Reader, value: Any) -> FindOptions:
     if not isinstance(top_k, int) or isinstance(top_k, bool) or top_k < 1:
         r.fail("find.top_k", f"must be a whole number >= 1, not {top_k!r}")
     return FindOptions(method, top_k)
+
+
+def _watch(r: _Reader, value: Any) -> WatchOptions:
+    data = r.mapping(value, "watch")
+    r.no_unknown(data, frozenset({"interval_s"}), "watch")
+    every = data.get("interval_s", 0)
+    if (
+        not isinstance(every, (int, float))
+        or isinstance(every, bool)
+        or not (every == 0 or every >= _MIN_WATCH_S)
+    ):
+        r.fail(
+            "watch.interval_s",
+            f"must be 0 (off) or a number of seconds >= {_MIN_WATCH_S}, not {every!r}",
+        )
+    return WatchOptions(float(every))
 
 
 class _Reader:

@@ -22,6 +22,15 @@ over those engines.
   :meth:`Gatekeeper.after_call` records it in the session and re-lists; it answers True when
   the visible set differs from the one last shown, and the server then sends
   ``notifications/tools/list_changed``.
+* **So can the world** (``watch: {interval_s: N}``). :meth:`Gates.recheck` is one pass of the
+  state watch: one batched state read per account over every tool's keys, then, for each
+  session that has listed, what :meth:`Gatekeeper.visible` *would* list on that snapshot,
+  decided in memory by the same executability gate, each tool once per account
+  (:meth:`Gatekeeper.refresh`). A session already found right for the same state content
+  (:func:`state_fingerprint`) is not decided again, so an unchanged account costs a read and a
+  hash; only a session whose answer differs from what it was last shown gets a logged listing
+  turn. State that cannot be read hides every tool that reads it (the gate's
+  ``state_unavailable``), so an outage is itself a change to announce, and so is the recovery.
 * **Progressive disclosure, gated** (``disclosure: find_tools``). The session starts knowing
   only ``find_tools``. :meth:`Gatekeeper.find` routes the model's need through recall ->
   executability gate -> depth (:meth:`Maitred.turn`, logged), and what it exposes joins the
@@ -56,11 +65,12 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from maitred._canonical import content_hash
 from maitred.actions.model import Decision, ToolCall
 from maitred.build import PipelineOptions, build_pipeline
 from maitred.contract.tool_sidecar import SUFFIX, load_tool_contracts
 from maitred.engine import Maitred
-from maitred.errors import ConfigError
+from maitred.errors import ConfigError, MaitredError
 from maitred.gateway.config import GatewayConfig, Upstream
 from maitred.log.base import DecisionLog, open_log
 from maitred.pipeline import Pipeline
@@ -68,7 +78,7 @@ from maitred.recall.base import Candidate, Cutoff
 from maitred.skills.model import Catalog, Skill
 from maitred.skills.tools import parse_tools
 from maitred.state.registry import open_provider
-from maitred.state.snapshot import StateProvider
+from maitred.state.snapshot import Snapshot, StateProvider
 
 #: the text of a listing turn in the decision log (it is no user's message)
 LIST_TEXT = "tools/list"
@@ -148,6 +158,15 @@ def without_rules(catalog: Catalog, names: Sequence[str], source: str = "") -> C
     )
 
 
+def state_fingerprint(snapshot: Snapshot) -> str:
+    """A hash of what a snapshot says (values, missing keys, their dates, the source's
+    version and whether the account exists), without when it was taken: two reads of state
+    that did not change have the same one, whatever the provider puts in ``as_of``."""
+    data = snapshot.to_json(with_hash=False)
+    del data["as_of"]
+    return content_hash(data)
+
+
 class EveryTool:
     """The "recall" of a listing: every tool of the catalog, in its order, score 1.
 
@@ -189,6 +208,11 @@ class Gates:
         self.owners = dict(owners)
         self.finder = finder
         self.shadow = shadow
+        #: some exit predicate has a freshness bound, so time alone can change a verdict and
+        #: the watch may never skip a session whose account's state looks the same
+        self.timed = any(
+            p.max_age_s is not None for s in engine.catalog for p in s.contract.exit_predicates
+        )
 
     @classmethod
     def open(cls, config: GatewayConfig, tools: Mapping[str, Sequence[Mapping[str, Any]]]) -> Gates:
@@ -225,6 +249,39 @@ class Gates:
     @property
     def tool_names(self) -> tuple[str, ...]:
         return tuple(s.name for s in self.engine.catalog)
+
+    def recheck(self, keepers: Sequence[Gatekeeper]) -> list[Gatekeeper]:
+        """One pass of the state watch over ``keepers``: those whose visible set changed.
+
+        Sessions that never listed are skipped (they have nothing to be told), and so is a
+        session already checked against the same state content since it last listed (unless
+        some predicate has a freshness bound). Each account is read once, over every tool's
+        keys; a provider that fails gives the gate's all-missing
+        snapshot, on which every tool that reads state is hidden (fail closed). A session whose
+        re-listing cannot be logged is named on stderr and left as it was (the next pass tries
+        again), so one broken session never stops the others.
+        """
+        by_account: dict[str, list[Gatekeeper]] = {}
+        for keeper in keepers:
+            if keeper.listed is not None:
+                by_account.setdefault(keeper.account, []).append(keeper)
+        gate = self.engine.pipeline.gate
+        changed: list[Gatekeeper] = []
+        for account, group in by_account.items():
+            snapshot, _ = gate.fetch(account, self.tool_names)
+            seen = None if self.timed else state_fingerprint(snapshot)
+            verdicts: dict[str, bool] = {}
+            for keeper in group:
+                try:
+                    if keeper.refresh(snapshot, verdicts, seen):
+                        changed.append(keeper)
+                except MaitredError as exc:
+                    print(
+                        f"maitred mcp: state watch: session {keeper.session.id} not re-listed "
+                        f"({type(exc).__name__}: {exc})",
+                        file=sys.stderr,
+                    )
+        return changed
 
     def keeper(self, account: str, *, tenant: str = "") -> Gatekeeper:
         """A new session for ``account`` (``tenant`` prefixes its id in the log)."""
@@ -304,6 +361,8 @@ class Gatekeeper:
         #: names disclosed by find_tools (``None``: every tool may be listed)
         self.found: set[str] | None = set() if gates.finder is not None else None
         self.listed: tuple[str, ...] | None = None
+        #: the state the watch last found ``listed`` right for (see :meth:`refresh`)
+        self.checked: str | None = None
 
     @property
     def tool_names(self) -> tuple[str, ...]:
@@ -333,6 +392,7 @@ class Gatekeeper:
         if self.found is not None:
             exposed = (FIND_TOOLS, *exposed)
         self.listed = exposed
+        self.checked = None  # listed on state the watch has not seen
         return exposed
 
     @staticmethod
@@ -344,6 +404,44 @@ class Gatekeeper:
             return engine.turn(LIST_TEXT, session=session).exposed
         finally:
             recall.only = None
+
+    def would_list(
+        self, snapshot: Snapshot, verdicts: dict[str, bool] | None = None
+    ) -> tuple[str, ...]:
+        """What :meth:`visible` would list on ``snapshot``, decided in memory and not logged
+        (the state watch's probe; the executability gate's own per-tool verdict).
+
+        ``verdicts`` (tool -> visible on this snapshot) is filled as tools are decided, so the
+        sessions of one account share one decision per tool in a watch pass.
+        """
+        gate = self.engine.pipeline.gate
+        at = gate.clock()
+        known = {} if verdicts is None else verdicts
+        for name in self._offerable():
+            if name not in known:
+                known[name] = gate.decide(name, snapshot, at).visible
+        shown = tuple(n for n in self._offerable() if known[n])
+        return (FIND_TOOLS, *shown) if self.found is not None else shown
+
+    def refresh(
+        self,
+        snapshot: Snapshot,
+        verdicts: dict[str, bool] | None = None,
+        seen: str | None = None,
+    ) -> bool:
+        """Re-list when ``snapshot`` would change what this session was last shown; True when
+        the logged listing (on fresh state, as every listing) changed its visible set.
+
+        ``seen`` is the snapshot's :func:`state_fingerprint` (``None``: never skip): a session
+        already found right for that state, and not listed since, is not decided again.
+        """
+        before = self.listed
+        if before is None or (seen is not None and seen == self.checked):
+            return False
+        if self.would_list(snapshot, verdicts) == before:
+            self.checked = seen
+            return False
+        return self.visible() != before
 
     def check(self, name: str, arguments: Mapping[str, Any] | None) -> Decision:
         """May ``name(arguments)`` reach the upstream now? (logged, flushed, then returned)."""

@@ -17,6 +17,19 @@ served), and returns a FastMCP server that serves one proxy provider per upstrea
   upstreams keep serving, and the next call connects afresh (a stdio server is relaunched).
   After an allowed mutating call succeeded, a changed visible set is announced with
   ``notifications/tools/list_changed``.
+* state changes from outside (``watch: {interval_s: N}``): :meth:`GateMiddleware.watch` runs
+  beside the server (:func:`watching`) and every ``N`` seconds asks the gates which listed
+  sessions would now see another list (:meth:`Gates.recheck
+  <maitred.gateway.keeper.Gates.recheck>`); each such session is re-listed (a logged turn) and
+  sent ``list_changed`` outside any request (:mod:`maitred.gateway.channels`): on its standing
+  channel (a handshake-era connection: the stdio pipe, an HTTP session's GET stream), or on
+  the ``subscriptions/listen`` streams it opened (a 2026-07-28 connection, which has no other
+  way to be told; :meth:`GateMiddleware.listen` serves them, one subscription bus per
+  session). A session with neither (``fastmcp.Client``'s default: 2026-07-28, and it never
+  listens) is not re-checked: its next ``tools/list`` reads state afresh like every listing.
+  A pass that fails (the log cannot be written) is reported on stderr and the watch goes on; a
+  state store that is down is no failure of the watch: the tools that read it are hidden (fail
+  closed), which is announced like any change, and so is their return.
 * ``find_tools`` (``disclosure: find_tools``): answered by the gateway itself, never by an
   upstream (see :meth:`Gatekeeper.find <maitred.gateway.keeper.Gatekeeper.find>`).
 
@@ -46,7 +59,9 @@ import socket
 import sys
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
+from functools import partial
 from typing import Any, TypeVar
 
 import anyio
@@ -58,9 +73,12 @@ from fastmcp.server.dependencies import get_access_token
 from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
 from fastmcp.server.providers.proxy import ProxyClient, ProxyProvider
 from fastmcp.tools import Tool, ToolResult
+from mcp.server.context import ServerRequestContext
+from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from maitred.errors import ConfigError, MaitredError
+from maitred.gateway.channels import Channels
 from maitred.gateway.config import GatewayConfig, HttpServer, Token, Upstream
 from maitred.gateway.keeper import FIND_TOOLS, FIND_TOOLS_DESCRIPTION, Gatekeeper, Gates
 
@@ -107,6 +125,8 @@ class GateMiddleware(Middleware):
         self.account = account
         self.max_sessions = max_sessions
         self.keepers: OrderedDict[tuple[str, ...], Gatekeeper] = OrderedDict()
+        #: how to reach each session outside a request (the state watch's way out)
+        self.channels = Channels()
         self._lock = threading.Lock()
 
     async def _engine(self, fn: Callable[[], T]) -> T:
@@ -116,25 +136,82 @@ class GateMiddleware(Middleware):
 
         return await anyio.to_thread.run_sync(locked)
 
-    def _keeper(self, context: MiddlewareContext[Any]) -> Gatekeeper | None:
-        """The session's gatekeeper, from the launch or the token (None: not authenticated)."""
+    def _identity(self, session_id: str) -> tuple[tuple[str, ...], str, str] | None:
+        """(gatekeeper key, tenant, account) of the request being served, from the launch or
+        the token (None: not authenticated)."""
         if self.account is not None:
-            key: tuple[str, ...] = ("launch",)
-            tenant, account = "", self.account
-        else:
-            token = get_access_token()
-            claims = token.claims if token is not None else None
-            if not claims or not claims.get("account") or not claims.get("tenant"):
-                return None
-            tenant, account = str(claims["tenant"]), str(claims["account"])
-            key = (tenant, account, _session_id(context))
+            return ("launch",), "", self.account
+        token = get_access_token()
+        claims = token.claims if token is not None else None
+        if not claims or not claims.get("account") or not claims.get("tenant"):
+            return None
+        tenant, account = str(claims["tenant"]), str(claims["account"])
+        return (tenant, account, session_id), tenant, account
+
+    def _keeper_for(self, key: tuple[str, ...], tenant: str, account: str) -> Gatekeeper:
         keeper = self.keepers.get(key)
         if keeper is None:
             keeper = self.keepers[key] = self.gates.keeper(account, tenant=tenant)
             while len(self.keepers) > self.max_sessions:
-                self.keepers.popitem(last=False)
+                dropped, _ = self.keepers.popitem(last=False)
+                self.channels.forget(dropped)
         self.keepers.move_to_end(key)
         return keeper
+
+    def _keeper(self, context: MiddlewareContext[Any]) -> Gatekeeper | None:
+        """The session's gatekeeper, from the launch or the token (None: not authenticated)."""
+        found = self._identity(_session_id(context))
+        if found is None:
+            return None
+        keeper = self._keeper_for(*found)
+        self.channels.remember(found[0], context)
+        return keeper
+
+    async def listen(
+        self, ctx: ServerRequestContext[Any, Any], params: mt.SubscriptionsListenRequestParams
+    ) -> mt.SubscriptionsListenResult:
+        """Serve ``subscriptions/listen`` (2026-07-28 connections) for the caller's session: the
+        state watch's ``list_changed`` for it arrives on this stream."""
+        found = self._identity("")  # a listen stream is 2026-07-28: no session id
+        if found is None:
+            raise MCPError(mt.INVALID_REQUEST, str(_AUTH_REQUIRED["message"]))
+        self._keeper_for(*found)
+        return await self.channels.listen(found[0], ctx, params)
+
+    async def recheck(self) -> int:
+        """One pass of the state watch; returns how many sessions were sent ``list_changed``.
+
+        Only sessions the gateway can reach outside a request are re-checked (see
+        :mod:`maitred.gateway.channels`); one it cannot reach would not be told, and its next
+        ``tools/list`` is a fresh listing anyway.
+        """
+        by_account: dict[str, list[tuple[tuple[str, ...], Gatekeeper]]] = {}
+        for key, keeper in self.keepers.items():
+            if self.channels.reachable(key):
+                by_account.setdefault(keeper.account, []).append((key, keeper))
+        told = 0
+        for group in by_account.values():  # one hop per account: requests get the lock between
+            changed = await self._engine(partial(self.gates.recheck, [k for _, k in group]))
+            for key, keeper in group:
+                if any(keeper is c for c in changed) and await self.channels.notify(key):
+                    told += 1
+        return told
+
+    async def watch(self, interval_s: float) -> None:
+        """Run :meth:`recheck` every ``interval_s`` seconds until cancelled; a failed pass is
+        reported on stderr and the next one runs as usual (the watch never stops the
+        gateway)."""
+        while True:
+            await anyio.sleep(interval_s)
+            try:
+                await self.recheck()
+            except Exception as exc:
+                print(
+                    f"maitred mcp: state watch pass failed ({type(exc).__name__}: {exc}); "
+                    f"trying again in {interval_s:g}s",
+                    file=sys.stderr,
+                    flush=True,
+                )
 
     async def on_list_tools(
         self,
@@ -255,6 +332,24 @@ def _session_id(context: MiddlewareContext[Any]) -> str:
     return ctx.session_id
 
 
+def gate_of(server: FastMCP[Any]) -> GateMiddleware:
+    """The :class:`GateMiddleware` of a server :func:`open_gateway` built."""
+    return next(m for m in server.middleware if isinstance(m, GateMiddleware))
+
+
+@asynccontextmanager
+async def watching(server: FastMCP[Any], interval_s: float) -> AsyncIterator[None]:
+    """The state watch of ``server``'s gate running for the block (nothing when ``interval_s``
+    is 0); enter and leave it in the task that serves."""
+    async with anyio.create_task_group() as tasks:
+        if interval_s > 0:
+            tasks.start_soon(gate_of(server).watch, interval_s)
+        try:
+            yield
+        finally:
+            tasks.cancel_scope.cancel()
+
+
 async def _list_changed(context: MiddlewareContext[Any]) -> None:
     if context.fastmcp_context is not None:
         await context.fastmcp_context.send_notification(mt.ToolListChangedNotification())
@@ -334,8 +429,11 @@ async def open_gateway(config: GatewayConfig, *, http: bool = False) -> tuple[Fa
     proxies = {up.name: proxy_for(up) for up in config.upstreams}
     tools = {up.name: await upstream_tools(proxies[up.name], up) for up in config.upstreams}
     gates = await anyio.to_thread.run_sync(lambda: Gates.open(config, tools))
+    limit = (config.server or HttpServer()).max_sessions
+    gate = GateMiddleware(gates, account=None if http else config.account, max_sessions=limit)
     server: FastMCP[Any] = FastMCP(
-        name="maitred-gateway", auth=TokenAuth(config.tokens) if http else None
+        name="maitred-gateway",
+        auth=TokenAuth(config.tokens) if http else None,
     )
     for proxy in proxies.values():
         server.add_provider(proxy)
@@ -346,9 +444,10 @@ async def open_gateway(config: GatewayConfig, *, http: bool = False) -> tuple[Fa
             raise RuntimeError("find_tools is answered by the gateway's middleware")
 
         server.tool(find_tools, name=FIND_TOOLS, description=FIND_TOOLS_DESCRIPTION)
-    limit = (config.server or HttpServer()).max_sessions
-    server.add_middleware(
-        GateMiddleware(gates, account=None if http else config.account, max_sessions=limit)
+    server.add_middleware(gate)
+    # served by the SDK's low-level server: FastMCP 4 has no hook of its own for this method
+    server._mcp_server.add_request_handler(
+        "subscriptions/listen", mt.SubscriptionsListenRequestParams, gate.listen
     )
     return server, gates
 
@@ -357,7 +456,8 @@ async def serve_stdio(config: GatewayConfig) -> None:
     """Serve the gateway over stdio until the client disconnects."""
     server, gates = await open_gateway(config)
     try:
-        await server.run_async(transport="stdio", show_banner=False)
+        async with watching(server, config.watch.interval_s):
+            await server.run_async(transport="stdio", show_banner=False)
     finally:
         gates.close()
 
@@ -386,14 +486,15 @@ async def serve_http(config: GatewayConfig, *, port: int | None = None) -> None:
         flush=True,
     )
     try:
-        await server.run_http_async(
-            show_banner=False,
-            host=where.host,
-            port=bound,
-            path=where.path,
-            log_level="warning",
-            sockets=[sock],
-        )
+        async with watching(server, config.watch.interval_s):
+            await server.run_http_async(
+                show_banner=False,
+                host=where.host,
+                port=bound,
+                path=where.path,
+                log_level="warning",
+                sockets=[sock],
+            )
     finally:
         gates.close()
         sock.close()
