@@ -93,6 +93,7 @@ def test_the_core_never_imports_the_lab() -> None:
 
 
 def test_only_the_cli_imports_the_service_and_only_the_service_its_web_stack() -> None:
+    """The gateway may name starlette too: its HTTP transport is FastMCP's Starlette app."""
     web = ("starlette", "uvicorn", "prometheus_client")
     for path in SRC.rglob("*.py"):
         rel = path.relative_to(SRC)
@@ -104,6 +105,8 @@ def test_only_the_cli_imports_the_service_and_only_the_service_its_web_stack() -
             for name in names:
                 top = name.split(".")[0]
                 assert not (name.startswith("maitred.serve") and rel.parts[0] != "cli"), rel
+                if rel.parts[0] == "gateway" and name == "starlette.middleware":
+                    continue  # the gateway wraps FastMCP's Starlette app (a body limit), no more
                 assert top not in web or rel.parts[0] == "cli", f"{rel} imports {name}"
 
 

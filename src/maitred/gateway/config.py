@@ -22,7 +22,8 @@
         timeout_s: 60               # a request to an upstream past this is UPSTREAM_FAILED
         contracts: notes.maitred.yaml
     watch: {interval_s: 5}          # re-check listed sessions on state changes (0: off)
-    server: {host: 127.0.0.1, port: 8765, path: /mcp, max_sessions: 1000}   # serve over HTTP
+    server: {host: 127.0.0.1, port: 8765, path: /mcp, max_sessions: 1000,   # serve over HTTP
+             max_body_bytes: 1048576}   # a larger request is a 413, never parsed
     tokens:                         # over HTTP: who a bearer token is (only its hash is kept)
       - {token_sha256: 9f86d0..., tenant: acme, account: acc-1}
 
@@ -143,6 +144,7 @@ class HttpServer:
     port: int = 8765
     path: str = "/mcp"
     max_sessions: int = 1000
+    max_body_bytes: int = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -350,7 +352,9 @@ def _tokens(r: _Reader, value: Any) -> tuple[Token, ...]:
 
 def _server(r: _Reader, value: Any) -> HttpServer:
     data = r.mapping(value, "server")
-    r.no_unknown(data, frozenset({"host", "port", "path", "max_sessions"}), "server")
+    r.no_unknown(
+        data, frozenset({"host", "port", "path", "max_sessions", "max_body_bytes"}), "server"
+    )
     host = r.string(data.get("host", "127.0.0.1"), "server.host")
     port = data.get("port", 8765)
     if not isinstance(port, int) or isinstance(port, bool) or not 0 <= port <= 65535:
@@ -361,7 +365,10 @@ def _server(r: _Reader, value: Any) -> HttpServer:
     most = data.get("max_sessions", 1000)
     if not isinstance(most, int) or isinstance(most, bool) or most < 1:
         r.fail("server.max_sessions", f"must be a whole number >= 1, not {most!r}")
-    return HttpServer(host, port, path, most)
+    body = data.get("max_body_bytes", 1 << 20)
+    if not isinstance(body, int) or isinstance(body, bool) or body < 1024:
+        r.fail("server.max_body_bytes", f"must be a whole number >= 1024, not {body!r}")
+    return HttpServer(host, port, path, most, body)
 
 
 def _find(r: _Reader, value: Any) -> FindOptions:

@@ -76,11 +76,13 @@ from fastmcp.tools import Tool, ToolResult
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from starlette.middleware import Middleware as AsgiMiddleware  # FastMCP's HTTP app is Starlette
 
 from maitred.errors import ConfigError, MaitredError
 from maitred.gateway.channels import Channels
 from maitred.gateway.config import GatewayConfig, HttpServer, Token, Upstream
 from maitred.gateway.keeper import FIND_TOOLS, FIND_TOOLS_DESCRIPTION, Gatekeeper, Gates
+from maitred.gateway.limits import BodyLimit
 
 T = TypeVar("T")
 
@@ -494,6 +496,7 @@ async def serve_http(config: GatewayConfig, *, port: int | None = None) -> None:
                 path=where.path,
                 log_level="warning",
                 sockets=[sock],
+                middleware=[AsgiMiddleware(BodyLimit, max_bytes=where.max_body_bytes)],
             )
     finally:
         gates.close()

@@ -1,0 +1,102 @@
+"""A size limit on what an HTTP client may send the gateway, enforced before MCP parses it.
+
+FastMCP's streamable-HTTP transport reads and parses a request body whole, whatever its size,
+so one client could make the gateway hold and parse any amount of JSON. :class:`BodyLimit`
+stands in front of it as plain ASGI: a request that declares a ``Content-Length`` over the
+limit is answered ``413`` at once, and a body sent without one (chunked) is read up to the limit
+and refused as soon as it passes it. Either way the answer is a JSON-RPC error naming the limit
+and the config field that sets it, nothing is decided or logged, and the connection's server
+stays up. A body within the limit is handed on unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+App = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+class BodyLimit:
+    """ASGI middleware: request bodies larger than ``max_bytes`` are a ``413``, never parsed."""
+
+    def __init__(self, app: App, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = _content_length(scope)
+        if declared is not None and declared > self.max_bytes:
+            await self._refuse(send, f"{declared} bytes")
+            return
+        if declared is None and scope.get("method") in ("GET", "HEAD", "DELETE", "OPTIONS"):
+            await self.app(scope, receive, send)  # no body to read (a GET is the event stream)
+            return
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":  # the client went away
+                return
+            chunk = bytes(message.get("body", b""))
+            size += len(chunk)
+            if size > self.max_bytes:
+                await self._refuse(send, f"more than {self.max_bytes} bytes")
+                return
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        body = b"".join(chunks)
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()  # after the body: the disconnect, when it comes
+
+        await self.app(scope, replay, send)
+
+    async def _refuse(self, send: Send, size: str) -> None:
+        error = {
+            "jsonrpc": "2.0",
+            "id": None,
+            "error": {
+                "code": -32600,
+                "message": f"the request body ({size}) is over the gateway's limit of "
+                f"{self.max_bytes} bytes; send less, or raise server.max_body_bytes in the "
+                "gateway's config",
+            },
+        }
+        payload = json.dumps(error).encode("utf-8")
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 413,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(payload)).encode("ascii")),
+                    (b"connection", b"close"),
+                ],
+            }
+        )
+        await send({"type": "http.response.body", "body": payload})
+
+
+def _content_length(scope: Scope) -> int | None:
+    for key, value in scope.get("headers", ()):
+        if key.lower() == b"content-length":
+            try:
+                return int(value)
+            except ValueError:
+                return None  # not a number: read the body and count
+    return None
