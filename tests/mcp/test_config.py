@@ -58,6 +58,7 @@ def test_the_launch_account_overrides_the_file() -> None:
         ({"find": {"top_k": 0}}, "find.top_k", ">= 1"),
         ({"server": {"port": 70000}}, "server.port", "0-65535"),
         ({"server": {"path": "mcp"}}, "server.path", "'/'"),
+        ({"server": {"max_body_bytes": 10}}, "server.max_body_bytes", ">= 1024"),
         ({"tokens": [{**TOKEN, "token_sha256": "abc"}]}, "tokens[0].token_sha256", "sha256sum"),
         ({"tokens": [TOKEN, TOKEN]}, "tokens[1].token_sha256", "same token as tokens[0]"),
         ({"tokens": [{**TOKEN, "account": None}]}, "tokens[0].account", "required"),
