@@ -165,3 +165,18 @@ def test_model_folder_needs_a_model_id(tmp_path: Path, meta: str | None) -> None
         (tmp_path / "model.json").write_text(meta)
     with pytest.raises(ConfigError, match=r"model\.json"):
         MiniLMEmbedder(model_dir=tmp_path)
+
+
+@pytest.mark.model
+def test_tools_methods_use_the_tool_tuned_model(catalog: Catalog, tmp_path: Path) -> None:
+    from maitred.recall.registry import make_recaller
+
+    dense = make_recaller("dense-tools", catalog, cache_dir=tmp_path)
+    fused = make_recaller("fused-tools", catalog, cache_dir=tmp_path)
+    assert (dense.name, fused.name) == ("dense-tools", "fused-tools")
+    tuned = json.loads((TOOLS_MODEL_DIR / "model.json").read_text())["model_id"]
+    assert isinstance(dense, DenseRecaller) and dense.embedder.model_id == tuned
+    assert fused.rank("is it going to rain tomorrow?", 1)[0].name == "weather-forecast"
+    # the shipped model's index for the same catalog is another entry of the same cache
+    plain = make_recaller("dense", catalog, cache_dir=tmp_path)
+    assert isinstance(plain, DenseRecaller) and plain.embedder.model_id == MINILM_ID

@@ -47,6 +47,7 @@ from maitred.recall.bm25 import (
 from maitred.recall.bm25_plain import PlainBM25Recaller
 from maitred.recall.dense import (
     DEFAULT_FIELD_MIX,
+    TOOLS_MODEL_DIR,
     DenseRecaller,
     Embedder,
     MiniLMEmbedder,
@@ -291,6 +292,38 @@ def _make_fused(
         lexical_weight=tuning.lexical_weight,
     )
     fused.name = "fused(tuned)"
+    return fused
+
+
+@register_recaller("dense-tools")
+def _make_dense_tools(
+    catalog: Catalog,
+    *,
+    store: IndexStore | None,
+    weights: Mapping[str, float] | None,
+    embedder: Embedder | None,
+    progress: Progress | None,
+) -> Recaller:
+    """``dense`` with the tool-tuned MiniLM (``docs/embedder.md``) unless an embedder is given."""
+    model = embedder or MiniLMEmbedder(model_dir=TOOLS_MODEL_DIR)
+    recaller = _dense(catalog, store, model, progress)
+    recaller.name = "dense-tools"
+    return recaller
+
+
+@register_recaller("fused-tools")
+def _make_fused_tools(
+    catalog: Catalog,
+    *,
+    store: IndexStore | None,
+    weights: Mapping[str, float] | None,
+    embedder: Embedder | None,
+    progress: Progress | None,
+) -> Recaller:
+    """``fused`` whose dense half is the tool-tuned MiniLM (``docs/embedder.md``)."""
+    model = embedder or MiniLMEmbedder(model_dir=TOOLS_MODEL_DIR)
+    fused = _make_fused(catalog, store=store, weights=weights, embedder=model, progress=progress)
+    fused.name = fused.name.replace("fused", "fused-tools", 1)
     return fused
 
 
