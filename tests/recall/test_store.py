@@ -16,8 +16,9 @@ from .conftest import CountingEmbedder, HashEmbedder
 def test_registry_names_and_unknown_method(catalog: Catalog) -> None:
     # the native methods are listed whether or not the native extra was imported yet (test order)
     native = ("native", "native-glance", "native-progressive", "native-rerank")
-    assert recaller_names() == ("bm25", "bm25-plain", "dense", "fused", "hybrid", *native)
-    with pytest.raises(ConfigError, match="choose one of bm25, bm25-plain, dense, fused, hybrid,"):
+    built_in = ("bm25", "bm25-plain", "dense", "dense-tools", "fused", "fused-tools", "hybrid")
+    assert recaller_names() == (*built_in, *native)
+    with pytest.raises(ConfigError, match="choose one of bm25, bm25-plain, dense, dense-tools,"):
         make_recaller("splade", catalog)
 
 
