@@ -58,10 +58,11 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, NoReturn
+from typing import Any, Literal
 
 import yaml
 
+from maitred.config_reader import ConfigReader, resolve_log, resolve_path, resolve_state
 from maitred.contract.tool_sidecar import SUFFIX
 from maitred.errors import ConfigError
 
@@ -85,7 +86,6 @@ _TOP = frozenset(
 _UPSTREAM = frozenset(
     {"name", "command", "args", "env", "url", "headers", "contracts", "shadow", "timeout_s"}
 )
-_HEX64 = re.compile(r"^[0-9a-f]{64}$")
 _NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 #: the shortest watch interval accepted: below it the watch would poll the state store flat out
 _MIN_WATCH_S = 0.1
@@ -213,7 +213,7 @@ def parse_config(
     data: Any, source: str, *, base: Path | None = None, account: str | None = None
 ) -> GatewayConfig:
     """Check a decoded config mapping (``source`` names it in errors)."""
-    r = _Reader(source)
+    r = ConfigReader(source)
     top = r.mapping(data if data is not None else {}, "")
     r.no_unknown(top, _TOP, "")
     root = base or Path.cwd()
@@ -225,7 +225,7 @@ def parse_config(
             "is required (or pass --account): whose state the gates read over stdio; "
             "an HTTP gateway names its accounts under 'tokens' instead",
         )
-    state = _resolve_state(root, r.string(r.require(top, "state", ""), "state"))
+    state = resolve_state(root, r.string(r.require(top, "state", ""), "state"))
     tables = r.mapping(top["tables"], "tables") if top.get("tables") is not None else None
     log = top.get("log")
     ups = r.require(top, "upstreams", "")
@@ -249,7 +249,7 @@ def parse_config(
         state=state,
         upstreams=upstreams,
         tables=tables,
-        log=_resolve_log(root, r.string(log, "log")) if log is not None else None,
+        log=resolve_log(root, r.string(log, "log")) if log is not None else None,
         settings=r.mapping(top.get("settings") or {}, "settings"),
         source=source,
         disclosure=disclosure,
@@ -260,7 +260,7 @@ def parse_config(
     )
 
 
-def _upstream(r: _Reader, value: Any, where: str, root: Path) -> Upstream:
+def _upstream(r: ConfigReader, value: Any, where: str, root: Path) -> Upstream:
     data = r.mapping(value, where)
     r.no_unknown(data, _UPSTREAM, where)
     name = r.string(r.require(data, "name", where), f"{where}.name")
@@ -277,7 +277,7 @@ def _upstream(r: _Reader, value: Any, where: str, root: Path) -> Upstream:
     if has_command:
         command = r.string(data["command"], f"{where}.command")
         if "/" in command:
-            command = _resolve(root, command)
+            command = resolve_path(root, command)
         for key in ("headers",):
             if key in data:
                 r.fail(f"{where}.{key}", "is for an HTTP upstream ('url'), not a 'command'")
@@ -296,7 +296,7 @@ def _upstream(r: _Reader, value: Any, where: str, root: Path) -> Upstream:
     contracts = data.get("contracts")
     path = ""
     if contracts is not None:
-        path = _resolve(root, r.string(contracts, f"{where}.contracts"))
+        path = resolve_path(root, r.string(contracts, f"{where}.contracts"))
         if not path.endswith(SUFFIX):
             r.fail(f"{where}.contracts", f"must name a sidecar file ending in {SUFFIX!r}")
         if not Path(path).is_file():
@@ -322,7 +322,7 @@ def _upstream(r: _Reader, value: Any, where: str, root: Path) -> Upstream:
     )
 
 
-def _tokens(r: _Reader, value: Any) -> tuple[Token, ...]:
+def _tokens(r: ConfigReader, value: Any) -> tuple[Token, ...]:
     if not isinstance(value, list) or not value:
         r.fail("tokens", "must be a list of {token_sha256, tenant, account}")
     out: list[Token] = []
@@ -331,14 +331,7 @@ def _tokens(r: _Reader, value: Any) -> tuple[Token, ...]:
         where = f"tokens[{i}]"
         data = r.mapping(item, where)
         r.no_unknown(data, frozenset({"token_sha256", "tenant", "account"}), where)
-        digest = r.string(r.require(data, "token_sha256", where), f"{where}.token_sha256")
-        digest = digest.lower()
-        if not _HEX64.match(digest):
-            r.fail(
-                f"{where}.token_sha256",
-                "must be the SHA-256 of the token as 64 hex digits (never the token itself): "
-                'printf %s "$TOKEN" | sha256sum',
-            )
+        digest = r.token_digest(data, where)
         if digest in seen:
             r.fail(f"{where}.token_sha256", f"is the same token as tokens[{seen[digest]}]")
         seen[digest] = i
@@ -350,7 +343,7 @@ def _tokens(r: _Reader, value: Any) -> tuple[Token, ...]:
     return tuple(out)
 
 
-def _server(r: _Reader, value: Any) -> HttpServer:
+def _server(r: ConfigReader, value: Any) -> HttpServer:
     data = r.mapping(value, "server")
     r.no_unknown(
         data, frozenset({"host", "port", "path", "max_sessions", "max_body_bytes"}), "server"
@@ -371,7 +364,7 @@ def _server(r: _Reader, value: Any) -> HttpServer:
     return HttpServer(host, port, path, most, body)
 
 
-def _find(r: _Reader, value: Any) -> FindOptions:
+def _find(r: ConfigReader, value: Any) -> FindOptions:
     data = r.mapping(value, "find")
     r.no_unknown(data, frozenset({"method", "top_k"}), "find")
     method = r.string(data.get("method", "bm25"), "find.method")
@@ -381,7 +374,7 @@ def _find(r: _Reader, value: Any) -> FindOptions:
     return FindOptions(method, top_k)
 
 
-def _watch(r: _Reader, value: Any) -> WatchOptions:
+def _watch(r: ConfigReader, value: Any) -> WatchOptions:
     data = r.mapping(value, "watch")
     r.no_unknown(data, frozenset({"interval_s"}), "watch")
     every = data.get("interval_s", 0)
@@ -395,56 +388,3 @@ def _watch(r: _Reader, value: Any) -> WatchOptions:
             f"must be 0 (off) or a number of seconds >= {_MIN_WATCH_S}, not {every!r}",
         )
     return WatchOptions(float(every))
-
-
-class _Reader:
-    """Type checks that raise a ConfigError naming the file and the dotted field."""
-
-    def __init__(self, source: str) -> None:
-        self.source = source
-
-    def fail(self, where: str, what: str) -> NoReturn:
-        field_name = f" field {where!r}" if where else ""
-        raise ConfigError(f"{self.source}:{field_name} {what}")
-
-    def require(self, data: Mapping[str, Any], key: str, prefix: str) -> Any:
-        if data.get(key) is None:
-            self.fail(f"{prefix}.{key}" if prefix else key, "is required")
-        return data[key]
-
-    def mapping(self, value: Any, where: str) -> dict[str, Any]:
-        if not isinstance(value, Mapping):
-            self.fail(where, f"must be a mapping, not {type(value).__name__}")
-        return {str(k): v for k, v in value.items()}
-
-    def string(self, value: Any, where: str) -> str:
-        if not isinstance(value, str) or not value:
-            self.fail(where, f"must be a non-empty string, not {value!r}")
-        return value
-
-    def no_unknown(self, data: Mapping[str, Any], known: frozenset[str], prefix: str) -> None:
-        extra = sorted(set(data) - known)
-        if extra:
-            at = f"{prefix}.{extra[0]}" if prefix else extra[0]
-            self.fail(at, f"is not a known field; choose one of {sorted(known)}")
-
-
-def _resolve(root: Path, value: str) -> str:
-    path = Path(value).expanduser()
-    return str(path if path.is_absolute() else root / path)
-
-
-def _resolve_state(root: Path, spec: str) -> str:
-    """JSON and SQLite state files are relative to the config; other URLs are kept."""
-    sqlite = "sqlite:///"
-    if spec.startswith(sqlite) and not spec[len(sqlite) :].startswith("/"):
-        return sqlite + _resolve(root, spec[len(sqlite) :])
-    if spec.startswith("json:"):
-        return "json:" + _resolve(root, spec[5:])
-    if ":" not in spec.split("/")[0] and spec.lower().endswith(".json"):
-        return _resolve(root, spec)
-    return spec
-
-
-def _resolve_log(root: Path, value: str) -> str:
-    return value if "://" in value else _resolve(root, value)

@@ -41,14 +41,14 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, Literal, NoReturn
+from typing import Any, Literal
 
 import yaml
 
 from maitred.build import PipelineOptions
+from maitred.config_reader import ConfigReader, resolve_log, resolve_path, resolve_state
 from maitred.errors import ConfigError
 
-_HEX64 = re.compile(r"^[0-9a-f]{64}$")
 _TENANT = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 #: when a decision is acknowledged: after its commit, or before (loss window ~1 s)
 Durability = Literal["commit", "async"]
@@ -151,7 +151,7 @@ def load_config(path: str | Path) -> ServeConfig:
 
 def parse_config(data: Any, source: str, *, base: Path | None = None) -> ServeConfig:
     """Check a decoded configuration mapping (``source`` names it in errors)."""
-    r = _Reader(source)
+    r = ConfigReader(source)
     top = r.mapping(data, "")
     r.no_unknown(top, _TOP, "")
     root = base or Path.cwd()
@@ -167,22 +167,22 @@ def parse_config(data: Any, source: str, *, base: Path | None = None) -> ServeCo
         r.fail("state_timeout_s", f"must be a positive number of seconds, not {timeout!r}")
     tables = top.get("tables")
     if isinstance(tables, str):
-        tables = _tables_file(r, Path(_resolve(root, tables)))
+        tables = _tables_file(r, Path(resolve_path(root, tables)))
     elif tables is not None:
         tables = r.mapping(tables, "tables")
     settings = r.mapping(top.get("settings", {}), "settings")
     log, durability = _log(r, top.get("log"))
     cache_dir = top.get("cache_dir")
     return ServeConfig(
-        catalogs=tuple(_resolve(root, c) for c in catalogs),
-        state=_resolve_state(root, state),
+        catalogs=tuple(resolve_path(root, c) for c in catalogs),
+        state=resolve_state(root, state),
         tenants=_tenants(r, r.require(top, "tenants", "")),
         tables=tables,
         state_timeout_s=float(timeout) if timeout is not None else None,
         options=_options(r, top.get("options", {})),
-        log=_resolve_log(root, log) if log is not None else None,
+        log=resolve_log(root, log) if log is not None else None,
         durability=durability,
-        cache_dir=_resolve(root, r.string(cache_dir, "cache_dir")) if cache_dir else None,
+        cache_dir=resolve_path(root, r.string(cache_dir, "cache_dir")) if cache_dir else None,
         settings=settings,
         limits=limits,
         host=host,
@@ -192,55 +192,11 @@ def parse_config(data: Any, source: str, *, base: Path | None = None) -> ServeCo
     )
 
 
-class _Reader:
-    """Type checks that raise a ConfigError naming the file and the dotted field."""
-
-    def __init__(self, source: str) -> None:
-        self.source = source
-
-    def fail(self, where: str, what: str) -> NoReturn:
-        field_name = f" field {where!r}" if where else ""
-        raise ConfigError(f"{self.source}:{field_name} {what}")
-
-    def require(self, data: Mapping[str, Any], key: str, prefix: str) -> Any:
-        if key not in data or data[key] is None:
-            self.fail(_join(prefix, key), "is required")
-        return data[key]
-
-    def mapping(self, value: Any, where: str) -> dict[str, Any]:
-        if not isinstance(value, Mapping):
-            self.fail(where, f"must be a mapping, not {type(value).__name__}")
-        return {str(k): v for k, v in value.items()}
-
-    def string(self, value: Any, where: str) -> str:
-        if not isinstance(value, str) or not value:
-            self.fail(where, f"must be a non-empty string, not {value!r}")
-        return str(value)
-
-    def str_list(self, value: Any, where: str) -> list[str]:
-        if isinstance(value, str):
-            value = [value]
-        if not isinstance(value, list):
-            self.fail(where, f"must be a list of strings, not {type(value).__name__}")
-        return [self.string(v, f"{where}[{i}]") for i, v in enumerate(value)]
-
-    def no_unknown(self, data: Mapping[str, Any], known: frozenset[str], prefix: str) -> None:
-        extra = sorted(set(data) - known)
-        if extra:
-            self.fail(
-                _join(prefix, extra[0]), f"is not a known field; choose one of {sorted(known)}"
-            )
-
-
-def _join(prefix: str, key: str) -> str:
-    return f"{prefix}.{key}" if prefix else key
-
-
 def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def _tenants(r: _Reader, value: Any) -> dict[str, Tenant]:
+def _tenants(r: ConfigReader, value: Any) -> dict[str, Tenant]:
     data = r.mapping(value, "tenants")
     if not data:
         r.fail("tenants", "is empty; define at least one tenant with a token_sha256")
@@ -252,14 +208,7 @@ def _tenants(r: _Reader, value: Any) -> dict[str, Tenant]:
             r.fail(where, "tenant names use letters, digits, '_', '.', '-' (at most 64)")
         body = r.mapping(spec, where)
         r.no_unknown(body, frozenset({"token_sha256", "accounts", "account_prefix"}), where)
-        digest = r.string(r.require(body, "token_sha256", where), f"{where}.token_sha256")
-        digest = digest.lower()
-        if not _HEX64.match(digest):
-            r.fail(
-                f"{where}.token_sha256",
-                "must be the SHA-256 of the token as 64 hex digits (never the token itself): "
-                'printf %s "$TOKEN" | sha256sum',
-            )
+        digest = r.token_digest(body, where)
         if digest in seen:
             r.fail(f"{where}.token_sha256", f"is the same token as tenant {seen[digest]!r}")
         seen[digest] = name
@@ -274,7 +223,7 @@ def _tenants(r: _Reader, value: Any) -> dict[str, Tenant]:
     return out
 
 
-def _tables_file(r: _Reader, path: Path) -> dict[str, Any]:
+def _tables_file(r: ConfigReader, path: Path) -> dict[str, Any]:
     """A key root -> table mapping kept in its own YAML/JSON file (``maitred demo`` writes one)."""
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
@@ -283,7 +232,7 @@ def _tables_file(r: _Reader, path: Path) -> dict[str, Any]:
     return r.mapping(data, f"tables ({path})")
 
 
-def _limits(r: _Reader, value: Any) -> Limits:
+def _limits(r: ConfigReader, value: Any) -> Limits:
     data = r.mapping(value, "limits")
     known = frozenset(f.name for f in fields(Limits))
     r.no_unknown(data, known, "limits")
@@ -296,7 +245,7 @@ def _limits(r: _Reader, value: Any) -> Limits:
     return Limits(**data)
 
 
-def _server(r: _Reader, value: Any) -> tuple[str, int]:
+def _server(r: ConfigReader, value: Any) -> tuple[str, int]:
     data = r.mapping(value, "server")
     r.no_unknown(data, frozenset({"host", "port"}), "server")
     host = r.string(data.get("host", "127.0.0.1"), "server.host")
@@ -306,7 +255,7 @@ def _server(r: _Reader, value: Any) -> tuple[str, int]:
     return host, int(port)
 
 
-def _reload(r: _Reader, value: Any) -> float:
+def _reload(r: ConfigReader, value: Any) -> float:
     data = r.mapping(value, "reload")
     r.no_unknown(data, frozenset({"interval_s"}), "reload")
     interval = data.get("interval_s", 2.0)
@@ -315,7 +264,7 @@ def _reload(r: _Reader, value: Any) -> float:
     return float(interval)
 
 
-def _log(r: _Reader, value: Any) -> tuple[str | None, Durability]:
+def _log(r: ConfigReader, value: Any) -> tuple[str | None, Durability]:
     """``log: <path or URL>`` or ``log: {url: ..., durability: commit | async}``."""
     if value is None or isinstance(value, str):
         return (r.string(value, "log") if value is not None else None), "commit"
@@ -332,7 +281,7 @@ def _log(r: _Reader, value: Any) -> tuple[str | None, Durability]:
     return url, durability
 
 
-def _options(r: _Reader, value: Any) -> PipelineOptions:
+def _options(r: ConfigReader, value: Any) -> PipelineOptions:
     data = r.mapping(value, "options")
     known = frozenset(f.name for f in fields(PipelineOptions))
     r.no_unknown(data, known, "options")
@@ -349,25 +298,3 @@ def _options(r: _Reader, value: Any) -> PipelineOptions:
         if not ok:
             r.fail(f"options.{key}", f"has the wrong type ({val!r}); the default is {default!r}")
     return PipelineOptions(**data)
-
-
-def _resolve(root: Path, value: str) -> str:
-    path = Path(value).expanduser()
-    return str(path if path.is_absolute() else root / path)
-
-
-def _resolve_state(root: Path, spec: str) -> str:
-    """A JSON state file and a relative SQLite path are relative to the config; other URLs are
-    used as written."""
-    sqlite = "sqlite:///"
-    if spec.startswith(sqlite) and not spec[len(sqlite) :].startswith("/"):
-        return sqlite + _resolve(root, spec[len(sqlite) :])
-    if spec.startswith("json:"):
-        return "json:" + _resolve(root, spec[5:])
-    if ":" not in spec.split("/")[0] and spec.lower().endswith(".json"):
-        return _resolve(root, spec)
-    return spec
-
-
-def _resolve_log(root: Path, value: str) -> str:
-    return value if "://" in value else _resolve(root, value)
