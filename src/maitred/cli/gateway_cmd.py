@@ -14,6 +14,7 @@ there (over HTTP, the address it serves is printed on stderr).
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import anyio
@@ -49,6 +50,8 @@ def mcp(
     except ImportError as exc:
         raise MissingExtraError("maitred mcp", "mcp", exc.name) from None
     settings = load_config(config, account=account)
+    # FastMCP's own start-up lines (INFO) would repeat what maitred says; its warnings stay
+    logging.getLogger("fastmcp").setLevel(logging.WARNING)
     over_http = http if http is not None else settings.server is not None
     if over_http:
         if account is not None:
