@@ -16,6 +16,7 @@ import time
 from typing import Any, ClassVar, Final, Literal
 
 from maitred.errors import MissingExtraError
+from maitred.state.schema import StateType, postgres_type, sqlite_type
 
 DialectName = Literal["sqlite", "postgresql"]
 
@@ -50,6 +51,11 @@ class Dialect:
 
     def is_timeout(self, exc: BaseException) -> bool:
         """Whether ``exc`` means the database ran out of the time it was given."""
+        raise NotImplementedError
+
+    def column_types(self, conn: Any, quoted_table: str, description: Any) -> dict[str, StateType]:
+        """Column -> state type, from the declared column types (``description``: the cursor
+        description of a ``SELECT * ... LIMIT 0`` of the table, names in table order)."""
         raise NotImplementedError
 
 
@@ -91,6 +97,13 @@ class SqliteDialect(Dialect):
             "locked" in text or "interrupted" in text
         )
 
+    def column_types(self, conn: Any, quoted_table: str, description: Any) -> dict[str, StateType]:
+        schema, _, table = quoted_table.rpartition(".")
+        pragma = f"PRAGMA {schema + '.' if schema else ''}table_info({table})"
+        declared = {str(row[1]): str(row[2] or "") for row in conn.execute(pragma).fetchall()}
+        names = [str(column[0]) for column in description or ()]
+        return {name: sqlite_type(declared.get(name, "")) for name in names}
+
 
 class PostgresDialect(Dialect):
     """PostgreSQL through psycopg 3 (the ``postgres`` extra).
@@ -123,6 +136,19 @@ class PostgresDialect(Dialect):
         if isinstance(exc, (errors.QueryCanceled, errors.LockNotAvailable)):
             return True
         return isinstance(exc, self.psycopg.OperationalError) and "timeout" in str(exc).lower()
+
+    def column_types(self, conn: Any, quoted_table: str, description: Any) -> dict[str, StateType]:
+        out: dict[str, StateType] = {}
+        for column in description or ():
+            info = conn.adapters.types.get(column.type_code)  # arrays map to their element
+            if info is None:
+                name = ""
+            elif column.type_code == info.array_oid:
+                name = f"_{info.name}"
+            else:
+                name = info.name
+            out[str(column.name)] = postgres_type(name, column.scale)
+        return out
 
     def connect(self, url: str, timeout_s: float | None) -> Any:
         """Open a connection to ``url`` (libpq's connect_timeout is whole seconds, at least 2)."""
