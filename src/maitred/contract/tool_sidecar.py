@@ -272,7 +272,11 @@ class _Reader:
         for i, e in enumerate(exits):
             where = f"{at}.exit_predicates[{i}]"
             here = entry_nodes[i] if i < len(entry_nodes) else listed
-            made = self._attempt(here, _predicate, self.folder, e, name, self.modules, where)
+            expr = _value_nodes(here).get("expr")
+            origin = f"{self.where}:{expr.start_mark.line + 1}" if expr is not None else ""
+            made = self._attempt(
+                here, _predicate, self.folder, e, name, self.modules, where, origin
+            )
             if made is not None:
                 out.append(made)
         return out
