@@ -11,14 +11,20 @@ from maitred.cli._common import (
     CACHE_OPT,
     METHOD_OPT,
     SKILLS_OPT,
+    TABLES_OPT,
     console,
     dump_json,
     index_progress,
+    load_tables,
 )
+from maitred.contract.typecheck import typed_state_problems
+from maitred.errors import ConfigError
+from maitred.gate.executability import require_coverage
 from maitred.recall.registry import make_recaller
 from maitred.settings import Settings
 from maitred.skills.catalog import load_catalog
 from maitred.skills.catalog import validate as validate_paths
+from maitred.state.registry import open_provider
 
 
 def validate(
@@ -29,13 +35,24 @@ def validate(
         help="Report Agent Skills spec deviations as warnings (as loading for routing does).",
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+    state: str | None = typer.Option(
+        None,
+        "--state",
+        metavar="URL|PATH",
+        help="Also check the contracts against this state store (as `route` opens it): every "
+        "key read must exist, every CEL predicate must type-check against its columns.",
+    ),
+    tables: Path | None = TABLES_OPT,
 ) -> None:
     """Check skill folders and tool files against the Agent Skills spec; never crashes.
 
     Every deviation from the spec's rules is an error (exit 1) unless --lenient; size advice
-    and tool-file deviations are warnings. Each problem names its file and line.
+    and tool-file deviations are warnings. Each problem names its file and line. With
+    --state, the load-time checks a pipeline makes against its store are errors too.
     """
     report = validate_paths([str(p) for p in paths], lenient=lenient)
+    if state is not None and not report["errors"]:
+        report["errors"].extend(_state_errors(paths, state, tables))
     if as_json:
         dump_json(report)
     else:
@@ -54,6 +71,21 @@ def validate(
                 )
     if report["errors"]:
         raise typer.Exit(1)
+
+
+def _state_errors(paths: list[Path], state: str, tables: Path | None) -> list[dict[str, str]]:
+    """The load-time state checks of a pipeline (:func:`require_coverage`,
+    :func:`typed_state_problems`), as report errors naming the state store."""
+    catalog = load_catalog([str(p) for p in paths])
+    provider = open_provider(state, load_tables(tables))
+    try:
+        require_coverage(catalog, provider)
+    except ConfigError as exc:
+        return [{"path": state, "field": "", "message": str(exc)}]
+    return [
+        {"path": state, "field": "", "message": problem}
+        for problem in typed_state_problems(catalog, provider)
+    ]
 
 
 def index(
