@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from maitred.contract.typecheck import require_typed_state
+from maitred.contract.typecheck import require_policy_arguments, require_typed_state
 from maitred.depth.rules import make_depth_rule
 from maitred.errors import ConfigError
 from maitred.gate.executability import require_coverage
@@ -103,6 +103,7 @@ def build_pipeline(
     prov = open_provider(provider, tables) if isinstance(provider, str) else provider
     require_coverage(cat, prov)
     require_typed_state(cat, prov)
+    require_policy_arguments(cat)
     recaller = make_recaller(opts.method, cat, cache_dir=cache_dir, progress=progress)
     return Pipeline(
         cat,

@@ -17,12 +17,13 @@ from maitred.cli._common import (
     index_progress,
     load_tables,
 )
-from maitred.contract.typecheck import typed_state_problems
+from maitred.contract.typecheck import policy_argument_problems, typed_state_problems
 from maitred.errors import ConfigError
 from maitred.gate.executability import require_coverage
 from maitred.recall.registry import make_recaller
 from maitred.settings import Settings
 from maitred.skills.catalog import load_catalog
+from maitred.skills.model import Catalog
 from maitred.skills.catalog import validate as validate_paths
 from maitred.state.registry import open_provider
 
@@ -51,8 +52,14 @@ def validate(
     --state, the load-time checks a pipeline makes against its store are errors too.
     """
     report = validate_paths([str(p) for p in paths], lenient=lenient)
-    if state is not None and not report["errors"]:
-        report["errors"].extend(_state_errors(paths, state, tables))
+    if not report["errors"]:
+        catalog = load_catalog([str(p) for p in paths])
+        report["errors"].extend(
+            {"path": "", "field": "policies", "message": problem}
+            for problem in policy_argument_problems(catalog)
+        )
+        if state is not None:
+            report["errors"].extend(_state_errors(catalog, state, tables))
     if as_json:
         dump_json(report)
     else:
@@ -73,19 +80,20 @@ def validate(
         raise typer.Exit(1)
 
 
-def _state_errors(paths: list[Path], state: str, tables: Path | None) -> list[dict[str, str]]:
+def _state_errors(catalog: Catalog, state: str, tables: Path | None) -> list[dict[str, str]]:
     """The load-time state checks of a pipeline (:func:`require_coverage`,
     :func:`typed_state_problems`), as report errors naming the state store."""
-    catalog = load_catalog([str(p) for p in paths])
     provider = open_provider(state, load_tables(tables))
     try:
         require_coverage(catalog, provider)
+        problems = typed_state_problems(catalog, provider)
     except ConfigError as exc:
-        return [{"path": state, "field": "", "message": str(exc)}]
-    return [
-        {"path": state, "field": "", "message": problem}
-        for problem in typed_state_problems(catalog, provider)
-    ]
+        problems = [str(exc)]
+    finally:
+        close = getattr(provider, "close", None)
+        if callable(close):
+            close()
+    return [{"path": state, "field": "", "message": problem} for problem in problems]
 
 
 def index(

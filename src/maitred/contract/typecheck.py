@@ -21,7 +21,11 @@ for, so that an expression the evaluator runs correctly is never refused:
 * it has string functions the checker's standard library lacks (``lowerAscii``): an unknown
   *function* is left to the evaluator, an unknown *state key* is an error.
 
-Python predicates are opaque to the check (their keys are still required to exist), and keys of
+A call policy's ``args.x`` must be an argument the tool's JSON schema defines (a property of its
+``parameters``), whatever the provider: :func:`require_policy_arguments` (a rule over an argument
+that cannot exist is missing on every call, so its ``on_missing`` decides instead of the rule).
+
+Python predicates are opaque to the type check (their keys are still required to exist), and keys of
 type ``json`` / ``any`` are ``dyn``: operations on them are checked at evaluation, where an
 error holds.
 """
@@ -79,6 +83,41 @@ def typed_state_problems(catalog: Catalog, provider: StateProvider) -> list[str]
     for skill in catalog:
         for predicate in skill.contract.exit_predicates:
             problems.extend(predicate_type_problems(predicate, schema, skill.name))
+    return problems
+
+
+_ARG: Final = re.compile(r"(?<![\w.])args\.([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def require_policy_arguments(catalog: Catalog) -> None:
+    """Refuse call policies that read an argument their tool's schema does not define.
+
+    Raises:
+        ConfigError: one line naming each rule, tool, argument and the arguments defined.
+    """
+    problems = policy_argument_problems(catalog)
+    if problems:
+        raise ConfigError("call policies read undefined arguments: " + "; ".join(problems))
+
+
+def policy_argument_problems(catalog: Catalog) -> list[str]:
+    """``args.x`` reads (in ``reads`` or a CEL expression) that the tool does not define."""
+    problems: list[str] = []
+    for skill in catalog:
+        if not skill.contract.policies:
+            continue
+        schema = skill.parameters or {}
+        properties = schema.get("properties") if isinstance(schema, Mapping) else None
+        defined = set(properties) if isinstance(properties, Mapping) else set()
+        for policy in skill.contract.policies:
+            texts = [*policy.reads, getattr(policy.predicate, "expression", "")]
+            used = sorted({name for text in texts for name in _ARG.findall(text)} - defined)
+            for name in used:
+                problems.append(
+                    f"policy {policy.name!r} of {skill.name} ({skill.contract.source or skill.path})"
+                    f" reads args.{name}, which the tool's schema does not define (it defines "
+                    f"{sorted(defined)}): fix the rule or the tool's inputSchema"
+                )
     return problems
 
 
