@@ -174,3 +174,19 @@ def test_old_snapshots_keep_their_json_and_hash() -> None:
     marked = Snapshot("a", {"k": 1}, 10.0, invalid={"k": "bad"})
     assert marked.hash != plain.hash
     assert Snapshot.from_json(marked.to_json()) == marked
+
+
+def test_a_json_state_file_declares_its_types(tmp_path: Path) -> None:
+    tools, _ = _shop(tmp_path, "BOOLEAN")
+    state = tmp_path / "state.json"
+    accounts = {"frozen-1": {"repo": {"frozen": 1}}, "open-1": {"repo": {"frozen": 0}}}
+    state.write_text(json.dumps({"$types": {"repo.frozen": "bool"}, **accounts}), "utf-8")
+    with Maitred.open([tools], str(state), PipelineOptions(method="bm25", top_k=5)) as engine:
+        assert "push_commit" not in engine.turn("push my commit", account="frozen-1").exposed
+        assert "push_commit" in engine.turn("push my commit", account="open-1").exposed
+    state.write_text(json.dumps({"$types": {"repo.frozen": "int"}, **accounts}), "utf-8")
+    with pytest.raises(ConfigError, match=r"tools\.maitred\.yaml:7.*\(int, bool\)"):
+        Maitred.open([tools], str(state), PipelineOptions(method="bm25"))
+    state.write_text(json.dumps({"$types": {"repo.other": "int"}, **accounts}), "utf-8")
+    with pytest.raises(ConfigError, match=r"'repo\.frozen'.*\$types.*push_commit"):
+        Maitred.open([tools], str(state), PipelineOptions(method="bm25"))

@@ -23,8 +23,8 @@ from maitred.gate.executability import require_coverage
 from maitred.recall.registry import make_recaller
 from maitred.settings import Settings
 from maitred.skills.catalog import load_catalog
-from maitred.skills.model import Catalog
 from maitred.skills.catalog import validate as validate_paths
+from maitred.skills.model import Catalog
 from maitred.state.registry import open_provider
 
 

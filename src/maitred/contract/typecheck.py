@@ -112,11 +112,12 @@ def policy_argument_problems(catalog: Catalog) -> list[str]:
         for policy in skill.contract.policies:
             texts = [*policy.reads, getattr(policy.predicate, "expression", "")]
             used = sorted({name for text in texts for name in _ARG.findall(text)} - defined)
+            origin = skill.contract.source or skill.path
             for name in used:
                 problems.append(
-                    f"policy {policy.name!r} of {skill.name} ({skill.contract.source or skill.path})"
-                    f" reads args.{name}, which the tool's schema does not define (it defines "
-                    f"{sorted(defined)}): fix the rule or the tool's inputSchema"
+                    f"policy {policy.name!r} of {skill.name} ({origin}) reads args.{name}, "
+                    f"which the tool's schema does not define (it defines {sorted(defined)}): "
+                    "fix the rule or the tool's inputSchema"
                 )
     return problems
 
@@ -126,8 +127,8 @@ def predicate_type_problems(predicate: Predicate, schema: KeySchema, owner: str)
     if not isinstance(predicate, CelPredicate):
         return []
     declared = {key: schema.types[key] for key in predicate.reads if key in schema.types}
-    if not declared:
-        return []
+    if all(kind == "any" for kind in declared.values()):
+        return []  # nothing typed: nothing to check
     where = predicate.origin or predicate.source or "(no file)"
     head = f"{where}: predicate {predicate.name!r} of {owner}"
     typing = ", ".join(f"{k}: {v}" for k, v in sorted(declared.items()))
