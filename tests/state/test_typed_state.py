@@ -190,3 +190,15 @@ def test_a_json_state_file_declares_its_types(tmp_path: Path) -> None:
     state.write_text(json.dumps({"$types": {"repo.other": "int"}, **accounts}), "utf-8")
     with pytest.raises(ConfigError, match=r"'repo\.frozen'.*\$types.*push_commit"):
         Maitred.open([tools], str(state), PipelineOptions(method="bm25"))
+
+
+def test_the_readme_example_runs_as_written(capsys: pytest.CaptureFixture[str]) -> None:
+    import re
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    (block,) = [b for b in re.findall(r"```python\n(.*?)```", readme, re.S) if "schema(keys)" in b]
+    exec(compile(block, "README.md", "exec"), {})
+    values, types, absent = capsys.readouterr().out.splitlines()
+    assert eval(values) == {"repo.frozen": True, "repo.since": 1738281600, "repo.plan": None}
+    assert eval(types) == {"repo.frozen": "bool", "repo.since": "timestamp", "repo.plan": "string"}
+    assert list(eval(absent)) == ["repo.locked"]

@@ -266,8 +266,7 @@ class SqlStateProvider:
     def uncovered(self, keys: Collection[str]) -> frozenset[str]:
         """The keys no table can ever serve: their root has no :class:`TableSpec` here.
 
-        (A column the table lacks is found only when the table is read; roots are what a
-        mapping file gets wrong.)
+        (A column the table lacks needs the table: :meth:`schema` names those.)
         """
         return frozenset(key for key in keys if split_key(key)[0] not in self.tables)
 
