@@ -202,3 +202,19 @@ def test_the_readme_example_runs_as_written(capsys: pytest.CaptureFixture[str]) 
     assert eval(values) == {"repo.frozen": True, "repo.since": 1738281600, "repo.plan": None}
     assert eval(types) == {"repo.frozen": "bool", "repo.since": "timestamp", "repo.plan": "string"}
     assert list(eval(absent)) == ["repo.locked"]
+
+
+@pytest.mark.parametrize(("column", "loads"), [("BOOLEAN", True), ("INTEGER", False)])
+def test_the_load_check_reads_column_types_from_both_databases(
+    sql_backend: SqlBackend, tmp_path: Path, column: str, loads: bool
+) -> None:
+    (tmp_path / "tools").mkdir()
+    tools, _ = _shop(tmp_path / "tools", "BOOLEAN")
+    sql_backend.create("repos", f"account_id TEXT, frozen {column}")
+    provider = sql_backend.provider({"repo": sql_backend.table("repos")})
+    options = PipelineOptions(method="bm25", top_k=5)
+    if loads:
+        Maitred.open([tools], provider, options).close()
+    else:
+        with pytest.raises(ConfigError, match=r"tools\.maitred\.yaml:7.*\(int, bool\)"):
+            Maitred.open([tools], provider, options)
