@@ -76,3 +76,30 @@ def test_a_policy_reading_an_argument_the_schema_lacks_is_a_load_error(tmp_path:
     (tmp_path / "state.json").write_text("{}", encoding="utf-8")
     with pytest.raises(ConfigError, match=r"too_large.*refund.*args\.amount.*\['order_id'\]"):
         Maitred.open([tmp_path / "tools.json"], str(tmp_path / "state.json"), PipelineOptions())
+
+
+def test_call_policies_state_reads_must_exist_and_type_check(tmp_path: Path) -> None:
+    import sqlite3
+
+    (tmp_path / "tools.json").write_text(json.dumps(TOOLS), encoding="utf-8")
+    sidecar = (
+        "tools:\n"
+        "  refund:\n"
+        "    mutates: true\n"
+        "    policies:\n"
+        "      - name: refunds_frozen\n"
+        "        expr: state.billing.frozen == true\n"
+        "        code: FROZEN\n"
+        "        reads: [state.billing.frozen]\n"
+    )
+    (tmp_path / "tools.maitred.yaml").write_text(sidecar, encoding="utf-8")
+    db = tmp_path / "state.db"
+    with sqlite3.connect(db) as conn:
+        conn.execute("CREATE TABLE billing (account_id TEXT, frozen INTEGER)")
+    conn.close()
+    url, tables = f"sqlite:///{db}", {"billing": "billing"}
+    with pytest.raises(ConfigError, match=r"tools\.maitred\.yaml:6.*refunds_frozen.*\(int, bool\)"):
+        Maitred.open([tmp_path / "tools.json"], url, PipelineOptions(method="bm25"), tables=tables)
+    (tmp_path / "tools.maitred.yaml").write_text(sidecar.replace("frozen", "locked"), "utf-8")
+    with pytest.raises(ConfigError, match=r"'billing\.locked'.*'billing'.*refund \(policy"):
+        Maitred.open([tmp_path / "tools.json"], url, PipelineOptions(method="bm25"), tables=tables)

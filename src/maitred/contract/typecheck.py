@@ -40,7 +40,7 @@ from typing import Any, Final
 from maitred.contract.predicate import CelPredicate, Predicate
 from maitred.errors import ConfigError
 from maitred.skills.model import Catalog
-from maitred.state.schema import KeySchema, SchemaAware, StateType
+from maitred.state.schema import SchemaAware, StateType
 from maitred.state.snapshot import StateProvider
 
 _ERROR: Final = re.compile(r"ERROR: <input>:(\d+):(\d+): (.*)")
@@ -73,6 +73,9 @@ def typed_state_problems(catalog: Catalog, provider: StateProvider) -> list[str]
     for skill in catalog:
         for key in skill.contract.reads:
             readers.setdefault(key, set()).add(skill.name)
+        for policy in skill.contract.policies:
+            for key in _state_keys(policy.reads):
+                readers.setdefault(key, set()).add(f"{skill.name} (policy {policy.name!r})")
     schema = provider.schema(readers)
     problems = [
         f"state key {key!r} has no source: {schema.absent[key]}; it is read by "
@@ -82,8 +85,25 @@ def typed_state_problems(catalog: Catalog, provider: StateProvider) -> list[str]
     ]
     for skill in catalog:
         for predicate in skill.contract.exit_predicates:
-            problems.extend(predicate_type_problems(predicate, schema, skill.name))
+            problems.extend(predicate_type_problems(predicate, schema.types, skill.name))
+        for policy in skill.contract.policies:  # `state.<key>` is the provider's `<key>`
+            keys = {k: k[len(_STATE) :] for k in _state_reads(policy.reads)}
+            typed = {k: schema.types[key] for k, key in keys.items() if key in schema.types}
+            owner = f"{skill.name} (call policy)"
+            problems.extend(predicate_type_problems(policy.predicate, typed, owner))
     return problems
+
+
+_STATE: Final = "state."
+
+
+def _state_reads(reads: Iterable[str]) -> set[str]:
+    """A policy's ``state.<key>`` reads that name a provider key (no brackets)."""
+    return {k for k in reads if k.startswith(_STATE) and "[" not in k}
+
+
+def _state_keys(reads: Iterable[str]) -> set[str]:
+    return {k[len(_STATE) :] for k in _state_reads(reads)}
 
 
 _ARG: Final = re.compile(r"(?<![\w.])args\.([A-Za-z_][A-Za-z0-9_]*)")
@@ -122,11 +142,14 @@ def policy_argument_problems(catalog: Catalog) -> list[str]:
     return problems
 
 
-def predicate_type_problems(predicate: Predicate, schema: KeySchema, owner: str) -> list[str]:
-    """Type errors of one CEL predicate against ``schema`` (none for Python predicates)."""
+def predicate_type_problems(
+    predicate: Predicate, types: Mapping[str, StateType], owner: str
+) -> list[str]:
+    """Type errors of one CEL predicate given its reads' ``types`` (keys without a type are
+    ``dyn``; nothing to say for Python predicates)."""
     if not isinstance(predicate, CelPredicate):
         return []
-    declared = {key: schema.types[key] for key in predicate.reads if key in schema.types}
+    declared = {key: types[key] for key in predicate.reads if key in types}
     if all(kind == "any" for kind in declared.values()):
         return []  # nothing typed: nothing to check
     where = predicate.origin or predicate.source or "(no file)"
