@@ -63,30 +63,24 @@ replaced on the next fetch. :meth:`SqlStateProvider.close` closes every connecti
 from __future__ import annotations
 
 import contextlib
-import sqlite3
 import threading
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from types import TracebackType
 from typing import Any
-from urllib.parse import quote, urlsplit, urlunsplit
 
 from maitred.errors import ConfigError, ProviderError, ProviderTimeout
 from maitred.state._sql_dialects import (
+    ConnectionFactory,
     Dialect,
     DialectName,
-    PostgresDialect,
-    SqliteDialect,
     detect,
     dialect_named,
+    open_url,
 )
 from maitred.state._values import IDENTIFIER, UnsupportedValue, json_safe, split_key, unix_seconds
 from maitred.state.schema import InvalidValue, KeySchema, StateType, coerce, state_type
 from maitred.state.snapshot import Snapshot, now
-
-ConnectionFactory = Callable[[], Any]
-"""Returns a new DB-API connection (``sqlite3.Connection`` or ``psycopg.Connection``)."""
 
 UNKNOWN_UPDATE: float = 0.0
 """``key_as_of`` recorded when a row's ``updated_column`` is NULL (see the module docstring)."""
@@ -200,7 +194,7 @@ class SqlStateProvider:
         self.tables = _table_specs(tables)
         self._dialect: Dialect | None = dialect_named(dialect) if dialect else None
         if isinstance(connect, str):  # the URL decides the dialect
-            self._factory, self._dialect, default_name = _open_url(connect, timeout_s)
+            self._factory, self._dialect, default_name = open_url(connect, timeout_s)
         else:
             self._factory, default_name = connect, "sql"
         self.name = name or default_name
@@ -606,54 +600,6 @@ def _table_specs(
             "{'account': TableSpec('accounts')}"
         )
     return specs
-
-
-def _open_url(url: str, timeout_s: float | None) -> tuple[ConnectionFactory, Dialect, str]:
-    """(factory, dialect, display name) for a database URL."""
-    scheme = url.partition(":")[0].lower()
-    if scheme == "sqlite":
-        return _open_sqlite(url, timeout_s)
-    if scheme in ("postgresql", "postgres"):
-        dialect = PostgresDialect()
-        return (lambda: dialect.connect(url, timeout_s)), dialect, _redact(url)
-    raise ConfigError(
-        f"SQL state provider: unsupported database URL {_redact(url)!r}; use "
-        "sqlite:///path/to.db or postgresql://user@host:port/db"
-    )
-
-
-def _open_sqlite(url: str, timeout_s: float | None) -> tuple[ConnectionFactory, Dialect, str]:
-    prefix = "sqlite:///"
-    raw = url[len(prefix) :] if url.startswith(prefix) else ""
-    if not raw or raw.startswith(":memory:") or "?" in raw:
-        raise ConfigError(
-            f"SQL state provider: {url!r} does not name a SQLite database file; write "
-            "sqlite:///relative/path.db or sqlite:////absolute/path.db (an in-memory database "
-            "is private to one connection: pass a connection factory instead)"
-        )
-    path = Path(raw).resolve()
-    if not path.is_file():
-        raise ConfigError(
-            f"SQL state provider: no SQLite database at {str(path)!r} (from {url!r}); "
-            "check the path (state databases are opened read-only and never created)"
-        )
-    uri = f"file:{quote(str(path))}?mode=ro"
-    busy = 5.0 if timeout_s is None else timeout_s
-
-    def connect() -> sqlite3.Connection:
-        return sqlite3.connect(uri, uri=True, timeout=busy, check_same_thread=False)
-
-    return connect, SqliteDialect(), url
-
-
-def _redact(url: str) -> str:
-    """``url`` without its password."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.rpartition("@")[2]
-    user = f"{parts.username}:***@" if parts.username else ""
-    return urlunsplit(parts._replace(netloc=user + netloc))
 
 
 def _close_quietly(conn: Any) -> None:
