@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from maitred.contract.typecheck import require_policy_arguments, require_typed_state
 from maitred.depth.rules import make_depth_rule
 from maitred.errors import ConfigError
 from maitred.gate.executability import require_coverage
@@ -87,7 +88,9 @@ def build_pipeline(
 
     Raises:
         ConfigError: among others, a provider that has no source for a key root the catalog's
-            predicates read (:func:`~maitred.gate.executability.require_coverage`).
+            predicates read (:func:`~maitred.gate.executability.require_coverage`), a key with
+            no column, or a CEL predicate that does not type-check against the store's column
+            types (:func:`~maitred.contract.typecheck.require_typed_state`).
     """
     opts = options or PipelineOptions()
     components = COMPONENTS.get(opts.method)
@@ -99,6 +102,8 @@ def build_pipeline(
     cat = catalog if isinstance(catalog, Catalog) else load_catalog(list(catalog))
     prov = open_provider(provider, tables) if isinstance(provider, str) else provider
     require_coverage(cat, prov)
+    require_typed_state(cat, prov)
+    require_policy_arguments(cat)
     recaller = make_recaller(opts.method, cat, cache_dir=cache_dir, progress=progress)
     return Pipeline(
         cat,

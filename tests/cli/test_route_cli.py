@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import Invoke, Sitecare, ok
+from .conftest import CallMain, Invoke, Sitecare, ok
 
 DOMAIN_MESSAGE = "I want to connect my own domain to my site"
 
@@ -176,3 +176,20 @@ def test_invalid_utf8_bytes_on_the_real_command_line_give_valid_json(
     assert done.returncode == 0, done.stderr.decode("utf-8", "replace")
     data = json.loads(done.stdout.decode("utf-8"))  # strict: raises on a raw 0xff
     assert data["message"] == "connect my own domain \ufffd please"
+
+
+def test_a_tables_mapping_whose_table_lacks_a_read_column_is_refused(
+    call_main: CallMain, site: Sitecare, tmp_path_factory: pytest.TempPathFactory
+):
+    """Regression (issue 16, defect 2): `domain` mapped to `mailboxes` made `domain.connected`
+    missing for every account, so `on_missing: offer` predicates offered connect-domain."""
+    tables = json.loads(site.tables.read_text(encoding="utf-8"))
+    tables["domain"] = dict(tables["domain"], table="mailboxes")
+    wrong = tmp_path_factory.mktemp("tables") / "tables.json"
+    wrong.write_text(json.dumps(tables), encoding="utf-8")
+    args = site.pipeline_args("bm25")
+    args[args.index("--tables") + 1] = str(wrong)
+    code, out, err = call_main("route", DOMAIN_MESSAGE, "--account", "acc-000001", *args)
+    assert code == 2 and out == ""
+    assert len(err.strip().splitlines()) == 1, err
+    assert "'domain.connected'" in err and "'mailboxes'" in err and "connect-domain" in err

@@ -113,3 +113,52 @@ def test_validate_a_missing_path_is_an_error_not_a_crash(invoke: Invoke, tmp_pat
     assert report["skills"] == report["valid"] == 0
     assert report["errors"]
     assert all(e["path"] == str(missing) for e in report["errors"])
+
+
+# -- --state: the load-time checks against a real store (typed state, issue 16) -----------
+
+
+def _repo_catalog(tmp_path: Path, column_type: str) -> tuple[Path, str]:
+    import sqlite3
+
+    skills = tmp_path / "skills"
+    _skill(
+        skills,
+        "push-code",
+        "name: push-code\ndescription: Push commits. Use when pushing code.\n",
+        sidecar=(
+            "mutates: true\n"
+            "exit_predicates:\n"
+            "  - name: repo_frozen\n"
+            "    expr: repo.frozen == true\n"
+            "    reads: [repo.frozen]\n"
+        ),
+    )
+    db = tmp_path / "state.db"
+    with sqlite3.connect(db) as conn:
+        conn.execute(f"CREATE TABLE repos (account_id TEXT PRIMARY KEY, frozen {column_type})")
+    conn.close()
+    (tmp_path / "tables.json").write_text('{"repo": "repos"}', encoding="utf-8")
+    return skills, f"sqlite:///{db}"
+
+
+def test_validate_with_state_accepts_a_predicate_that_fits_its_column(
+    invoke: Invoke, tmp_path: Path
+):
+    skills, url = _repo_catalog(tmp_path, "BOOLEAN")
+    result = invoke(
+        "skills", "validate", str(skills), "--state", url, "--tables", str(tmp_path / "tables.json")
+    )
+    assert result.exit_code == 0, result.stdout
+
+
+def test_validate_with_state_refuses_a_predicate_that_cannot_fire(invoke: Invoke, tmp_path: Path):
+    """Regression: `repo.frozen == true` over an INTEGER column was called valid."""
+    skills, url = _repo_catalog(tmp_path, "INTEGER")
+    tables = str(tmp_path / "tables.json")
+    result = invoke("skills", "validate", str(skills), "--state", url, "--tables", tables, "--json")
+    assert result.exit_code == 1
+    (error,) = json.loads(result.stdout)["errors"]
+    assert error["path"] == url
+    assert f"{skills / 'push-code' / 'maitred.yaml'}:4" in error["message"]
+    assert "repo_frozen" in error["message"] and "(int, bool)" in error["message"]

@@ -235,11 +235,18 @@ def test_postgres_native_types(postgres_backend: PostgresBackend) -> None:
     assert snap.values == {
         "account.balance": 9.9,
         "account.whole": 42,
-        "account.renews": "2025-01-31",
+        "account.renews": 1738281600,  # a date is its midnight UTC, in unix seconds (typed state)
         "account.flags": {"beta": True},
         "account.tags": ["a", "b"],
     }
     assert set(snap.key_as_of.values()) == {T_BILLING.timestamp()}
+    assert provider.schema(keys).types == {
+        "account.balance": "double",
+        "account.whole": "int",
+        "account.renews": "timestamp",
+        "account.flags": "json",
+        "account.tags": "json",
+    }
 
 
 def test_sqlite_url_must_name_an_existing_file(tmp_path: Path) -> None:

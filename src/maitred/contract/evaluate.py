@@ -55,6 +55,8 @@ class PredicateOutcome:
 
 def evaluate(predicate: Predicate, snapshot: Snapshot, now: float) -> PredicateOutcome:
     """Evaluate ``predicate`` on ``snapshot`` at time ``now`` (see the module rules)."""
+    if invalid := snapshot.invalid_reads(predicate.reads):  # a value unfit for its type
+        return PredicateOutcome(predicate.name, predicate.version, True, "error", {}, invalid)
     reads, state = predicate.reads, snapshot.values
     values = {k: state[k] for k in reads if k in state}
     if len(values) < len(reads):

@@ -189,9 +189,11 @@ def cel_rule(
     max_age_s: float | None = None,
     source: str = "",
     optional: Iterable[str] = (),
+    origin: str = "",
 ) -> PolicyPredicate:
     """A policy predicate written in CEL (holds = violation), e.g.
-    ``cel_rule("size(args.passengers) > 5", name="too_many", code="MAX_PASSENGERS", ...)``."""
+    ``cel_rule("size(args.passengers) > 5", name="too_many", code="MAX_PASSENGERS", ...)``;
+    ``origin`` is where it was written (``path:line``), for load-time type errors."""
     keys = tuple(reads)
     bracketed = [k for k in keys if "[" in k]
     if bracketed:
@@ -200,7 +202,7 @@ def cel_rule(
             "whole map and index in the expression, e.g. state.reservations[args.reservation_id]"
         )
     predicate = CelPredicate(
-        expression, name, keys, max_age_s=max_age_s, message=message, source=source
+        expression, name, keys, max_age_s=max_age_s, message=message, source=source, origin=origin
     )
     return PolicyPredicate(predicate, code, tuple(tools), frozenset(optional), fields=tuple(fields))
 

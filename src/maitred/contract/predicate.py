@@ -249,7 +249,9 @@ class CelPredicate:
     always available (the snapshot time, unix seconds, so date rules replay identically). The
     expression is compiled once; references to undeclared top-level names are refused at
     load time, and so is an expression that can never be a condition (see
-    :func:`_check_gives_bool`). Any evaluation error makes the predicate hold.
+    :func:`_check_gives_bool`). Any evaluation error makes the predicate hold. ``origin`` is
+    where the expression was written (``path:line``), for load-time type errors
+    (:mod:`maitred.contract.typecheck`).
     """
 
     expression: str
@@ -261,6 +263,7 @@ class CelPredicate:
     message: str = ""
     source: str = ""
     version: str = field(default="")
+    origin: str = field(default="", compare=False)
     _program: Any = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:

@@ -183,8 +183,10 @@ def _predicates(
     seen: dict[str, int] = {}
     for i, entry in enumerate(entries):
         node = entry_nodes[i] if i < len(entry_nodes) else listed
+        expr = _value_nodes(node).get("expr")
+        origin = f"{problems.path}:{expr.start_mark.line + 1}" if expr is not None else ""
         try:
-            predicate = _predicate(folder, entry, skill, modules, f"exit_predicates[{i}]")
+            predicate = _predicate(folder, entry, skill, modules, f"exit_predicates[{i}]", origin)
         except ContractError as exc:
             problems.add(_entry_field(node, str(exc)), str(exc))
             continue
@@ -211,7 +213,12 @@ def _entry_field(node: yaml.Node | None, message: str) -> yaml.Node | None:
 
 
 def _predicate(
-    folder: Path, entry: Any, skill: str, modules: dict[str, ModuleType], where: str
+    folder: Path,
+    entry: Any,
+    skill: str,
+    modules: dict[str, ModuleType],
+    where: str,
+    origin: str = "",
 ) -> Predicate:
     if not isinstance(entry, dict):
         raise ContractError(f"{where}: must be a mapping with `expr` or `python`")
@@ -255,6 +262,7 @@ def _predicate(
             max_age_s=float(max_age) if isinstance(max_age, (int, float)) else max_age,
             message=str(entry.get("message", "")),
             source=f"{where} ({name})",
+            origin=origin,
         )
     except UndeclaredStateError as exc:
         raise UndeclaredStateError(f"{where} ({name})", exc.key, reads) from None

@@ -272,7 +272,11 @@ class _Reader:
         for i, e in enumerate(exits):
             where = f"{at}.exit_predicates[{i}]"
             here = entry_nodes[i] if i < len(entry_nodes) else listed
-            made = self._attempt(here, _predicate, self.folder, e, name, self.modules, where)
+            expr = _value_nodes(here).get("expr")
+            origin = f"{self.where}:{expr.start_mark.line + 1}" if expr is not None else ""
+            made = self._attempt(
+                here, _predicate, self.folder, e, name, self.modules, where, origin
+            )
             if made is not None:
                 out.append(made)
         return out
@@ -306,10 +310,15 @@ class _Reader:
         out: list[PolicyPredicate] = []
         for i, entry in enumerate(value):
             here = entry_nodes[i] if i < len(entry_nodes) else node
-            out.extend(self._attempt(here, self._policy, entry, f"{at}[{i}]", tool) or [])
+            expr = _value_nodes(here).get("expr")
+            origin = f"{self.where}:{expr.start_mark.line + 1}" if expr is not None else ""
+            made = self._attempt(here, self._policy, entry, f"{at}[{i}]", tool, origin)
+            out.extend(made or [])
         return out
 
-    def _policy(self, entry: Any, at: str, tool: str | None) -> list[PolicyPredicate]:
+    def _policy(
+        self, entry: Any, at: str, tool: str | None, origin: str = ""
+    ) -> list[PolicyPredicate]:
         where = at  # the file and line are added by the SidecarError
         if not isinstance(entry, dict):
             raise ContractError(f"{where}: must be a mapping with `expr` or `python`")
@@ -332,7 +341,7 @@ class _Reader:
             if tools is not None:
                 found = [replace(p, tools=tuple(tools)) for p in found]
         else:
-            found = [self._cel(entry, where, tools)]
+            found = [self._cel(entry, where, tools, origin)]
         if tool is None and any(not p.tools for p in found):
             raise ContractError(
                 f"{where}: a rule in the top-level `policies` must name its `tools` (or sit "
@@ -340,7 +349,9 @@ class _Reader:
             )
         return found if tool is None else [replace(p, tools=(tool,)) for p in found]
 
-    def _cel(self, entry: Mapping[str, Any], where: str, tools: Any) -> PolicyPredicate:
+    def _cel(
+        self, entry: Mapping[str, Any], where: str, tools: Any, origin: str = ""
+    ) -> PolicyPredicate:
         for key in ("name", "code"):
             if not isinstance(entry.get(key), str):
                 raise ContractError(f"{where}: a CEL rule needs `{key}` (a string)")
@@ -364,6 +375,7 @@ class _Reader:
                 max_age_s=float(max_age) if max_age is not None else None,
                 source=f"{where} ({entry['name']})",
                 optional=tuple(str(k) for k in entry.get("optional") or ()),
+                origin=origin,
             )
         except ContractError as exc:
             if where in str(exc):

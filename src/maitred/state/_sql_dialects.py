@@ -5,7 +5,8 @@ path. A dialect knows: its parameter placeholder, the statement that opens a con
 read-only transaction, how to put a time limit on a connection, which exceptions its driver
 raises, and which of those mean "out of time". Connections are put in autocommit mode when they
 are prepared, so the transaction is opened and closed by explicit statements, identically for
-both drivers.
+both drivers. A dialect also reads a table's declared column types (:meth:`Dialect.column_types`),
+and :func:`open_url` turns a database URL into a connection factory.
 """
 
 from __future__ import annotations
@@ -13,9 +14,13 @@ from __future__ import annotations
 import math
 import sqlite3
 import time
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any, ClassVar, Final, Literal
+from urllib.parse import quote, urlsplit, urlunsplit
 
-from maitred.errors import MissingExtraError
+from maitred.errors import ConfigError, MissingExtraError
+from maitred.state.schema import StateType, postgres_type, sqlite_type
 
 DialectName = Literal["sqlite", "postgresql"]
 
@@ -50,6 +55,11 @@ class Dialect:
 
     def is_timeout(self, exc: BaseException) -> bool:
         """Whether ``exc`` means the database ran out of the time it was given."""
+        raise NotImplementedError
+
+    def column_types(self, conn: Any, quoted_table: str, description: Any) -> dict[str, StateType]:
+        """Column -> state type, from the declared column types (``description``: the cursor
+        description of a ``SELECT * ... LIMIT 0`` of the table, names in table order)."""
         raise NotImplementedError
 
 
@@ -91,6 +101,13 @@ class SqliteDialect(Dialect):
             "locked" in text or "interrupted" in text
         )
 
+    def column_types(self, conn: Any, quoted_table: str, description: Any) -> dict[str, StateType]:
+        schema, _, table = quoted_table.rpartition(".")
+        pragma = f"PRAGMA {schema + '.' if schema else ''}table_info({table})"
+        declared = {str(row[1]): str(row[2] or "") for row in conn.execute(pragma).fetchall()}
+        names = [str(column[0]) for column in description or ()]
+        return {name: sqlite_type(declared.get(name, "")) for name in names}
+
 
 class PostgresDialect(Dialect):
     """PostgreSQL through psycopg 3 (the ``postgres`` extra).
@@ -124,6 +141,19 @@ class PostgresDialect(Dialect):
             return True
         return isinstance(exc, self.psycopg.OperationalError) and "timeout" in str(exc).lower()
 
+    def column_types(self, conn: Any, quoted_table: str, description: Any) -> dict[str, StateType]:
+        out: dict[str, StateType] = {}
+        for column in description or ():
+            info = conn.adapters.types.get(column.type_code)  # arrays map to their element
+            if info is None:
+                name = ""
+            elif column.type_code == info.array_oid:
+                name = f"_{info.name}"
+            else:
+                name = info.name
+            out[str(column.name)] = postgres_type(name, column.scale)
+        return out
+
     def connect(self, url: str, timeout_s: float | None) -> Any:
         """Open a connection to ``url`` (libpq's connect_timeout is whole seconds, at least 2)."""
         extra: dict[str, Any] = {}
@@ -155,6 +185,58 @@ def detect(conn: Any) -> DialectName | None:
     if type(conn).__module__.split(".")[0] == "psycopg":
         return "postgresql"
     return None
+
+
+ConnectionFactory = Callable[[], Any]
+"""Returns a new DB-API connection (``sqlite3.Connection`` or ``psycopg.Connection``)."""
+
+
+def open_url(url: str, timeout_s: float | None) -> tuple[ConnectionFactory, Dialect, str]:
+    """(factory, dialect, display name) for a database URL."""
+    scheme = url.partition(":")[0].lower()
+    if scheme == "sqlite":
+        return open_sqlite(url, timeout_s)
+    if scheme in ("postgresql", "postgres"):
+        dialect = PostgresDialect()
+        return (lambda: dialect.connect(url, timeout_s)), dialect, redact(url)
+    raise ConfigError(
+        f"SQL state provider: unsupported database URL {redact(url)!r}; use "
+        "sqlite:///path/to.db or postgresql://user@host:port/db"
+    )
+
+
+def open_sqlite(url: str, timeout_s: float | None) -> tuple[ConnectionFactory, Dialect, str]:
+    prefix = "sqlite:///"
+    raw = url[len(prefix) :] if url.startswith(prefix) else ""
+    if not raw or raw.startswith(":memory:") or "?" in raw:
+        raise ConfigError(
+            f"SQL state provider: {url!r} does not name a SQLite database file; write "
+            "sqlite:///relative/path.db or sqlite:////absolute/path.db (an in-memory database "
+            "is private to one connection: pass a connection factory instead)"
+        )
+    path = Path(raw).resolve()
+    if not path.is_file():
+        raise ConfigError(
+            f"SQL state provider: no SQLite database at {str(path)!r} (from {url!r}); "
+            "check the path (state databases are opened read-only and never created)"
+        )
+    uri = f"file:{quote(str(path))}?mode=ro"
+    busy = 5.0 if timeout_s is None else timeout_s
+
+    def connect() -> sqlite3.Connection:
+        return sqlite3.connect(uri, uri=True, timeout=busy, check_same_thread=False)
+
+    return connect, SqliteDialect(), url
+
+
+def redact(url: str) -> str:
+    """``url`` without its password."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.rpartition("@")[2]
+    user = f"{parts.username}:***@" if parts.username else ""
+    return urlunsplit(parts._replace(netloc=user + netloc))
 
 
 def _millis(seconds: float) -> int:

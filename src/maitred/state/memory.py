@@ -15,6 +15,14 @@ Invariants:
   half-read: a file that stops parsing raises :class:`~maitred.errors.ProviderError` (so the
   gate fails closed) until it parses again.
 
+A JSON file may declare its keys' types under the reserved top-level key ``"$types"``
+(``{"$types": {"repo.frozen": "bool", "billing.paid_at": "timestamp"}, "acct-1": {...}}``, types
+of :mod:`maitred.state.schema`). Values are then converted to their type (a value that does not
+fit is recorded in ``Snapshot.invalid``, and its predicates fail closed), and the file is
+:class:`~maitred.state.schema.SchemaAware`: a key the catalog reads that ``$types`` does not
+declare is a load error, and predicates are type-checked against the declared types. Without
+``$types`` every key is untyped (``any``) and nothing is checked at load.
+
 These are the embedded defaults for tests, fixtures, demos and small deployments; see
 :mod:`maitred.state.sql` and :mod:`maitred.state.callables` for live sources.
 """
@@ -31,6 +39,7 @@ from typing import Any
 
 from maitred.errors import ConfigError, MaitredError, ProviderError
 from maitred.state._values import ABSENT, UnsupportedValue, key_parts, lookup, nest
+from maitred.state.schema import InvalidValue, KeySchema, StateType, coerce, state_type
 from maitred.state.snapshot import Snapshot, now
 
 
@@ -42,6 +51,7 @@ def snapshot_from_tree(
     as_of: float,
     key_as_of: Mapping[str, float] | None = None,
     version: str = "",
+    types: Mapping[str, StateType] | None = None,
 ) -> Snapshot:
     """Answer ``keys`` from one account's normalised tree.
 
@@ -53,6 +63,7 @@ def snapshot_from_tree(
         key_as_of: key or key prefix -> unix seconds; a key takes the entry of its longest
             prefix (``"billing"`` dates every ``billing.*`` key).
         version: the source's version marker.
+        types: key -> declared type; a value that does not fit is kept and marked invalid.
 
     Returns:
         A snapshot with a value or a ``missing`` entry for every requested key, and
@@ -61,17 +72,29 @@ def snapshot_from_tree(
     values: dict[str, Any] = {}
     missing: set[str] = set()
     dates: dict[str, float] = {}
+    invalid: dict[str, str] = {}
     for key in set(keys):
         value = ABSENT if tree is None else lookup(tree, key)
         if value is ABSENT:
             missing.add(key)
             continue
-        values[key] = value
+        kind = types.get(key) if types else None
+        try:
+            values[key] = value if kind is None else coerce(value, kind, key)
+        except (InvalidValue, UnsupportedValue) as exc:
+            values[key], invalid[key] = value, str(exc)
         stamp = _longest_prefix(key_as_of, key) if key_as_of else None
         if stamp is not None:
             dates[key] = stamp
     return Snapshot(
-        account, values, as_of, dates, frozenset(missing), version, account_found=tree is not None
+        account,
+        values,
+        as_of,
+        dates,
+        frozenset(missing),
+        version,
+        account_found=tree is not None,
+        invalid=invalid,
     )
 
 
@@ -183,6 +206,7 @@ class JsonStateProvider:
         self._lock = threading.Lock()
         self._signature: tuple[int, int, int] | None = None
         self._trees: dict[str, dict[str, Any]] = {}
+        self._types: dict[str, StateType] | None = None
         self._as_of = 0.0
         self._version = ""
         self._reload(ConfigError)
@@ -195,8 +219,26 @@ class JsonStateProvider:
         """
         with self._lock:
             self._reload(ProviderError)
-            trees, as_of, version = self._trees, self._as_of, self._version
-        return snapshot_from_tree(account, keys, trees.get(account), as_of=as_of, version=version)
+            trees, as_of, version, types = self._trees, self._as_of, self._version, self._types
+        return snapshot_from_tree(
+            account, keys, trees.get(account), as_of=as_of, version=version, types=types
+        )
+
+    def schema(self, keys: Collection[str]) -> KeySchema:
+        """The file's ``$types`` for ``keys``: every key untyped when it declares none, and a
+        key it does not declare has no source when it does (see the module docstring)."""
+        with self._lock:
+            self._reload(ProviderError)
+            types = self._types
+        if types is None:
+            return KeySchema({key: "any" for key in keys})
+        absent = {
+            key: f"the JSON state file {str(self.path)!r} declares no such key in its $types "
+            f"(it declares {sorted(types)})"
+            for key in keys
+            if key not in types
+        }
+        return KeySchema({key: types[key] for key in keys if key in types}, absent)
 
     def _reload(self, error: type[MaitredError]) -> None:
         """Re-read the file if its stat signature changed; call with the lock held."""
@@ -217,11 +259,27 @@ class JsonStateProvider:
                 f"JSON state file {str(self.path)!r} cannot be read ({exc.strerror or exc}); "
                 "check its permissions"
             ) from exc
-        data = self._parse(raw, error)
+        data = dict(self._parse(raw, error))
+        self._types = self._declared_types(data.pop("$types", None), error)
         self._trees = _normalise_accounts(data, f"JSON state file {str(self.path)!r}", error)
         self._as_of = stat.st_mtime_ns / 1e9
         self._version = "sha256:" + hashlib.sha256(raw).hexdigest()[:16]
         self._signature = signature
+
+    def _declared_types(
+        self, declared: Any, error: type[MaitredError]
+    ) -> dict[str, StateType] | None:
+        if declared is None:
+            return None
+        where = f"JSON state file {str(self.path)!r}: $types"
+        if not isinstance(declared, dict):
+            raise error(f"{where} must map state keys to types")
+        try:
+            return {
+                str(key): state_type(kind, f"{where}[{key!r}]") for key, kind in declared.items()
+            }
+        except ConfigError as exc:
+            raise error(str(exc)) from None
 
     def _parse(self, raw: bytes, error: type[MaitredError]) -> Mapping[str, Any]:
         where = f"JSON state file {str(self.path)!r}"

@@ -37,7 +37,10 @@ class Snapshot:
         account_found: True when the source knows the account, False when it has no record of
             it at all, None when the source cannot tell (see :class:`StateProvider`).
         hash: content hash of (account, values, key_as_of, missing, and ``account_found``
-            when it is False); see :meth:`compute_hash`.
+            when it is False, and ``invalid`` when it is not empty); see :meth:`compute_hash`.
+        invalid: key -> why its value does not fit the key's declared type (a 2 in a BOOLEAN
+            column); such a key is in ``values`` as read, and every predicate reading it is an
+            evaluation error (it holds). See :mod:`maitred.state.schema`.
     """
 
     account: str
@@ -48,6 +51,7 @@ class Snapshot:
     version: str = ""
     hash: str = ""
     account_found: bool | None = None
+    invalid: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.hash:
@@ -56,6 +60,13 @@ class Snapshot:
     def compute_hash(self) -> str:
         """Recompute the content hash (what ``log verify`` checks)."""
         return content_hash(self.to_json(with_hash=False))
+
+    def invalid_reads(self, keys: Collection[str]) -> str:
+        """Why some of ``keys`` hold no valid value ("" when all are valid)."""
+        if not self.invalid:
+            return ""
+        bad = [f"{key}: {self.invalid[key]}" for key in keys if key in self.invalid]
+        return "; ".join(bad) and f"invalid state (does not fit its type): {'; '.join(bad)}"
 
     def age(self, key: str, now: float) -> float:
         """Seconds between the key's last update and ``now``."""
@@ -66,7 +77,8 @@ class Snapshot:
 
         ``account_found`` is written only when it is False: a snapshot of a known account (or
         from a source that cannot tell) keeps exactly the JSON, and so the hash, it had before
-        the field existed, and every stored snapshot still verifies.
+        the field existed, and every stored snapshot still verifies; ``invalid`` likewise is
+        written only when some key is invalid.
         """
         out: dict[str, Any] = {
             "account": self.account,
@@ -78,6 +90,8 @@ class Snapshot:
         }
         if self.account_found is False:
             out["account_found"] = False
+        if self.invalid:
+            out["invalid"] = dict(sorted(self.invalid.items()))
         if with_hash:
             out["hash"] = self.hash
         return out
@@ -94,6 +108,7 @@ class Snapshot:
             version=str(data.get("version", "")),
             hash=str(data.get("hash", "")),
             account_found=False if data.get("account_found") is False else None,
+            invalid={str(k): str(v) for k, v in dict(data.get("invalid") or {}).items()},
         )
 
 

@@ -29,8 +29,16 @@ Invariants:
   table that does not exist, an ``id_column`` / ``updated_column`` it lacks, two rows for one
   account, a driver failure or a timeout raise :class:`~maitred.errors.ProviderError` /
   :class:`~maitred.errors.ProviderTimeout` naming the provider, the account and the keys.
-* **Values are JSON-safe**: ``Decimal`` becomes ``int`` or ``float`` (by the column's scale),
-  dates and times ISO-8601 strings, JSON columns dicts and lists; binary columns are refused.
+* **Values are typed**: each column's type is read from the table's declared column types
+  (SQLite ``PRAGMA table_info``; PostgreSQL the result's type OIDs) or declared in the
+  :class:`TableSpec` (``types``), and every value is converted to it
+  (:mod:`maitred.state.schema`): a SQLite BOOLEAN's 0/1 become ``bool``, dates and timestamps
+  whole unix seconds, JSON columns dicts and lists. A value that does not fit its type is
+  recorded in ``Snapshot.invalid`` (the predicates reading it fail closed); binary values are
+  refused.
+* **Keys are known before any fetch**: :meth:`SqlStateProvider.schema` gives each key's type
+  and names the keys with no column, so a pipeline refuses a catalog that reads a column a
+  table lacks (:func:`maitred.contract.typecheck.require_typed_state`).
 * **An account no table knows does not exist.** The snapshot's ``account_found`` is True as
   soon as one table read for the turn has the account's row. When none has, the provider asks
   the other mapped tables too (``SELECT 1 ... LIMIT 1`` each, same transaction, stopping at the
@@ -55,29 +63,24 @@ replaced on the next fetch. :meth:`SqlStateProvider.close` closes every connecti
 from __future__ import annotations
 
 import contextlib
-import sqlite3
 import threading
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from types import TracebackType
 from typing import Any
-from urllib.parse import quote, urlsplit, urlunsplit
 
 from maitred.errors import ConfigError, ProviderError, ProviderTimeout
 from maitred.state._sql_dialects import (
+    ConnectionFactory,
     Dialect,
     DialectName,
-    PostgresDialect,
-    SqliteDialect,
     detect,
     dialect_named,
+    open_url,
 )
 from maitred.state._values import IDENTIFIER, UnsupportedValue, json_safe, split_key, unix_seconds
+from maitred.state.schema import InvalidValue, KeySchema, StateType, coerce, state_type
 from maitred.state.snapshot import Snapshot, now
-
-ConnectionFactory = Callable[[], Any]
-"""Returns a new DB-API connection (``sqlite3.Connection`` or ``psycopg.Connection``)."""
 
 UNKNOWN_UPDATE: float = 0.0
 """``key_as_of`` recorded when a row's ``updated_column`` is NULL (see the module docstring)."""
@@ -107,20 +110,29 @@ class TableSpec:
         table: the table (or view), ``name`` or ``schema.name``.
         id_column: the column holding the account id (one row per account).
         updated_column: optional column with when the row last changed; gives ``key_as_of``.
+        types: column -> state type, where the table's declared type does not say it (a
+            SQLite column declared INTEGER that holds 0/1 flags: ``{"frozen": "bool"}``);
+            overrides the declared type.
 
     Raises:
-        ConfigError: a name that is not a plain SQL identifier.
+        ConfigError: a name that is not a plain SQL identifier, or an unknown type.
     """
 
     table: str
     id_column: str = "account_id"
     updated_column: str | None = None
+    types: Mapping[str, StateType] = field(default_factory=dict, hash=False)
 
     def __post_init__(self) -> None:
         _check_identifier(self.table, "TableSpec table", qualified=True)
         _check_identifier(self.id_column, f"TableSpec({self.table!r}) id_column")
         if self.updated_column is not None:
             _check_identifier(self.updated_column, f"TableSpec({self.table!r}) updated_column")
+        if not isinstance(self.types, Mapping):
+            raise ConfigError(f"TableSpec({self.table!r}) types must map column -> type")
+        for column, kind in self.types.items():
+            _check_identifier(column, f"TableSpec({self.table!r}) types column")
+            state_type(kind, f"TableSpec({self.table!r}) types[{column!r}]")
 
 
 @dataclass
@@ -140,6 +152,7 @@ class _Read:
     values: dict[str, Any] = field(default_factory=dict)
     key_as_of: dict[str, float] = field(default_factory=dict)
     missing: set[str] = field(default_factory=set)
+    invalid: dict[str, str] = field(default_factory=dict)
     newest: float | None = None
     found: bool | None = None
 
@@ -181,7 +194,7 @@ class SqlStateProvider:
         self.tables = _table_specs(tables)
         self._dialect: Dialect | None = dialect_named(dialect) if dialect else None
         if isinstance(connect, str):  # the URL decides the dialect
-            self._factory, self._dialect, default_name = _open_url(connect, timeout_s)
+            self._factory, self._dialect, default_name = open_url(connect, timeout_s)
         else:
             self._factory, default_name = connect, "sql"
         self.name = name or default_name
@@ -190,7 +203,7 @@ class SqlStateProvider:
         self._lock = threading.Lock()
         self._generation = 0
         self._connections: list[Any] = []
-        self._columns: dict[str, frozenset[str]] = {}
+        self._columns: dict[str, Mapping[str, StateType]] = {}  # table -> column -> type
 
     @classmethod
     def from_url(
@@ -241,15 +254,54 @@ class SqlStateProvider:
             frozenset(read.missing),
             version,
             account_found=read.found,
+            invalid=read.invalid,
         )
 
     def uncovered(self, keys: Collection[str]) -> frozenset[str]:
         """The keys no table can ever serve: their root has no :class:`TableSpec` here.
 
-        (A column the table lacks is found only when the table is read; roots are what a
-        mapping file gets wrong.)
+        (A column the table lacks needs the table: :meth:`schema` names those.)
         """
         return frozenset(key for key in keys if split_key(key)[0] not in self.tables)
+
+    def schema(self, keys: Collection[str]) -> KeySchema:
+        """Each key's state type, and why a key has no source (no table for its root, no such
+        column), read from the tables' declared column types (cached, as for fetches).
+
+        Raises:
+            ProviderError / ProviderTimeout: a table is missing or the database failed.
+        """
+        requested = frozenset(keys)
+        plans, read = self._plan(requested)
+        absent = {key: self._no_source(key) for key in read.missing}
+        types: dict[str, StateType] = {}
+        if plans:
+            conn, dialect = self._connection("(schema)", requested)
+            try:
+                for plan in plans:
+                    columns = self._table_columns(conn, dialect, plan.spec)
+                    self._check_spec_columns(plan.root, plan.spec, columns)
+                    for column, key in plan.columns.items():
+                        if column in columns:
+                            types[key] = plan.spec.types.get(column, columns[column])
+                        else:
+                            absent[key] = (
+                                f"table {plan.spec.table!r} (root {plan.root!r}) has no column "
+                                f"{column!r}; it has {sorted(columns)}"
+                            )
+            except dialect.errors() as exc:
+                self._discard(conn)
+                raise self._driver_error(exc, dialect, "(schema)", requested, plans) from exc
+        return KeySchema(types, absent)
+
+    def _no_source(self, key: str) -> str:
+        root, column = split_key(key)
+        if root not in self.tables:
+            return f"no table is mapped for key root {root!r} (roots: {sorted(self.tables)})"
+        return (
+            f"{column!r} is not a column name of table {self.tables[root].table!r} "
+            f"(root {root!r}): a key is root.column"
+        )
 
     def refresh_columns(self) -> None:
         """Forget the cached table columns (call after adding a column to a live table)."""
@@ -315,7 +367,7 @@ class SqlStateProvider:
         asked = {plan.root for plan in plans if plan.queried}
         for root in sorted(set(self.tables) - asked):
             spec = self.tables[root]
-            self._check_spec_columns(root, spec, self._table_columns(conn, spec))
+            self._check_spec_columns(root, spec, self._table_columns(conn, dialect, spec))
             query = (
                 f"SELECT 1 FROM {_quote(spec.table)} "
                 f"WHERE {_quote(spec.id_column)} = {dialect.placeholder} LIMIT 1"
@@ -324,7 +376,9 @@ class SqlStateProvider:
                 return True
         return False
 
-    def _check_spec_columns(self, root: str, spec: TableSpec, columns: frozenset[str]) -> None:
+    def _check_spec_columns(
+        self, root: str, spec: TableSpec, columns: Mapping[str, StateType]
+    ) -> None:
         for needed, what in (
             (spec.id_column, "id_column"),
             (spec.updated_column, "updated_column"),
@@ -340,7 +394,7 @@ class SqlStateProvider:
         self, conn: Any, dialect: Dialect, account: str, plan: _RootPlan, read: _Read
     ) -> None:
         spec = plan.spec
-        columns = self._table_columns(conn, spec)
+        columns = self._table_columns(conn, dialect, spec)
         self._check_spec_columns(plan.root, spec, columns)
         wanted = sorted(c for c in plan.columns if c in columns)
         read.missing.update(key for c, key in plan.columns.items() if c not in columns)
@@ -363,18 +417,30 @@ class SqlStateProvider:
                 f"with {spec.id_column} = {account!r}; the id column must be unique "
                 "(add a unique constraint, or point the TableSpec at a view with one row each)"
             )
-        self._convert_row(account, plan, wanted, tuple(rows[0]), read)
+        kinds = {c: spec.types.get(c, columns[c]) for c in wanted}
+        self._convert_row(account, plan, kinds, tuple(rows[0]), read)
 
     def _convert_row(
-        self, account: str, plan: _RootPlan, wanted: list[str], row: tuple[Any, ...], read: _Read
+        self,
+        account: str,
+        plan: _RootPlan,
+        kinds: Mapping[str, StateType],
+        row: tuple[Any, ...],
+        read: _Read,
     ) -> None:
         spec = plan.spec
+        wanted = list(kinds)
         stamp: float | None = None
         try:
             if spec.updated_column is not None:
                 stamp = unix_seconds(row[-1], f"{spec.table}.{spec.updated_column}")
             for column, value in zip(wanted, row, strict=False):
-                read.values[plan.columns[column]] = json_safe(value, plan.columns[column])
+                key = plan.columns[column]
+                try:
+                    read.values[key] = coerce(value, kinds[column], key)
+                except InvalidValue as exc:  # kept as read, and marked: its readers fail closed
+                    read.values[key] = json_safe(value, key)
+                    read.invalid[key] = f"{exc} (column {spec.table}.{column})"
         except UnsupportedValue as exc:
             raise ProviderError(
                 f"SQL state provider {self.name!r}, account {account!r}, table {spec.table!r}: "
@@ -387,15 +453,19 @@ class SqlStateProvider:
         if stamp is not None and (read.newest is None or stamp > read.newest):
             read.newest = stamp
 
-    def _table_columns(self, conn: Any, spec: TableSpec) -> frozenset[str]:
-        """The table's real column names, read once (``LIMIT 0`` works on both databases)."""
+    def _table_columns(
+        self, conn: Any, dialect: Dialect, spec: TableSpec
+    ) -> Mapping[str, StateType]:
+        """The table's real columns and their state types, read once (``LIMIT 0`` works on both
+        databases; SQLite's declared types come from ``PRAGMA table_info``)."""
         with self._lock:
             cached = self._columns.get(spec.table)
         if cached is not None:
             return cached
         cursor = conn.execute(f"SELECT * FROM {_quote(spec.table)} LIMIT 0")
-        columns = frozenset(str(column[0]) for column in cursor.description or ())
+        description = cursor.description
         cursor.fetchall()
+        columns = dialect.column_types(conn, _quote(spec.table), description)
         with self._lock:
             self._columns[spec.table] = columns
         return columns
@@ -499,12 +569,12 @@ def _table_spec(root: str, spec: TableSpec | str | Mapping[str, Any]) -> TableSp
     if isinstance(spec, str):
         return TableSpec(spec)
     if isinstance(spec, Mapping):
-        known = {"table", "id_column", "updated_column"}
+        known = {"table", "id_column", "updated_column", "types"}
         unknown = sorted(set(spec) - known)
         if unknown or "table" not in spec:
             raise ConfigError(
                 f"SQL state provider: root {root!r}: a table mapping needs `table` and may have "
-                f"`id_column`, `updated_column`; got keys {sorted(spec)}"
+                f"`id_column`, `updated_column`, `types` (column -> type); got keys {sorted(spec)}"
             )
         return TableSpec(**{k: spec[k] for k in known if k in spec})
     raise ConfigError(
@@ -530,54 +600,6 @@ def _table_specs(
             "{'account': TableSpec('accounts')}"
         )
     return specs
-
-
-def _open_url(url: str, timeout_s: float | None) -> tuple[ConnectionFactory, Dialect, str]:
-    """(factory, dialect, display name) for a database URL."""
-    scheme = url.partition(":")[0].lower()
-    if scheme == "sqlite":
-        return _open_sqlite(url, timeout_s)
-    if scheme in ("postgresql", "postgres"):
-        dialect = PostgresDialect()
-        return (lambda: dialect.connect(url, timeout_s)), dialect, _redact(url)
-    raise ConfigError(
-        f"SQL state provider: unsupported database URL {_redact(url)!r}; use "
-        "sqlite:///path/to.db or postgresql://user@host:port/db"
-    )
-
-
-def _open_sqlite(url: str, timeout_s: float | None) -> tuple[ConnectionFactory, Dialect, str]:
-    prefix = "sqlite:///"
-    raw = url[len(prefix) :] if url.startswith(prefix) else ""
-    if not raw or raw.startswith(":memory:") or "?" in raw:
-        raise ConfigError(
-            f"SQL state provider: {url!r} does not name a SQLite database file; write "
-            "sqlite:///relative/path.db or sqlite:////absolute/path.db (an in-memory database "
-            "is private to one connection: pass a connection factory instead)"
-        )
-    path = Path(raw).resolve()
-    if not path.is_file():
-        raise ConfigError(
-            f"SQL state provider: no SQLite database at {str(path)!r} (from {url!r}); "
-            "check the path (state databases are opened read-only and never created)"
-        )
-    uri = f"file:{quote(str(path))}?mode=ro"
-    busy = 5.0 if timeout_s is None else timeout_s
-
-    def connect() -> sqlite3.Connection:
-        return sqlite3.connect(uri, uri=True, timeout=busy, check_same_thread=False)
-
-    return connect, SqliteDialect(), url
-
-
-def _redact(url: str) -> str:
-    """``url`` without its password."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.rpartition("@")[2]
-    user = f"{parts.username}:***@" if parts.username else ""
-    return urlunsplit(parts._replace(netloc=user + netloc))
 
 
 def _close_quietly(conn: Any) -> None:
