@@ -34,6 +34,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -46,6 +47,7 @@ from maitred.actions.packs import Pack, load_pack
 from maitred.actions.policy import Policy, ToolPolicy
 from maitred.actions.session import Session
 from maitred.build import PipelineOptions, build_pipeline
+from maitred.contract.kernel import PROVIDER_ERROR_VERSION
 from maitred.decision import Message
 from maitred.errors import ConfigError, MaitredError
 from maitred.log.base import DecisionLog, open_log
@@ -262,6 +264,8 @@ class Maitred:
             durable: flush the log before returning (see :meth:`turn`).
         """
         tc = call if isinstance(call, ToolCall) else _tool_call(call)
+        if not tc.id:  # the logged call id is never empty: one the client can quote back
+            tc = dataclasses.replace(tc, id=f"call-{uuid.uuid4().hex[:16]}")
         offered = session.offered if session.offered is not None else frozenset()
         tool = self.policy.tools.get(tc.name)
         src = state if state is not None or tool is None else self._fetch(tool, session.account)
@@ -279,7 +283,12 @@ class Maitred:
         session.record(tc, result, self.policy.tracking, mutates=bool(tool and tool.mutates))
 
     def _fetch(self, tool: ToolPolicy, account: str) -> SnapshotState:
-        """The keys ``tool``'s predicates declare, for ``account``, in one provider call."""
+        """The keys ``tool``'s predicates declare, for ``account``, in one provider call.
+
+        The provider's snapshot is kept whole (its ``account_found``), and a provider that
+        fails gives the all-missing snapshot with the provider-error marker and the error, so
+        the action gate's kernel sees the cause stage 2 would see on the same read.
+        """
         keys = set(tool.tool.contract.reads)
         for pred in tool.predicates:
             keys.update(
@@ -294,7 +303,7 @@ class Maitred:
             error = f"{type(exc).__name__}: {exc}"
         except Exception as exc:  # a broken provider must never become an allowed write
             error = f"{type(exc).__name__}: {exc}"
-        missing = Snapshot(account, {}, at, missing=frozenset(keys), version="provider-error")
+        missing = Snapshot(account, {}, at, missing=frozenset(keys), version=PROVIDER_ERROR_VERSION)
         return SnapshotState(missing, unavailable=error)
 
     # -- lifetime -----------------------------------------------------------------------------
