@@ -24,7 +24,10 @@
   session id and the turn id, so the log links the call to the turn that offered it.
 * State for :meth:`check` comes from the engine's provider (the keys the tool's predicates
   declare, for the session's account) or, for rules over a whole document (the tau2 database),
-  from ``state=``. A provider that fails gives ``STATE_UNAVAILABLE`` for mutating calls.
+  from ``state=``. Its ``account_found`` and a provider failure reach the action gate's
+  decision kernel, so a call is refused exactly when stage 2 would hide the tool on that read
+  (``TOOL_NOT_EXECUTABLE``; ``STATE_UNAVAILABLE`` for a provider that fails, and for every
+  mutating call then).
 * Interactive calls are durable when they return: with a log, :meth:`turn` and :meth:`check`
   flush it, so a decision a caller has seen is in the log. :meth:`run` batches instead. A
   server serving many callers passes ``durable=False`` and calls ``log.flush()`` itself before
