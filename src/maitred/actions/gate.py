@@ -331,7 +331,7 @@ class ActionGate:
             )
             why = f"this tool cannot run for this account now ({detail})"
         decision = self._reject(call, code, why, (), tool.mutates, at, verdict.fired)
-        return replace(decision, cause=verdict.cause or "")
+        return replace(decision, cause=verdict.cause)
 
     def _reject(
         self,

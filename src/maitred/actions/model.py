@@ -46,6 +46,7 @@ from typing import Any, Literal
 
 from maitred._canonical import content_hash
 from maitred.contract.evaluate import PredicateOutcome
+from maitred.decision import Cause
 
 Verdict = Literal["allow", "reject"]
 
@@ -146,7 +147,7 @@ class Decision:
         turn_id: the decision-log id of the turn whose menu the call came from (``""`` when
             the call was checked without one); links the call's decision to that turn.
         cause: the decision kernel's cause when it hid the tool because the state could not be
-            trusted (``"state_unavailable"``, ``"account_not_found"``); ``""`` otherwise.
+            trusted (``"state_unavailable"``, ``"account_not_found"``); None otherwise.
     """
 
     call: ToolCall
@@ -162,7 +163,7 @@ class Decision:
     decision_id: str = field(default_factory=lambda: uuid.uuid4().hex, compare=False)
     session_id: str = ""
     turn_id: str = ""
-    cause: str = ""
+    cause: Cause | None = None
 
     @property
     def allow(self) -> bool:
@@ -219,7 +220,7 @@ class Decision:
         }
         if self.turn_id:  # only when linked, so unlinked decisions keep their earlier form
             out["turn_id"] = self.turn_id
-        if self.cause:  # likewise: only decisions the kernel made for a cause carry it
+        if self.cause is not None:  # likewise: only decisions the kernel made for a cause carry it
             out["cause"] = self.cause
         return out
 
