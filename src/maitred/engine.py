@@ -45,7 +45,7 @@ from typing import Any
 
 from maitred.actions.document import ActionState, SnapshotState
 from maitred.actions.gate import ActionGate
-from maitred.actions.model import Decision, ToolCall
+from maitred.actions.model import Decision, ToolCall, new_call_id
 from maitred.actions.packs import Pack, load_pack
 from maitred.actions.policy import Policy, ToolPolicy
 from maitred.actions.session import Session
@@ -268,7 +268,7 @@ class Maitred:
         """
         tc = call if isinstance(call, ToolCall) else _tool_call(call)
         if not tc.id:  # the logged call id is never empty: one the client can quote back
-            tc = dataclasses.replace(tc, id=f"call-{uuid.uuid4().hex[:16]}")
+            tc = dataclasses.replace(tc, id=new_call_id())
         offered = session.offered if session.offered is not None else frozenset()
         tool = self.policy.tools.get(tc.name)
         src = state if state is not None or tool is None else self._fetch(tool, session.account)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from maitred.actions import ActionGate, Decision, Policy, ToolCall
+from maitred.actions.sink import MemorySink
 from maitred.contract import CelPredicate, Contract
 from maitred.skills import Skill
 
@@ -68,3 +69,12 @@ def test_every_rejection_carries_its_decision_id() -> None:
     assert result["executed"] is False and result["code"] == "TOOL_UNKNOWN"
     rejection = d.rejection()
     assert (rejection.code, rejection.decision_id) == (d.code, d.decision_id)
+
+
+def test_a_logged_call_never_has_an_empty_id() -> None:
+    sink = MemorySink()
+    gate = ActionGate(_policy(), log=sink)
+    given = gate.check(ToolCall(SHOWN, {}, id="toolu_9"), STATE)
+    made = gate.check(ToolCall(SHOWN, {}), STATE)
+    assert [d.to_json()["call"]["id"] for d in sink.decisions] == ["toolu_9", made.call.id]
+    assert given.call.id == "toolu_9" and made.call.id.startswith("call-")

@@ -48,6 +48,7 @@ from maitred.actions.model import (
     TOOL_UNKNOWN,
     Decision,
     ToolCall,
+    new_call_id,
 )
 from maitred.actions.policy import Policy, PolicyPredicate, ToolPolicy
 from maitred.actions.session import Session
@@ -164,8 +165,11 @@ class ActionGate:
 
         The decision carries ``session.id`` and ``turn_id`` (the logged turn whose menu offered
         the call); with a ``log``, it is recorded before it is returned (a log that fails
-        raises, and the call must then not run).
+        raises, and the call must then not run), and a call without an id gets a fresh one
+        (``call-<hex>``), so no logged call has an empty id.
         """
+        if self.log is not None and not call.id:
+            call = replace(call, id=new_call_id())
         decision = self._decide(call, state, session, offered, now)
         if (session is not None and session.id) or turn_id:
             decision = replace(decision, session_id=session.id if session else "", turn_id=turn_id)

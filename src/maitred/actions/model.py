@@ -69,6 +69,11 @@ FAIL_CLOSED_CODES: Mapping[str, str] = {
 }
 
 
+def new_call_id() -> str:
+    """A fresh call id for a call whose client gave none (logged calls always have one)."""
+    return f"call-{uuid.uuid4().hex[:16]}"
+
+
 @dataclass(frozen=True)
 class ToolCall:
     """One tool call the model asked for.
