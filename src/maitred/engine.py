@@ -24,7 +24,10 @@
   session id and the turn id, so the log links the call to the turn that offered it.
 * State for :meth:`check` comes from the engine's provider (the keys the tool's predicates
   declare, for the session's account) or, for rules over a whole document (the tau2 database),
-  from ``state=``. A provider that fails gives ``STATE_UNAVAILABLE`` for mutating calls.
+  from ``state=``. Its ``account_found`` and a provider failure reach the action gate's
+  decision kernel, so a call is refused exactly when stage 2 would hide the tool on that read
+  (``TOOL_NOT_EXECUTABLE``; ``STATE_UNAVAILABLE`` for a provider that fails, and for every
+  mutating call then).
 * Interactive calls are durable when they return: with a log, :meth:`turn` and :meth:`check`
   flush it, so a decision a caller has seen is in the log. :meth:`run` batches instead. A
   server serving many callers passes ``durable=False`` and calls ``log.flush()`` itself before
@@ -34,6 +37,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -41,11 +45,12 @@ from typing import Any
 
 from maitred.actions.document import ActionState, SnapshotState
 from maitred.actions.gate import ActionGate
-from maitred.actions.model import Decision, ToolCall
+from maitred.actions.model import Decision, ToolCall, new_call_id
 from maitred.actions.packs import Pack, load_pack
 from maitred.actions.policy import Policy, ToolPolicy
 from maitred.actions.session import Session
 from maitred.build import PipelineOptions, build_pipeline
+from maitred.contract.kernel import PROVIDER_ERROR_VERSION
 from maitred.decision import Message
 from maitred.errors import ConfigError, MaitredError
 from maitred.log.base import DecisionLog, open_log
@@ -262,6 +267,8 @@ class Maitred:
             durable: flush the log before returning (see :meth:`turn`).
         """
         tc = call if isinstance(call, ToolCall) else _tool_call(call)
+        if not tc.id:  # the logged call id is never empty: one the client can quote back
+            tc = dataclasses.replace(tc, id=new_call_id())
         offered = session.offered if session.offered is not None else frozenset()
         tool = self.policy.tools.get(tc.name)
         src = state if state is not None or tool is None else self._fetch(tool, session.account)
@@ -279,7 +286,12 @@ class Maitred:
         session.record(tc, result, self.policy.tracking, mutates=bool(tool and tool.mutates))
 
     def _fetch(self, tool: ToolPolicy, account: str) -> SnapshotState:
-        """The keys ``tool``'s predicates declare, for ``account``, in one provider call."""
+        """The keys ``tool``'s predicates declare, for ``account``, in one provider call.
+
+        The provider's snapshot is kept whole (its ``account_found``), and a provider that
+        fails gives the all-missing snapshot with the provider-error marker and the error, so
+        the action gate's kernel sees the cause stage 2 would see on the same read.
+        """
         keys = set(tool.tool.contract.reads)
         for pred in tool.predicates:
             keys.update(
@@ -294,7 +306,7 @@ class Maitred:
             error = f"{type(exc).__name__}: {exc}"
         except Exception as exc:  # a broken provider must never become an allowed write
             error = f"{type(exc).__name__}: {exc}"
-        missing = Snapshot(account, {}, at, missing=frozenset(keys), version="provider-error")
+        missing = Snapshot(account, {}, at, missing=frozenset(keys), version=PROVIDER_ERROR_VERSION)
         return SnapshotState(missing, unavailable=error)
 
     # -- lifetime -----------------------------------------------------------------------------

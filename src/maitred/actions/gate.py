@@ -5,9 +5,14 @@ arguments, the authoritative state and the session's record, and returns a
 :class:`~maitred.actions.model.Decision`. In order:
 
 1. an unknown tool -> ``TOOL_UNKNOWN``; a tool outside this turn's ``offered`` set ->
-   ``TOOL_NOT_OFFERED``; state that could not be read at all -> ``STATE_UNAVAILABLE`` for a
-   mutating tool; a tool whose exit predicates hold now -> ``TOOL_NOT_EXECUTABLE``
-   (hiding a tool is not enough: a call that names it is re-evaluated);
+   ``TOOL_NOT_OFFERED``; then the decision kernel (:func:`maitred.contract.kernel.decide_exit`,
+   the very function stage 2 uses) on one snapshot of the tool's exit-predicate keys, carrying
+   the provider's ``account_found`` and its error: a tool it hides is ``TOOL_NOT_EXECUTABLE``
+   (an exit predicate holds, or the cause ``account_not_found``) or ``STATE_UNAVAILABLE`` (the
+   cause ``state_unavailable``), with the cause on :attr:`Decision.cause` -- hiding a tool is not
+   enough: a call that names it is re-decided, and decided as stage 2 would. State that could not
+   be read at all rejects a mutating tool with ``STATE_UNAVAILABLE`` even when its exit
+   predicates read nothing (its call policies would read it);
 2. the arguments checked against the tool's JSON schema (:mod:`.arguments`): a required one
    missing -> ``ARGS_MISSING``; a wrong type, a value outside its enum or bounds, an unknown
    argument -> ``ARGS_INVALID`` (a tool without a schema is checked for nothing here);
@@ -28,12 +33,12 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from maitred.actions.arguments import ArgumentChecker
-from maitred.actions.document import MISSING, ActionState, as_action_state, walk
+from maitred.actions.document import MISSING, ActionState, SnapshotState, as_action_state, walk
 from maitred.actions.model import (
     FAIL_CLOSED_CODES,
     OK,
@@ -43,12 +48,14 @@ from maitred.actions.model import (
     TOOL_UNKNOWN,
     Decision,
     ToolCall,
+    new_call_id,
 )
 from maitred.actions.policy import Policy, PolicyPredicate, ToolPolicy
 from maitred.actions.session import Session
 from maitred.actions.sink import DecisionSink
 from maitred.contract.evaluate import PredicateOutcome, evaluate
-from maitred.contract.predicate import Predicate, StateView
+from maitred.contract.kernel import PROVIDER_ERROR_VERSION, ExitVerdict, decide_exit
+from maitred.contract.predicate import StateView
 from maitred.errors import ContractError
 from maitred.state.snapshot import Snapshot
 
@@ -158,8 +165,11 @@ class ActionGate:
 
         The decision carries ``session.id`` and ``turn_id`` (the logged turn whose menu offered
         the call); with a ``log``, it is recorded before it is returned (a log that fails
-        raises, and the call must then not run).
+        raises, and the call must then not run), and a call without an id gets a fresh one
+        (``call-<hex>``), so no logged call has an empty id.
         """
+        if self.log is not None and not call.id:
+            call = replace(call, id=new_call_id())
         decision = self._decide(call, state, session, offered, now)
         if (session is not None and session.id) or turn_id:
             decision = replace(decision, session_id=session.id if session else "", turn_id=turn_id)
@@ -177,27 +187,22 @@ class ActionGate:
     ) -> Decision:
         at = self.clock() if now is None else now
         tool = self.policy.tools.get(call.name)
-        if tool is None:
-            known = ", ".join(sorted(self.policy.tools))
+        if tool is None or (offered is not None and call.name not in offered):
+            # the same words for both: the model learns nothing of tools it was not shown
             return self._reject(
                 call,
-                TOOL_UNKNOWN,
-                f"there is no tool named {call.name!r}; the tools are: {known}",
+                TOOL_UNKNOWN if tool is None else TOOL_NOT_OFFERED,
+                "that tool is not available in this conversation; use one of the tools you "
+                "were offered",
                 (),
-                True,
-                at,
-            )
-        if offered is not None and call.name not in offered:
-            return self._reject(
-                call,
-                TOOL_NOT_OFFERED,
-                f"{call.name} is not available in this turn; use one of the tools you were offered",
-                (),
-                tool.mutates,
+                True if tool is None else tool.mutates,
                 at,
             )
         src = as_action_state(state)
-        down = getattr(src, "unavailable", "")
+        down = str(getattr(src, "unavailable", ""))
+        verdict = self._exit_verdict(tool, src, at)
+        if verdict.hidden:
+            return self._not_executable(call, tool, verdict, down, at)
         if down and tool.mutates:
             return self._reject(
                 call,
@@ -207,19 +212,6 @@ class ActionGate:
                 (),
                 True,
                 at,
-            )
-        blocked = self._exit_outcomes(tool.exit_predicates, src, session, at)
-        if blocked:
-            said = {p.name: p.message for p in tool.exit_predicates}
-            detail = "; ".join(said.get(o.predicate) or o.detail or o.predicate for o in blocked)
-            return self._reject(
-                call,
-                TOOL_NOT_EXECUTABLE,
-                f"{call.name} cannot run for this account now ({detail})",
-                (),
-                tool.mutates,
-                at,
-                tuple(blocked),
             )
         checker = self._arguments.get(call.name)
         problem = checker.check(call.arguments) if checker is not None else None
@@ -283,19 +275,19 @@ class ActionGate:
             session.id, values, at, key_as_of, frozenset(missing), "action-gate", _DEFERRED_HASH
         )
 
-    def _exit_outcomes(
-        self,
-        predicates: Iterable[Predicate],
-        state: ActionState,
-        session: Session | None,
-        at: float,
-    ) -> list[PredicateOutcome]:
-        preds = tuple(predicates)
-        if not preds:
-            return []
+    def _exit_verdict(self, tool: ToolPolicy, state: ActionState, at: float) -> ExitVerdict:
+        """The kernel's verdict on ``tool`` over one snapshot of its exit-predicate keys.
+
+        The snapshot keeps what the state read knew about the read itself: a provider's
+        ``account_found``, and its failure (the provider-error marker), so the kernel sees
+        the same cause stage 2 saw on the same state.
+        """
+        contract = tool.tool.contract
+        if not contract.exit_predicates:
+            return ExitVerdict(True, mutates=contract.mutates)
         values: dict[str, Any] = {}
         key_as_of: dict[str, float] = {}
-        for key in {k for p in preds for k in p.reads}:
+        for key in contract.reads:
             path = key.split(".")
             value = state.lookup(path)
             if value is not MISSING:
@@ -303,16 +295,47 @@ class ActionGate:
                 stamp = state.as_of(path)
                 if stamp is not None:
                     key_as_of[key] = stamp
+        found = state.snapshot.account_found if isinstance(state, SnapshotState) else None
+        down = bool(getattr(state, "unavailable", "")) or (
+            isinstance(state, SnapshotState) and state.snapshot.version == PROVIDER_ERROR_VERSION
+        )
         snap = Snapshot(
-            session.id if session else "",
+            state.snapshot.account if isinstance(state, SnapshotState) else "",
             values,
             at,
             key_as_of,
-            frozenset(),
-            "action-gate",
+            frozenset(contract.reads - values.keys()),
+            PROVIDER_ERROR_VERSION if down else "action-gate",
             _DEFERRED_HASH,
+            found,
         )
-        return [o for o in (evaluate(p, snap, at) for p in preds) if o.holds]
+        return decide_exit(contract, snap, at)
+
+    def _not_executable(
+        self, call: ToolCall, tool: ToolPolicy, verdict: ExitVerdict, down: str, at: float
+    ) -> Decision:
+        """The rejection of a call to a tool the kernel hides (one mapping, see the module)."""
+        if verdict.cause == "state_unavailable":
+            code = STATE_UNAVAILABLE
+            why = (
+                f"the account's state could not be read ({down or 'the provider failed'}); "
+                "the gate fails closed. Try again later"
+            )
+        elif verdict.cause == "account_not_found":
+            code = TOOL_NOT_EXECUTABLE
+            why = (
+                "there is no record of this account, so this tool cannot run for it; check the "
+                "account with the user"
+            )
+        else:
+            code = TOOL_NOT_EXECUTABLE
+            said = {p.name: p.message for p in tool.exit_predicates}
+            detail = "; ".join(
+                said.get(o.predicate) or o.detail or o.predicate for o in verdict.fired
+            )
+            why = f"this tool cannot run for this account now ({detail})"
+        decision = self._reject(call, code, why, (), tool.mutates, at, verdict.fired)
+        return replace(decision, cause=verdict.cause)
 
     def _reject(
         self,

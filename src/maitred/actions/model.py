@@ -12,14 +12,28 @@ Gate-level codes (rule packs add their own, e.g. ``AIRLINE_CANCEL_NOT_ELIGIBLE``
 
 * ``TOOL_UNKNOWN`` -- no tool of that name is known to the policy;
 * ``TOOL_NOT_OFFERED`` -- the tool was not on this turn's menu;
-* ``TOOL_NOT_EXECUTABLE`` -- an exit predicate of the tool holds now (it would have been hidden);
+* ``TOOL_NOT_EXECUTABLE`` -- the decision kernel (:func:`maitred.contract.kernel.decide_exit`)
+  hides the tool now: an exit predicate holds, or the provider has no record of the account
+  (``cause`` ``account_not_found``); it would have been hidden at stage 2;
 * ``ARGS_MISSING`` -- a required argument is absent;
 * ``ARGS_INVALID`` -- an argument breaks the tool's JSON schema (type, enum, bounds) or is not
   one of its arguments;
 * ``STATE_MISSING`` / ``STATE_STALE`` / ``PREDICATE_ERROR`` -- the gate could not decide and
   failed closed;
-* ``STATE_UNAVAILABLE`` -- the state store could not be read (down, past its deadline): a
-  mutating call fails closed without evaluating anything.
+* ``STATE_UNAVAILABLE`` -- the state store could not be read (down, past its deadline): the
+  kernel hides every tool whose exit predicates read state (``cause`` ``state_unavailable``),
+  and a mutating call fails closed without evaluating its call policies either.
+
+So a tool hidden at stage 2 is, at stage 5, ``TOOL_NOT_EXECUTABLE`` -- or ``STATE_UNAVAILABLE``
+when the kernel's cause is ``state_unavailable`` -- and :attr:`Decision.cause` carries the
+kernel's cause when it had one.
+
+**What the model is told** is one type, :class:`Rejection` (``Decision.tool_result()``): the
+code, a message for the model, the argument paths at fault and the decision id, so an operator
+can find the log row behind what the model saw. The library, the HTTP service and the MCP
+gateway hand the model exactly this. A message for the model never names a tool the
+conversation was not offered: an unknown or unoffered tool is "not available in this
+conversation", never a list of the catalog, and a rejection does not repeat the tool's name.
 """
 
 from __future__ import annotations
@@ -32,6 +46,7 @@ from typing import Any, Literal
 
 from maitred._canonical import content_hash
 from maitred.contract.evaluate import PredicateOutcome
+from maitred.decision import Cause
 
 Verdict = Literal["allow", "reject"]
 
@@ -54,6 +69,11 @@ FAIL_CLOSED_CODES: Mapping[str, str] = {
 }
 
 
+def new_call_id() -> str:
+    """A fresh call id for a call whose client gave none (logged calls always have one)."""
+    return f"call-{uuid.uuid4().hex[:16]}"
+
+
 @dataclass(frozen=True)
 class ToolCall:
     """One tool call the model asked for.
@@ -70,6 +90,46 @@ class ToolCall:
 
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "arguments": dict(self.arguments), "id": self.id}
+
+
+@dataclass(frozen=True)
+class Rejection:
+    """What the model receives instead of a tool's output when a call does not run.
+
+    The one model-facing payload of the library, the HTTP service and the MCP gateway.
+
+    Attributes:
+        code: the stable reason code (``TOOL_NOT_OFFERED``, ``ARGS_INVALID``, a rule's code...).
+        message: for the model: what was wrong, that nothing ran, what to do next. Never
+            names a tool the conversation was not offered.
+        fields: the argument paths at fault (``"payment_methods[1].amount"``).
+        decision_id: the decision-log id of the decision (``""`` when none was logged: the
+            gate itself could not decide).
+        error: the kind of refusal: ``"rejected_by_policy"`` for a gate decision, or the
+            adapter's own (``"gate_unavailable"``, ``"upstream_failed"``, ``"auth_required"``).
+        executed: always False for a gate rejection; None when it is not known (an upstream
+            that failed mid-call).
+    """
+
+    code: str
+    message: str
+    fields: tuple[str, ...] = ()
+    decision_id: str = ""
+    error: str = "rejected_by_policy"
+    executed: bool | None = False
+
+    def to_json(self) -> dict[str, Any]:
+        """The payload as JSON (the tool result's text, the service's ``tool_result``)."""
+        out: dict[str, Any] = {
+            "error": self.error,
+            "code": self.code,
+            "message": self.message,
+            "fields": list(self.fields),
+            "decision_id": self.decision_id,
+        }
+        if self.executed is not None:
+            out["executed"] = self.executed
+        return out
 
 
 @dataclass(frozen=True)
@@ -91,6 +151,8 @@ class Decision:
         session_id: the id of the session the call came from (``""`` when none was given).
         turn_id: the decision-log id of the turn whose menu the call came from (``""`` when
             the call was checked without one); links the call's decision to that turn.
+        cause: the decision kernel's cause when it hid the tool because the state could not be
+            trusted (``"state_unavailable"``, ``"account_not_found"``); None otherwise.
     """
 
     call: ToolCall
@@ -106,6 +168,7 @@ class Decision:
     decision_id: str = field(default_factory=lambda: uuid.uuid4().hex, compare=False)
     session_id: str = ""
     turn_id: str = ""
+    cause: Cause | None = None
 
     @property
     def allow(self) -> bool:
@@ -127,15 +190,14 @@ class Decision:
         """Predicate name -> version hash, for every predicate evaluated."""
         return {o.predicate: o.version for o in self.outcomes}
 
+    def rejection(self) -> Rejection:
+        """The model-facing payload of this decision (see :class:`Rejection`)."""
+        return Rejection(self.code, self.message_for_model, self.fields, self.decision_id)
+
     def tool_result(self) -> dict[str, Any]:
-        """What the model receives instead of the tool's output when the call is rejected."""
-        return {
-            "error": "rejected_by_policy",
-            "code": self.code,
-            "message": self.message_for_model,
-            "fields": list(self.fields),
-            "executed": False,
-        }
+        """What the model receives instead of the tool's output when the call is rejected:
+        :meth:`rejection` as JSON (code, message, fields, decision id, ``executed: false``)."""
+        return self.rejection().to_json()
 
     def to_json(self) -> dict[str, Any]:
         """The decision as a JSON object: what the decision log stores (canonically, hashed).
@@ -163,6 +225,8 @@ class Decision:
         }
         if self.turn_id:  # only when linked, so unlinked decisions keep their earlier form
             out["turn_id"] = self.turn_id
+        if self.cause is not None:  # likewise: only decisions the kernel made for a cause carry it
+            out["cause"] = self.cause
         return out
 
 

@@ -4,8 +4,9 @@ For every skill of a catalog the audit generates state fixtures (:mod:`maitred.a
 a deterministic sweep of boundary values, odd values, missing and stale keys, then seeded random
 states), and on each fixture's snapshot compares two verdicts:
 
-* the **gate's** -- :meth:`~maitred.gate.executability.ExecutabilityGate.decide`, the very code
-  that hides skills in production: blocked when any exit predicate holds;
+* the **gate's** -- :meth:`~maitred.gate.executability.ExecutabilityGate.decide`, i.e. the
+  decision kernel (:func:`maitred.contract.kernel.decide_exit`), the very code that hides skills
+  at stage 2 and refuses their calls at stage 5: blocked when any exit predicate holds;
 * the **procedure's** -- the skill's own procedure run in the sandbox
   (:mod:`maitred.audit.sandbox`): completed, exited on a predicate, or raised.
 

@@ -1,10 +1,11 @@
 """Stage 2, the executability gate: V(m) = { s in C(m) : not E_s(x) }.
 
 For one turn the gate collects every state key the candidates' exit predicates declare,
-fetches them from the provider in **one** call, and evaluates each candidate's predicates on that
-snapshot with :func:`maitred.contract.evaluate` -- the function the skills' own procedures use.
-A candidate is blocked when any predicate holds; every outcome that holds is kept, with the
-values it read, so the log can say exactly why.
+fetches them from the provider in **one** call, and decides each candidate on that snapshot with
+the decision kernel, :func:`maitred.contract.kernel.decide_exit` -- the function stage 5, the
+gateway's listing and the parity audit call too, so a tool hidden here is a tool the action gate
+refuses. A candidate is blocked when any predicate holds; every outcome that holds is kept, with
+the values it read, so the log can say exactly why.
 
 When the state itself cannot be trusted the predicates are not asked at all, because their
 ``on_missing`` policies are written for *a key* this account lacks, not for a state store that
@@ -31,23 +32,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from maitred.contract.evaluate import PredicateOutcome, evaluate
+from maitred.contract.evaluate import PredicateOutcome
+from maitred.contract.kernel import PROVIDER_ERROR_VERSION, decide_exit, snapshot_cause
 from maitred.decision import Cause, cause_of_text, cause_text
 from maitred.errors import ConfigError, MaitredError
 from maitred.skills.model import Catalog
 from maitred.state.snapshot import CoverageAware, Snapshot, StateProvider, now
-
-#: ``Snapshot.version`` of the all-missing snapshot the gate records when the provider failed.
-PROVIDER_ERROR_VERSION = "provider-error"
-
-
-def snapshot_cause(snapshot: Snapshot) -> Cause | None:
-    """The cause a snapshot alone shows (what replays and audits see)."""
-    if snapshot.version == PROVIDER_ERROR_VERSION:
-        return "state_unavailable"
-    if snapshot.account_found is False:
-        return "account_not_found"
-    return None
 
 
 @dataclass(frozen=True)
@@ -147,20 +137,10 @@ class ExecutabilityGate:
         return GateResult(snapshot, outcomes, error)
 
     def decide(self, skill: str, snapshot: Snapshot, at: float) -> GateOutcome:
-        """The verdict on one skill for a snapshot taken already (used by replays and audits)."""
-        contract = self.catalog[skill].contract
-        cause = snapshot_cause(snapshot)
-        if cause is not None and contract.reads:
-            return GateOutcome(skill, False, cause=cause)
-        fired: list[PredicateOutcome] = []
-        soft: list[PredicateOutcome] = []
-        for predicate in contract.exit_predicates:
-            outcome = evaluate(predicate, snapshot, at)
-            if outcome.holds:
-                fired.append(outcome)
-            elif outcome.status != "ok":
-                soft.append(outcome)
-        return GateOutcome(skill, not fired, tuple(fired), tuple(soft))
+        """The kernel's verdict on one skill for a snapshot taken already (the turn's, a
+        replay's, an audit's or the gateway's state watch)."""
+        verdict = decide_exit(self.catalog[skill].contract, snapshot, at)
+        return GateOutcome(skill, verdict.executable, verdict.fired, verdict.soft, verdict.cause)
 
 
 def require_coverage(catalog: Catalog, provider: StateProvider) -> None:

@@ -10,8 +10,12 @@ served), and returns a FastMCP server that serves one proxy provider per upstrea
   visible for its account now (a logged turn).
 * ``tools/call``: the gatekeeper checks the call first (logged and flushed); a rejected call
   never reaches the upstream and the client gets an ``isError`` result whose text is
-  ``decision.tool_result()`` as JSON (code, message for the model, offending fields); a call
-  the gatekeeper could not decide or log is refused too (``GATE_UNAVAILABLE``). An allowed
+  ``decision.tool_result()`` as JSON (the one model-facing
+  :class:`~maitred.actions.model.Rejection`: code, message for the model, offending fields,
+  decision id); a call the gatekeeper could not decide or log is refused too
+  (``GATE_UNAVAILABLE``, the same payload with no decision id). Every decided call's result,
+  rejected or forwarded from the upstream, carries its decision-log id in ``_meta`` under
+  ``maitred/decision_id``, so an operator can match what the model saw to the log row. An allowed
   call goes to the upstream that lists the tool; if that fails (the server crashed, the URL
   does not answer), the client gets an ``isError`` result naming that upstream, the other
   upstreams keep serving, and the next call connects afresh (a stdio server is relaunched).
@@ -78,6 +82,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from starlette.middleware import Middleware as AsgiMiddleware  # FastMCP's HTTP app is Starlette
 
+from maitred.actions.model import Rejection
 from maitred.errors import ConfigError, MaitredError
 from maitred.gateway.channels import Channels
 from maitred.gateway.config import GatewayConfig, HttpServer, Token, Upstream
@@ -87,9 +92,22 @@ from maitred.gateway.limits import BodyLimit
 T = TypeVar("T")
 
 
-def _text_result(payload: Mapping[str, Any]) -> ToolResult:
+#: the key of a tool result's ``_meta`` that carries the decision-log id of the call's decision
+DECISION_ID_META = "maitred/decision_id"
+
+
+def _text_result(payload: Mapping[str, Any], decision_id: str = "") -> ToolResult:
+    """An ``isError`` result whose text is ``payload`` (a :class:`Rejection`'s JSON); with a
+    ``decision_id``, also in ``_meta`` (:data:`DECISION_ID_META`)."""
     text = json.dumps(payload, ensure_ascii=False, sort_keys=True)
-    return ToolResult(content=[mt.TextContent(type="text", text=text)], is_error=True)
+    meta = {DECISION_ID_META: decision_id} if decision_id else None
+    return ToolResult(content=[mt.TextContent(type="text", text=text)], meta=meta, is_error=True)
+
+
+def _with_decision_id(result: ToolResult, decision_id: str) -> ToolResult:
+    """The upstream's ``result`` with the decision id added to its ``_meta`` (kept otherwise)."""
+    result.meta = {**(result.meta or {}), DECISION_ID_META: decision_id}
+    return result
 
 
 class TokenAuth(TokenVerifier):
@@ -241,34 +259,33 @@ class GateMiddleware(Middleware):
         try:
             decision = await self._engine(lambda: keeper.check(name, args))
         except MaitredError as exc:  # not decided, or not durable: the call must not run
-            return _text_result(
-                {
-                    "error": "gate_unavailable",
-                    "code": "GATE_UNAVAILABLE",
-                    "message": f"the gateway could not decide or record this call "
-                    f"({type(exc).__name__}: {exc}); it was not executed. Try again later",
-                    "executed": False,
-                }
+            refusal = Rejection(
+                "GATE_UNAVAILABLE",
+                f"the gateway could not decide or record this call ({type(exc).__name__}: "
+                f"{exc}); it was not executed. Try again later",
+                error="gate_unavailable",
             )
+            return _text_result(refusal.to_json())
         if not decision.allow:
             payload = decision.tool_result()
             if keeper.found is not None and decision.code == "TOOL_NOT_OFFERED":
                 payload["hint"] = f"call {FIND_TOOLS} with what you need to do first"
-            return _text_result(payload)
+            return _text_result(payload, decision.decision_id)
         upstream = keeper.upstream_of(name)
         try:
             result = await call_next(context)
         except Exception as exc:  # the upstream failed; the gateway must answer and stay up
-            return _text_result(
-                {
-                    "error": "upstream_failed",
-                    "code": "UPSTREAM_FAILED",
-                    "message": f"the upstream MCP server {upstream!r} failed on "
-                    f"{name}: {type(exc).__name__}: {exc}. The call may not have run; try "
-                    "again later (the other tools still work)",
-                    "upstream": upstream,
-                }
+            failed = Rejection(
+                "UPSTREAM_FAILED",
+                f"the upstream MCP server {upstream!r} failed on {name}: "
+                f"{type(exc).__name__}: {exc}. The call may not have run; try again later "
+                "(the other tools still work)",
+                decision_id=decision.decision_id,
+                error="upstream_failed",
+                executed=None,
             )
+            return _text_result({**failed.to_json(), "upstream": upstream}, decision.decision_id)
+        result = _with_decision_id(result, decision.decision_id)
         if result.is_error:
             return result
         output = result.structured_content  # an object, so `records: {creates: ...}` can read it
@@ -316,13 +333,12 @@ class GateMiddleware(Middleware):
         )
 
 
-_AUTH_REQUIRED = {
-    "error": "auth_required",
-    "code": "AUTH_REQUIRED",
-    "message": "this gateway serves authenticated sessions only; connect with the bearer "
-    "token you were given. The call was not executed",
-    "executed": False,
-}
+_AUTH_REQUIRED = Rejection(
+    "AUTH_REQUIRED",
+    "this gateway serves authenticated sessions only; connect with the bearer token you were "
+    "given. The call was not executed",
+    error="auth_required",
+).to_json()
 
 
 def _session_id(context: MiddlewareContext[Any]) -> str:

@@ -1,0 +1,115 @@
+"""The decision kernel: may this tool or skill run for this account now? One function, one answer.
+
+:func:`decide_exit` is the only place where a contract's exit predicates are turned into a verdict.
+Stage 2 (:meth:`ExecutabilityGate.decide <maitred.gate.executability.ExecutabilityGate.decide>`,
+so also the gateway's listing and the state watch), stage 5's executability step
+(:class:`~maitred.actions.ActionGate`) and the parity audit all call it, with the contract, one
+:class:`~maitred.state.snapshot.Snapshot` (one state read) and one clock reading. It is pure: the
+same contract, snapshot and time give the same verdict, wherever it is asked.
+
+Every input ends in exactly one of these outcomes, each with one rule:
+
+==========================  ======================================================  ==========
+outcome                     rule                                                     verdict
+==========================  ======================================================  ==========
+``state_unavailable``       the provider failed (the snapshot carries the            hidden
+                            :data:`PROVIDER_ERROR_VERSION` marker): no predicate
+                            is asked; ``on_missing`` is about *a key* an account
+                            lacks, never about a store that is down
+``account_not_found``       the provider answered and has no record of the           hidden
+                            account (``Snapshot.account_found is False``): no
+                            predicate is asked, for the same reason
+predicate holds             its exit condition is true                               hidden
+missing key                 the predicate's ``on_missing``: ``block`` holds,         per policy
+                            ``offer`` does not (and is kept in ``soft``)
+stale key                   the predicate's ``on_stale``, likewise                   per policy
+evaluation error            holds, always (an error never passes)                    hidden
+otherwise                   --                                                       executable
+==========================  ======================================================  ==========
+
+The two causes apply to any contract whose predicates read state, mutating or not: a tool
+that reads state cannot be judged without it, and a read-only tool offered on state that
+could not be read would be a guess too. A contract that reads nothing has no state to miss.
+
+**Missing state on mutating tools.** ``mutates`` decides how a tool fails when nothing can be
+decided -- the causes and evaluation errors above, all of which hide -- but it does not override
+a predicate's declared ``on_missing`` / ``on_stale``. A *missing key* here is a fact about a
+known account on a store that answered (an account with no domain record yet), and an
+``on_missing: offer`` predicate is its author saying what that fact means ("no domain record:
+nothing is connected"); the sitecare and airline skills rely on it for writes. A key that is
+missing for *every* account (a table mapping that lacks it) is refused when the engine is
+built (:func:`~maitred.gate.executability.require_coverage`), not decided here. Call policies
+over ``args``/``state``/``session`` are stricter: a fail-open one on a mutating tool is refused
+when the policy is built (:class:`~maitred.actions.Policy`).
+
+The verdict keeps every predicate outcome that decided it (``fired``) and every one that did not
+hold only because a fail-open policy decided (``soft``), so a log row can say exactly why.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from maitred.contract.evaluate import PredicateOutcome, evaluate
+from maitred.contract.model import Contract
+from maitred.decision import Cause
+from maitred.state.snapshot import Snapshot
+
+#: ``Snapshot.version`` of the all-missing snapshot recorded when the provider failed.
+PROVIDER_ERROR_VERSION = "provider-error"
+
+
+def snapshot_cause(snapshot: Snapshot) -> Cause | None:
+    """The cause a snapshot alone shows: the provider failed, or has no such account."""
+    if snapshot.version == PROVIDER_ERROR_VERSION:
+        return "state_unavailable"
+    if snapshot.account_found is False:
+        return "account_not_found"
+    return None
+
+
+@dataclass(frozen=True)
+class ExitVerdict:
+    """What the kernel decided for one contract on one snapshot at one time.
+
+    Attributes:
+        executable: True when the contract may run now (nothing fired, no cause).
+        cause: set when it is hidden because the state itself could not be trusted; no
+            predicate was asked then, so ``fired`` and ``soft`` are empty.
+        fired: the outcomes that hold (why it is hidden), in declaration order.
+        soft: outcomes that did not hold only because a fail-open policy decided (logged).
+        mutates: the contract's ``mutates``, kept so a caller can say how it fails.
+    """
+
+    executable: bool
+    cause: Cause | None = None
+    fired: tuple[PredicateOutcome, ...] = ()
+    soft: tuple[PredicateOutcome, ...] = ()
+    mutates: bool = False
+
+    @property
+    def hidden(self) -> bool:
+        """True when the contract must not be offered, and a call to it must not run."""
+        return not self.executable
+
+
+def decide_exit(contract: Contract, snapshot: Snapshot, now: float) -> ExitVerdict:
+    """The verdict on ``contract``'s exit predicates over ``snapshot`` at ``now``.
+
+    See the module docstring for the one rule of each outcome.
+    """
+    cause = snapshot_cause(snapshot)
+    if cause is not None and contract.reads:
+        return ExitVerdict(False, cause, mutates=contract.mutates)
+    fired: list[PredicateOutcome] = []
+    soft: list[PredicateOutcome] = []
+    for predicate in contract.exit_predicates:
+        outcome = evaluate(predicate, snapshot, now)
+        if outcome.holds:
+            fired.append(outcome)
+        elif outcome.status != "ok":
+            soft.append(outcome)
+    return ExitVerdict(not fired, None, tuple(fired), tuple(soft), contract.mutates)
+
+
+__all__ = ["PROVIDER_ERROR_VERSION", "ExitVerdict", "decide_exit", "snapshot_cause"]
