@@ -218,3 +218,20 @@ def test_the_load_check_reads_column_types_from_both_databases(
     else:
         with pytest.raises(ConfigError, match=r"tools\.maitred\.yaml:7.*\(int, bool\)"):
             Maitred.open([tools], provider, options)
+
+
+def test_a_value_unfit_for_its_type_is_refused_at_stage_5_too(tmp_path: Path) -> None:
+    """A tool offered while the column held 0 must not run once it holds a 7: the check reads
+    the provider's snapshot (with its ``invalid`` keys) and the kernel counts the read as an
+    evaluation error, exactly as stage 2 does."""
+    tools, url = _shop(tmp_path, "BOOLEAN")
+    with _open(tools, url) as engine:
+        session = engine.session("open-1")
+        assert "push_commit" in engine.turn("push my commit", session=session).exposed
+        with sqlite3.connect(tmp_path / "state.db") as conn:
+            conn.execute("UPDATE repos SET frozen = 7 WHERE account_id = 'open-1'")
+        hidden = engine.turn("push my commit", account="open-1")
+        assert "push_commit" not in hidden.exposed
+        decision = engine.check({"name": "push_commit", "arguments": {}}, session=session)
+        assert decision.reject and decision.code == "TOOL_NOT_EXECUTABLE"
+        assert [o.status for o in decision.outcomes] == ["error"]

@@ -61,6 +61,7 @@ from maitred.state.snapshot import Snapshot
 
 # the snapshot hash is computed when a decision is logged (Decision.to_json), not per check
 _DEFERRED_HASH = "deferred"
+_STATE = "state."
 _SEGMENT = re.compile(r"\.?([^.\[\]]+)|\[([^\[\]]+)\]")
 
 
@@ -271,8 +272,20 @@ class ActionGate:
             values[key] = value
             if as_of is not None:
                 key_as_of[key] = as_of
+        # a value the provider found unfit for its declared type stays an evaluation error
+        unfit = state.snapshot.invalid if isinstance(state, SnapshotState) else {}
+        invalid = {
+            k: unfit[k.removeprefix(_STATE)] for k in values if k.removeprefix(_STATE) in unfit
+        }
         return Snapshot(
-            session.id, values, at, key_as_of, frozenset(missing), "action-gate", _DEFERRED_HASH
+            session.id,
+            values,
+            at,
+            key_as_of,
+            frozenset(missing),
+            "action-gate",
+            _DEFERRED_HASH,
+            invalid=invalid,
         )
 
     def _exit_verdict(self, tool: ToolPolicy, state: ActionState, at: float) -> ExitVerdict:
@@ -285,6 +298,8 @@ class ActionGate:
         contract = tool.tool.contract
         if not contract.exit_predicates:
             return ExitVerdict(True, mutates=contract.mutates)
+        if isinstance(state, SnapshotState):  # the provider's own read: exactly what stage 2 sees
+            return decide_exit(contract, state.snapshot, at)
         values: dict[str, Any] = {}
         key_as_of: dict[str, float] = {}
         for key in contract.reads:
