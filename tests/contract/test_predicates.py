@@ -16,6 +16,7 @@ from maitred.contract import (
     exit_predicate,
     load_sidecar,
 )
+from maitred.contract.kernel import exits
 from maitred.errors import (
     ContractError,
     PredicateCompileError,
@@ -119,7 +120,7 @@ def test_gate_and_procedure_agree(balance: int, limit: int) -> None:
     contract = Contract(exit_predicates=(p,), procedure=procedure)
     s = snap({"billing.balance": balance, "billing.limit": limit})
     result = contract.run("pay", s, NOW)
-    assert result.completed is (not contract.would_exit(s, NOW))
+    assert result.completed is (not exits(contract, s, NOW))
     assert (result.calls == (("charge", {"amount": 1}),)) is result.completed
 
 

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from maitred.contract import Contract, load_sidecar
+from maitred.contract.kernel import exits
 from maitred.lab.domains.sitecare import (
     AS_OF,
     COLUMNS,
@@ -98,7 +99,7 @@ def funnel(n_accounts: int, n_messages: int, seed: int, db: Path) -> dict[str, A
         snap = snapshot(state, message["account"], keys)
         for name, contract in contracts.items():
             pairs += 1
-            if contract.would_exit(snap, AS_OF):
+            if exits(contract, snap, AS_OF):
                 blocked += 1
                 per_skill[name] += 1
     return {

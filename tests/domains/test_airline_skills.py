@@ -9,6 +9,7 @@ import pytest
 
 from maitred.contract import Contract, load_sidecar
 from maitred.contract.evaluate import evaluate
+from maitred.contract.kernel import exits
 from maitred.lab.domains import get_domain
 from maitred.lab.domains.airline import skills_dir
 from maitred.skills.catalog import load_catalog, validate
@@ -101,7 +102,7 @@ def test_nothing_known_blocks_unless_declared_fail_open(folder: Path) -> None:
     contract = _contract(folder.name)
     snap = Snapshot("user-1", {}, float(NOW), missing=contract.reads)
     open_ = all(p.on_missing == "offer" for p in contract.exit_predicates)
-    assert contract.would_exit(snap, NOW) is not open_
+    assert exits(contract, snap, NOW) is not open_
 
 
 @pytest.mark.parametrize(

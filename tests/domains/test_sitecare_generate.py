@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from maitred.contract.kernel import exits
 from maitred.lab.domains.sitecare import (
     AS_OF,
     COLUMNS,
@@ -121,7 +122,7 @@ def test_null_as_missing_gives_the_same_verdicts(accounts_db: Path) -> None:
             frozenset(keys - present.keys()),
         )
         for contract in contracts.values():
-            assert contract.would_exit(as_none, AS_OF) == contract.would_exit(as_missing, AS_OF)
+            assert exits(contract, as_none, AS_OF) == exits(contract, as_missing, AS_OF)
 
 
 def test_flags_as_bools_or_ints_give_the_same_verdicts(accounts_db: Path) -> None:
@@ -136,7 +137,7 @@ def test_flags_as_bools_or_ints_give_the_same_verdicts(accounts_db: Path) -> Non
         a = snapshot(as_int, account_id(i), keys)
         b = snapshot(as_bool, account_id(i), keys)
         for contract in contracts.values():
-            assert contract.would_exit(a, AS_OF) == contract.would_exit(b, AS_OF)
+            assert exits(contract, a, AS_OF) == exits(contract, b, AS_OF)
 
 
 def test_messages_are_deterministic_and_well_formed(tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from maitred.contract import Contract, load_sidecar
+from maitred.contract.kernel import exits
 from maitred.lab.domains.sitecare import skills_dir
 from maitred.state import Snapshot
 
@@ -81,7 +82,7 @@ def test_procedure_completes_iff_gate_offers(folder: Path, data: st.DataObject) 
     contract = _contract(folder)
     snap = data.draw(snapshots(contract.reads))
     result = contract.run(folder.name, snap, NOW)
-    assert result.completed is (not contract.would_exit(snap, NOW))
+    assert result.completed is (not exits(contract, snap, NOW))
     if result.completed:
         assert result.calls, "a completed procedure performed its steps through ctx.tools"
     else:
@@ -93,7 +94,7 @@ def test_empty_state_is_blocked_or_offered_consistently(folder: Path) -> None:
     """With nothing known, fail-closed predicates block and the procedure stops too."""
     contract = _contract(folder)
     snap = Snapshot("acc-000001", {}, float(NOW), missing=contract.reads)
-    assert contract.would_exit(snap, NOW)
+    assert exits(contract, snap, NOW)
     assert not contract.run(folder.name, snap, NOW).completed
 
 
@@ -138,13 +139,13 @@ def test_happy_state_completes_and_each_missing_key_policy_is_honoured(folder: P
     contract = _contract(folder)
     values = happy(folder.name, contract.reads)
     snap = Snapshot("acc-000001", values, float(NOW))
-    assert not contract.would_exit(snap, NOW)
+    assert not exits(contract, snap, NOW)
     result = contract.run(folder.name, snap, NOW, args={"domain": "bluebirdbakery.com"})
     assert result.completed and result.calls
     for predicate in contract.exit_predicates:
         partial = {k: v for k, v in values.items() if k not in predicate.reads}
         gone = Snapshot("acc-000001", partial, float(NOW), missing=frozenset(predicate.reads))
-        blocked = contract.would_exit(gone, NOW)
+        blocked = exits(contract, gone, NOW)
         if predicate.on_missing == "block":
             assert blocked, predicate.name
         assert contract.run(folder.name, gone, NOW).completed is (not blocked)

@@ -113,3 +113,9 @@ def decide_exit(contract: Contract, snapshot: Snapshot, now: float) -> ExitVerdi
 
 
 __all__ = ["PROVIDER_ERROR_VERSION", "ExitVerdict", "decide_exit", "snapshot_cause"]
+
+
+def exits(contract: Contract, snapshot: Snapshot, now: float) -> bool:
+    """True when the kernel hides ``contract``'s skill or tool on ``snapshot`` at ``now`` (the
+    gate's answer, which a skill's own procedure must match: the parity audit's question)."""
+    return not decide_exit(contract, snapshot, now).executable

@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from maitred.contract.evaluate import evaluate
 from maitred.contract.policy import PolicyPredicate
 from maitred.contract.predicate import Predicate
 from maitred.contract.procedure import (
@@ -76,10 +75,6 @@ class Contract:
     @property
     def predicates_by_name(self) -> Mapping[str, Predicate]:
         return {p.name: p for p in self.exit_predicates}
-
-    def would_exit(self, snapshot: Snapshot, now: float) -> bool:
-        """True when any exit predicate holds (what the gate decides)."""
-        return any(evaluate(p, snapshot, now).holds for p in self.exit_predicates)
 
     def run(
         self,
