@@ -122,7 +122,8 @@ def test_each_earlier_schema_is_upgraded_to_the_newest(
         assert old.migrations() == ALL[:upto]
         if upto >= 1:  # a log with data in it, written at the old schema
             old.execute(
-                "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?)",
+                "INSERT INTO runs (run_id, started_at, catalog_version, n_skills, "
+                "tokens_all_skills, config_json) VALUES (?, ?, ?, ?, ?, ?)",
                 ("old-run", 1.0, "c1:old", 2, 300, "{}"),
             )
     with open_full() as log:

@@ -91,6 +91,7 @@ class Decision:
         session_id: the id of the session the call came from (``""`` when none was given).
         turn_id: the decision-log id of the turn whose menu the call came from (``""`` when
             the call was checked without one); links the call's decision to that turn.
+        tenant: the tenant of that session (``""``: an engine used without tenants).
     """
 
     call: ToolCall
@@ -106,6 +107,7 @@ class Decision:
     decision_id: str = field(default_factory=lambda: uuid.uuid4().hex, compare=False)
     session_id: str = ""
     turn_id: str = ""
+    tenant: str = ""
 
     @property
     def allow(self) -> bool:
@@ -163,6 +165,8 @@ class Decision:
         }
         if self.turn_id:  # only when linked, so unlinked decisions keep their earlier form
             out["turn_id"] = self.turn_id
+        if self.tenant:  # likewise: decisions made without tenants keep their form
+            out["tenant"] = self.tenant
         return out
 
 

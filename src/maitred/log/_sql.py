@@ -32,7 +32,7 @@ from __future__ import annotations
 import threading
 from collections import deque
 from collections.abc import Iterator, Sequence
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, contextmanager
 from types import TracebackType
 from typing import Any, Literal
 
@@ -42,6 +42,7 @@ from maitred.log._chain import ChainHeads, Head
 from maitred.log._flusher import Flusher
 from maitred.log.action_rows import ACTION_DECISION_COLUMNS, LoggableDecision, encode_decision
 from maitred.log.migrations import Dialect, applied, migrate
+from maitred.log.offers import EXPOSED_SQL, LATEST_TURN_ACCOUNT_SQL, LATEST_TURN_SQL, CommittedOffer
 from maitred.log.rows import (
     DEPTH_COLUMNS,
     PAIR_COLUMNS,
@@ -149,6 +150,8 @@ class SqlLog:
         self._depth: list[Row] = []
         self._seen_snapshots: set[str] = set()
         self._chain = ChainHeads(self._load_head)
+        self._tenants: dict[str, str] = {}  # run id -> its tenant (stamped on its turns)
+        self._in_snapshot = False  # inside read_snapshot(): reads must not commit
         self._closed = False
 
     # -- backend hooks ------------------------------------------------------------------------
@@ -226,6 +229,7 @@ class SqlLog:
                 self.execute(insert_sql("runs", RUN_COLUMNS), row)
             with self._buf:
                 self._chain.begin(info.run_id, row[RUN_COLUMNS.index("row_hash")])
+                self._tenants[info.run_id] = str(info.tenant)
 
     def write(self, record: TurnRecord) -> None:
         """Buffer one turn; a full buffer is written in one transaction.
@@ -242,6 +246,9 @@ class SqlLog:
             with self._buf:
                 if loaded is not None:
                     self._chain.install(record.run_id, loaded)
+        tenant = self._tenants.get(record.run_id)
+        if tenant is None:
+            tenant = self._run_tenant(record.run_id)
         with self._buf:
             seq, prev = self._check_run(record.run_id, record.turn_id)
             if record.turn_id in self._buffered_ids:
@@ -251,7 +258,7 @@ class SqlLog:
                     "turn is not logged, the others are kept"
                 )
             # encode everything first: a value that cannot be logged must not advance the chain
-            encoded = encode_turn(record, seq=seq + 1, prev_hash=prev)
+            encoded = encode_turn(record, seq=seq + 1, prev_hash=prev, tenant=tenant)
             snap = record.snapshot
             if snap is not None and snap.hash not in self._seen_snapshots:
                 self._snapshots.append(encode_snapshot(snap, record.turn_id))
@@ -319,6 +326,15 @@ class SqlLog:
                 "Pipeline.begin_run()) before writing its turns"
             )
         return head
+
+    def _run_tenant(self, run_id: str) -> str:
+        """The tenant of a run begun elsewhere (``""`` when unknown: the turn is refused later)."""
+        found = self.query("SELECT tenant FROM runs WHERE run_id = ?", (run_id,))
+        tenant = str(found[0][0]) if found else ""
+        if found:
+            with self._buf:
+                self._tenants[run_id] = tenant
+        return tenant
 
     def _load_head(self, run_id: str) -> Head | None:
         """A run's committed chain head, read from the log (None: no such run)."""
@@ -479,8 +495,30 @@ class SqlLog:
     def _before_read(self) -> None:
         if self._closed:
             raise LogError(f"read: the decision log at {self.location} is closed")
+        if not self.read_only and not self._in_snapshot:
+            self.flush()
+
+    @contextmanager
+    def read_snapshot(self) -> Iterator[None]:
+        """Every read inside sees one consistent state of the log (what ``verify`` walks).
+
+        The buffer is flushed first; then one read transaction is held (SQLite: ``BEGIN``,
+        whose first read fixes the snapshot; PostgreSQL: ``REPEATABLE READ``) together with
+        the connection lock, so this log's own commits wait and other writers' commits are
+        not seen until it ends.
+        """
         if not self.read_only:
             self.flush()
+        with self._lock:
+            self._in_snapshot = True
+            try:
+                with self._read_transaction():
+                    yield
+            finally:
+                self._in_snapshot = False
+
+    def _read_transaction(self) -> AbstractContextManager[None]:
+        raise NotImplementedError
 
     def runs(self) -> list[RunInfo]:
         """Every run in the log, oldest first."""
@@ -602,6 +640,36 @@ class SqlLog:
             if len(rows) < _PAGE:
                 return
             last = str(rows[-1][0])
+
+    # -- sessions (see maitred.log.offers) ----------------------------------------------------
+
+    def committed_turn(self, tenant: str, session_id: str) -> str | None:
+        """The id of the session's latest committed turn (None: it has none).
+
+        Reads committed rows only (it neither flushes nor sees the buffer): one index probe,
+        on a connection of its own, so it does not queue behind a commit in flight.
+        """
+        if self._closed:
+            raise LogError(f"read: the decision log at {self.location} is closed")
+        rows = self._session_query(LATEST_TURN_SQL, (tenant, session_id))
+        return str(rows[0][0]) if rows else None
+
+    def committed_offer(self, tenant: str, session_id: str) -> CommittedOffer | None:
+        """What the session's latest committed turn offered (None: the session has no turn)."""
+        if self._closed:
+            raise LogError(f"read: the decision log at {self.location} is closed")
+        rows = self._session_query(LATEST_TURN_ACCOUNT_SQL, (tenant, session_id))
+        if not rows:
+            return None
+        turn_id, account = str(rows[0][0]), str(rows[0][1])
+        skills = self._session_query(EXPOSED_SQL, (turn_id, True))  # a committed turn's pairs
+        offered = frozenset(str(r[0]) for r in skills)
+        return CommittedOffer(tenant, session_id, turn_id, account, offered)
+
+    def _session_query(self, sql: str, params: Sequence[Any]) -> list[Row]:
+        """A read of committed rows that never waits for this log's commit in flight (the
+        backends read sessions on a second connection); here, the log's own connection."""
+        return self.query(sql, params)
 
     def iter_snapshots(self) -> Iterator[dict[str, Any]]:
         """Every stored snapshot row, in hash order."""
