@@ -32,9 +32,9 @@ PostgreSQL, ``INSERT ... ON CONFLICT DO UPDATE`` fires the ``BEFORE UPDATE`` gua
 ``0009_tenants_sessions`` makes the tenant an identity stored with each row: ``runs.tenant``,
 ``turns.tenant`` (the tenant of the turn's run, in its row hash when not empty) and
 ``action_decisions.tenant`` (a copy of the decision JSON's ``tenant``), all ``''`` for rows
-from before it. Its index ``turns_session (tenant, conversation_id, ts)`` answers "the latest
-committed turn of this session" in one probe: that turn's exposed pairs are what the session
-was offered (:meth:`~maitred.log._sql.SqlLog.committed_offer`).
+from before it. Its index ``turns_session (tenant, conversation_id, ts, turn_id)`` answers
+"the latest committed turn of this session" in one covering probe: that turn's exposed pairs
+are what the session was offered (:meth:`~maitred.log._sql.SqlLog.committed_offer`).
 """
 
 from __future__ import annotations
@@ -295,7 +295,7 @@ _TENANTS_SESSIONS = (
     "ALTER TABLE runs ADD COLUMN tenant TEXT NOT NULL DEFAULT ''",
     "ALTER TABLE turns ADD COLUMN tenant TEXT NOT NULL DEFAULT ''",
     "ALTER TABLE action_decisions ADD COLUMN tenant TEXT NOT NULL DEFAULT ''",
-    "CREATE INDEX turns_session ON turns (tenant, conversation_id, ts)",
+    "CREATE INDEX turns_session ON turns (tenant, conversation_id, ts, turn_id)",
 )
 
 #: Every migration, in the order it is applied. Append only; never edit a released one.
