@@ -85,12 +85,16 @@ def test_a_turn_whose_commit_failed_does_not_change_the_session(tmp_path: Path) 
             body = {"text": DOMAIN_TEXT, "account": "acc-pro", "session_id": "s-1"}
             failed = client.post("/v1/turns", json=body, headers=auth("acme"))
             assert failed.status_code == 503, failed.text
+            call = {"session_id": "s-1", "call": {"name": "list_domains", "arguments": {}}}
+            unlogged = client.post("/v1/calls/check", json=call, headers=auth("acme"))
+            assert unlogged.status_code == 503 and "allow" not in unlogged.json()
         decision = _check(client, "s-1")
         assert (decision["allow"], decision["code"]) == (False, "TOOL_NOT_OFFERED")
         assert decision["turn_id"] == first["turn_id"]  # the turn that is in the log
         assert service.engine.log is not None
         report = verify(service.engine.log)
         assert report.ok, report.summary()
+        assert (report.turns, report.decisions) == (1, 1)  # the failed turn and check are not
 
 
 def test_a_restarted_server_decides_against_the_turn_offered_before(tmp_path: Path) -> None:
