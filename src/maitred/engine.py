@@ -323,14 +323,22 @@ class Maitred:
         Without a log, or for an offer that is a tool list rather than a logged turn (no
         ``turn_id``: the MCP gateway's), the session's memory. Otherwise the session's latest
         committed turn: the cached menu when it is that turn's, else the turn's menu read from
-        the log (and cached). No committed turn, or one for another account: nothing offered.
+        the log (and cached). A cached turn not yet in the log (answered before its commit) is
+        committed first. No committed turn, or one for another account: nothing offered.
         """
         log = self.log
         if log is None or (not session.turn_id and session.offered is not None):
             return session.offered or frozenset(), session.turn_id
         latest = log.committed_turn(session.tenant, session.id)
-        if latest is not None and latest == session.turn_id and session.offered is not None:
-            return session.offered, latest
+        if latest == session.turn_id and session.offered is not None:
+            return session.offered, session.turn_id
+        if session.turn_id and session.offered is not None and not log.has_turn(session.turn_id):
+            # the session's own turn, answered before its commit (a server's async mode):
+            # commit it now -- if that fails, so does the check -- and ask again
+            log.flush()
+            latest = log.committed_turn(session.tenant, session.id)
+            if latest == session.turn_id:
+                return session.offered, session.turn_id
         found = None if latest is None else log.committed_offer(session.tenant, session.id)
         if found is None or found.account != session.account:
             return frozenset(), ""

@@ -186,3 +186,24 @@ def _verified(log: DecisionLog) -> None:
     report = verify(log)
     assert report.ok, report.summary()
     assert report.decisions == 4
+
+
+def test_async_a_check_right_after_a_turn_commits_that_turn_first(tmp_path: Path) -> None:
+    """``durability: async`` answers a turn before its commit; the session's offer is still
+    its last *committed* turn, so a check of the session commits the pending turn first."""
+    path = write_deployment(tmp_path, log={"url": "log.sqlite", "durability": "async"})
+    config = load_config(path)
+    engine = open_engine(config)
+    service = Service(engine, config.tenants, config.limits, durability=config.durability)
+    log = engine.log
+    assert isinstance(log, SqliteLog)
+    log._flusher.stop()  # only explicit commits: nothing lands behind the test's back
+    try:
+        with TestClient(create_app(service, config.limits)) as client:
+            offered = _turn(client, DOMAIN_TEXT, "s-1")
+            assert log.committed_turn("acme", "s-1") is None  # answered, not yet committed
+            decision = _check(client, "s-1")
+            assert (decision["allow"], decision["turn_id"]) == (True, offered["turn_id"])
+            assert log.committed_turn("acme", "s-1") == offered["turn_id"]
+    finally:
+        engine.close()

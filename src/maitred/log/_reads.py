@@ -222,6 +222,12 @@ class SqlReads:
         rows = self._session_query(LATEST_TURN_SQL, (tenant, session_id))
         return str(rows[0][0]) if rows else None
 
+    def has_turn(self, turn_id: str) -> bool:
+        """Whether the turn is committed to the log (on the sessions' reader connection)."""
+        if self._closed:
+            raise LogError(f"read: the decision log at {self.location} is closed")
+        return bool(self._session_query("SELECT 1 FROM turns WHERE turn_id = ?", (turn_id,)))
+
     def committed_offer(self, tenant: str, session_id: str) -> CommittedOffer | None:
         """What the session's latest committed turn offered (None: the session has no turn)."""
         if self._closed:

@@ -139,6 +139,10 @@ class DecisionLog(Protocol):
         """The id of the session's latest committed turn (see :mod:`maitred.log.offers`)."""
         ...
 
+    def has_turn(self, turn_id: str) -> bool:
+        """Whether the turn is committed to the log."""
+        ...
+
     def committed_offer(self, tenant: str, session_id: str) -> CommittedOffer | None:
         """What the session's latest committed turn offered, or None."""
         ...

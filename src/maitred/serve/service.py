@@ -126,6 +126,7 @@ class Service:
         with self._lock:  # two first turns of one new session id must not make two sessions
             engine, pipeline = self.engine, self.engine.pipeline
             session = self._session_for(tenant, req)
+            new = session.offered is None and not session.turn_id  # opened by this turn
             message = Message(
                 id=uuid.uuid4().hex[:16],
                 text=req.text,
@@ -140,12 +141,16 @@ class Service:
                 )
             finally:
                 pipeline.renderer = self._renderers[self._default_format]
-            if engine.log is None:  # nothing to commit: the turn is the offer now
-                self.sessions.put(tenant.name, session)
+            self.sessions.put(tenant.name, session)  # a second first turn finds this one
         if engine.log is not None:
-            self._commit(engine.log)  # a 503 here leaves the session as it was
+            try:
+                self._commit(engine.log)
+            except Problem:  # the turn is not in the log: the session is as it was
+                if new:
+                    self.sessions.forget(tenant.name, session)
+                raise
+            # committed (or, durability async, buffered: a check commits it first if need be)
             session.offer(turn.exposed, turn.turn_id)
-            self.sessions.put(tenant.name, session)
         self.metrics.observe_turn(turn)
         out = turn.to_json()
         out["session_id"] = session.id
