@@ -32,8 +32,12 @@ parses and authorises a request, then calls it on a worker thread.
   sessions. A turn's menu becomes the cached offer after its commit succeeded (a 503 leaves
   the session as it was); a check reads the session's latest committed turn id and decides
   against the cache only when it is that turn (:meth:`Maitred.check`), so a restarted server,
-  or another replica on the same log, decides a session's checks identically. Without a log,
-  the store is the only memory, as before: a forgotten session is a 404.
+  or another replica on the same log, decides a session's checks identically. With
+  ``durability: async`` a turn is answered before its commit; a check of that session then
+  commits it first (the offer is still the last *committed* turn). A new session's id is
+  claimed in the store before its first turn commits (a concurrent first turn for another
+  account is a 409) and released if that commit fails. Without a log, the store is the only
+  memory, as before: a forgotten session is a 404.
 * **The engine can be replaced while serving** (hot reload, :mod:`maitred.serve.reload`):
   :meth:`Service.swap` installs a new engine and its menu renderers under the same lock the
   engine calls take, so a request runs wholly on the old engine or wholly on the new one.
