@@ -14,12 +14,16 @@
 
 from __future__ import annotations
 
+import signal
 import sqlite3
+import subprocess
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from starlette.testclient import TestClient
 
@@ -29,6 +33,7 @@ from maitred.log.verify import verify
 from maitred.serve import Service, create_app, load_config, open_engine
 
 from .deploy import DOMAIN_TEXT, TOKENS, auth, sha, write_deployment
+from .live import env, free_port, stop, wait_until
 
 LIST_TEXT = "list"  # recalls list_domains alone
 CONNECT = {"name": "connect_custom_domain", "arguments": {"domain": "example.com"}}
@@ -207,3 +212,44 @@ def test_async_a_check_right_after_a_turn_commits_that_turn_first(tmp_path: Path
             assert log.committed_turn("acme", "s-1") == offered["turn_id"]
     finally:
         engine.close()
+
+
+def _serve(config: Path) -> tuple[str, subprocess.Popen[bytes]]:
+    port = free_port()
+    command = [sys.executable, "-m", "maitred.cli.main", "serve", "--config", str(config)]
+    proc = subprocess.Popen(
+        [*command, "--port", str(port)],
+        env=env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    base = f"http://127.0.0.1:{port}"
+    wait_until("the server answers", lambda: _answers(base), proc)
+    return base, proc
+
+
+def _answers(base: str) -> bool:
+    try:
+        return httpx.get(f"{base}/healthz", timeout=1.0).status_code == 200
+    except httpx.TransportError:
+        return False
+
+
+@pytest.mark.slow
+def test_maitred_serve_killed_and_restarted_keeps_its_sessions(tmp_path: Path) -> None:
+    config = write_deployment(tmp_path)
+    base, proc = _serve(config)
+    try:
+        body = {"text": DOMAIN_TEXT, "account": "acc-pro", "session_id": "s-1"}
+        offered = httpx.post(f"{base}/v1/turns", json=body, headers=auth("acme")).json()
+    finally:
+        proc.send_signal(signal.SIGKILL)  # nothing of it survives but the log
+        stop(proc)
+    base, proc = _serve(config)
+    try:
+        check = {"session_id": "s-1", "call": CONNECT}
+        r = httpx.post(f"{base}/v1/calls/check", json=check, headers=auth("acme"))
+        assert r.status_code == 200, r.text
+        assert (r.json()["allow"], r.json()["turn_id"]) == (True, offered["turn_id"])
+    finally:
+        stop(proc)
