@@ -90,8 +90,8 @@ TEXT = "connect my custom domain name to my website"
 CALL = {"name": "connect_custom_domain", "arguments": {"domain": "example.com"}}
 
 
-def deployment(root: Path) -> Path:
-    """Tools, sidecar, accounts store and a server config under ``root``."""
+def deployment(root: Path, log: str = "log.sqlite") -> Path:
+    """Tools, sidecar, accounts store and a server config under ``root`` (``log``: its log)."""
     root.mkdir(parents=True, exist_ok=True)
     (root / "tools.json").write_text(json.dumps(TOOLS), encoding="utf-8")
     (root / "tools.maitred.yaml").write_text(SIDECAR, encoding="utf-8")
@@ -106,7 +106,7 @@ def deployment(root: Path) -> Path:
         "state": f"sqlite:///{root / 'accounts.db'}",
         "tables": {"account": "accounts"},
         "options": {"method": "bm25", "top_k": 5},
-        "log": "log.sqlite",
+        "log": log,
         "cache_dir": "cache",
         "tenants": {
             "bench": {
@@ -134,9 +134,9 @@ def _timed(fn: Callable[[], Any], n: int) -> list[float]:
     return out
 
 
-def in_process(root: Path, checks: int, rounds: int) -> dict[str, Any]:
+def in_process(root: Path, checks: int, rounds: int, log: str) -> dict[str, Any]:
     """The three in-process legs (see the module docstring), interleaved."""
-    engine: Maitred = open_engine(load_config(deployment(root)))
+    engine: Maitred = open_engine(load_config(deployment(root, log)))
     call = ToolCall(CALL["name"], dict(CALL["arguments"]))
     logged: list[Session] = []
     memory: list[Session] = []
@@ -249,10 +249,21 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--baseline", default="d991ec8", help="git revision of 'before'")
     parser.add_argument("--out", type=Path, default=None, help="write the results as JSON")
+    parser.add_argument(
+        "--log",
+        default="log.sqlite",
+        help="the in-process legs' decision log (e.g. postgresql://host/db?schema=bench_x, "
+        "a fresh schema); the HTTP legs use SQLite",
+    )
+    parser.add_argument("--no-http", action="store_true", help="the in-process legs only")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        engine = in_process(Path(tmp) / "engine", args.checks, args.rounds)
-        http = over_http(Path(tmp) / "http", args.baseline, args.checks, args.rounds)
+        engine = in_process(Path(tmp) / "engine", args.checks, args.rounds, args.log)
+        http = (
+            {"before": {"n": 0, "p50_us": float("nan")}, "now": {"n": 0, "p50_us": float("nan")}}
+            if args.no_http
+            else over_http(Path(tmp) / "http", args.baseline, args.checks, args.rounds)
+        )
     ratio_cached = engine["log, cached"]["p50_us"] / engine["memory"]["p50_us"]
     ratio_cold = engine["log, cold"]["p50_us"] / engine["memory"]["p50_us"]
     ratio_http = http["now"]["p50_us"] / http["before"]["p50_us"]
