@@ -300,7 +300,8 @@ class Maitred:
 
         Args:
             call: the call (or ``{"name", "arguments"}``).
-            session: the conversation the call came from (what it was offered and read).
+            session: the conversation the call came from (what it read; what it was offered
+                is, with a log, its latest committed turn there -- see :meth:`_offer`).
             state: the state document the tool's rules read; by default the keys its
                 predicates declare are fetched from the engine's provider for the session's
                 account.
