@@ -185,6 +185,8 @@ class RunInfo:
         tokens_all_skills: description tokens of the whole catalog (the "expose everything"
             baseline per message).
         config: the pipeline configuration, as JSON.
+        tenant: who the run's turns are for (the service's tenant; ``""``: none). An identity,
+            matched exactly by every read that filters on it -- never a prefix of the run id.
     """
 
     run_id: str
@@ -193,3 +195,4 @@ class RunInfo:
     n_skills: int
     tokens_all_skills: int
     config: Mapping[str, Any] = field(default_factory=dict)
+    tenant: str = ""

@@ -14,8 +14,15 @@
         give_the_model(decision.tool_result())
 
 * :meth:`Maitred.turn` is recall -> executability gate -> depth -> menu (a
-  :class:`~maitred.pipeline.Pipeline`); with a ``session``, the session remembers the menu, so a
-  later :meth:`check` knows what was offered without being told.
+  :class:`~maitred.pipeline.Pipeline`); with a ``session``, the session remembers the menu once
+  the turn is committed, so a later :meth:`check` knows what was offered without being told. A
+  turn that raised, or whose commit failed, never becomes the session's offer.
+* **With a decision log, sessions live in the log.** What a session was offered is its latest
+  turn committed to the log (:mod:`maitred.log.offers`, matched on the session's tenant and
+  id); :meth:`check` reads that turn's id (one index probe) and uses the session's cached menu
+  only while it is that turn's, loading the newer one otherwise -- so a session survives a
+  restart and any process on the same log decides its checks alike. Without a log, the
+  session's memory is the offer.
 * :meth:`Maitred.check` is the action gate (an :class:`~maitred.actions.ActionGate` over
   :meth:`Policy.from_catalog <maitred.actions.Policy.from_catalog>`): the same catalog, the same
   contracts. A call to anything the session's latest turn did not offer is
@@ -40,6 +47,7 @@ from __future__ import annotations
 import dataclasses
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -186,14 +194,24 @@ class Maitred:
         return self.gate.policy
 
     def session(
-        self, account: str, *, id: str | None = None, context: Mapping[str, Any] | None = None
+        self,
+        account: str,
+        *,
+        id: str | None = None,
+        context: Mapping[str, Any] | None = None,
+        tenant: str = "",
     ) -> Session:
-        """A new conversation for ``account`` (what it is offered, reads and writes)."""
+        """A conversation for ``account`` (what it is offered, reads and writes).
+
+        With a log, a session id that already has committed turns (for ``tenant``) continues
+        that session: its checks are decided against its latest committed turn.
+        """
         return Session(
             id=id or uuid.uuid4().hex[:16],
             context=dict(context or {}),
             account=account,
             clock=self.pipeline.clock,
+            tenant=tenant,
         )
 
     # -- stages 1-4 ---------------------------------------------------------------------------
@@ -211,28 +229,55 @@ class Maitred:
 
         Args:
             message: the user's message (or a :class:`~maitred.Message`).
-            session: the conversation; its account is used and it remembers the menu.
+            session: the conversation; its account is used, the turn is logged under its id
+                (``conversation_id``) and, once committed, its menu becomes the session's offer.
             account: whose state the gate reads, when no session is given.
             id: the message id (unique within the run); a fresh one by default.
             durable: flush the log before returning; False leaves the turn buffered, and the
-                caller must ``log.flush()`` before anyone sees it.
+                caller must ``log.flush()`` before anyone sees it. With a log, the session is
+                then left as it was: once that flush has returned, the caller makes the turn
+                the offer with ``session.offer(turn.exposed, turn.turn_id)`` (a failed
+                commit must not change the session).
         """
+        message = self._message(message, session, account, id)
+        turn = self.pipeline.route(message)  # raises: the session is unchanged
+        if self.log is not None:
+            if not durable:
+                return turn
+            self.log.flush()  # raises: the turn is not in the log, nor the session's offer
+        if session is not None:
+            session.offer(turn.exposed, turn.turn_id)
+        return turn
+
+    @staticmethod
+    def _message(
+        message: str | Message, session: Session | None, account: str | None, id: str | None
+    ) -> Message:
+        """The message to route, tied to the session's account and id."""
         if isinstance(message, str):
             who = session.account if session is not None else account
             if not who:
                 raise ConfigError("turn() needs an account: pass session= or account=")
-            message = Message(id=id or uuid.uuid4().hex[:16], text=message, account=who)
-        elif session is not None and message.account != session.account:
+            conversation = session.id if session is not None else ""
+            return Message(
+                id=id or uuid.uuid4().hex[:16], text=message, account=who, conversation=conversation
+            )
+        if session is None:
+            return message
+        if message.account != session.account:
             raise ConfigError(
                 f"message {message.id!r} is for account {message.account!r}, but the session "
                 f"is for {session.account!r}"
             )
-        turn = self.pipeline.route(message)
-        if durable and self.log is not None:
-            self.log.flush()
-        if session is not None:
-            session.offer(turn.exposed, turn.turn_id)
-        return turn
+        if not message.conversation:
+            return replace(message, conversation=session.id)
+        if message.conversation != session.id:
+            raise ConfigError(
+                f"message {message.id!r} is for conversation {message.conversation!r}, but the "
+                f"session is {session.id!r}; leave Message.conversation empty or use the "
+                "session's id"
+            )
+        return message
 
     def run(
         self,
@@ -260,7 +305,8 @@ class Maitred:
 
         Args:
             call: the call (or ``{"name", "arguments"}``).
-            session: the conversation the call came from (what it was offered and read).
+            session: the conversation the call came from (what it read; what it was offered
+                is, with a log, its latest committed turn there -- see :meth:`_offer`).
             state: the state document the tool's rules read; by default the keys its
                 predicates declare are fetched from the engine's provider for the session's
                 account.
@@ -269,15 +315,43 @@ class Maitred:
         tc = call if isinstance(call, ToolCall) else _tool_call(call)
         if not tc.id:  # the logged call id is never empty: one the client can quote back
             tc = dataclasses.replace(tc, id=new_call_id())
-        offered = session.offered if session.offered is not None else frozenset()
+        offered, turn_id = self._offer(session)
         tool = self.policy.tools.get(tc.name)
         src = state if state is not None or tool is None else self._fetch(tool, session.account)
         decision = self.gate.check(
-            tc, src if src is not None else {}, session, offered=offered, turn_id=session.turn_id
+            tc, src if src is not None else {}, session, offered=offered, turn_id=turn_id
         )
         if durable and self.log is not None:
             self.log.flush()
         return decision
+
+    def _offer(self, session: Session) -> tuple[frozenset[str], str]:
+        """What ``session`` was offered, and by which turn (see the module docstring).
+
+        Without a log, or for an offer that is a tool list rather than a logged turn (no
+        ``turn_id``: the MCP gateway's), the session's memory. Otherwise the session's latest
+        committed turn: the cached menu when it is that turn's, else the turn's menu read from
+        the log (and cached). A cached turn not yet in the log (answered before its commit) is
+        committed first. No committed turn, or one for another account: nothing offered.
+        """
+        log = self.log
+        if log is None or (not session.turn_id and session.offered is not None):
+            return session.offered or frozenset(), session.turn_id
+        latest = log.committed_turn(session.tenant, session.id)
+        if latest == session.turn_id and session.offered is not None:
+            return session.offered, session.turn_id
+        if session.turn_id and session.offered is not None and not log.has_turn(session.turn_id):
+            # the session's own turn, answered before its commit (a server's async mode):
+            # commit it now -- if that fails, so does the check -- and ask again
+            log.flush()
+            latest = log.committed_turn(session.tenant, session.id)
+            if latest == session.turn_id:
+                return session.offered, session.turn_id
+        found = None if latest is None else log.committed_offer(session.tenant, session.id)
+        if found is None or found.account != session.account:
+            return frozenset(), ""
+        session.offer(found.offered, found.turn_id)
+        return found.offered, found.turn_id
 
     def record(self, call: ToolCall | Mapping[str, Any], result: Any, *, session: Session) -> None:
         """Tell the session that an allowed call ran and succeeded (reads, writes, creations)."""

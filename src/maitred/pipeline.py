@@ -237,8 +237,9 @@ class Pipeline:
 
     # -- many messages -----------------------------------------------------------------------
 
-    def begin_run(self, run_id: str | None = None) -> RunInfo:
-        """Start a run: a fresh run id, recorded in the log with the configuration."""
+    def begin_run(self, run_id: str | None = None, *, tenant: str = "") -> RunInfo:
+        """Start a run: a fresh run id, recorded in the log with the configuration (and the
+        tenant its turns are for, stamped on each of them by the log)."""
         self.run_id = run_id or uuid.uuid4().hex[:12]
         info = RunInfo(
             run_id=self.run_id,
@@ -247,6 +248,7 @@ class Pipeline:
             n_skills=len(self.catalog),
             tokens_all_skills=self.renderer.total_tokens(),
             config=self.config,
+            tenant=tenant,
         )
         if self.log is not None:
             self.log.begin_run(info)

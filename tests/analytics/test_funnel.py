@@ -247,3 +247,17 @@ def test_fail_closed_turns_are_counted_apart_per_cause(opener: Opener) -> None:
     text = console.export_text()
     assert "fail-closed: state unavailable" in text and "2 turns" in text
     assert "fail-closed: account not found" in text
+
+
+def test_a_tenant_counts_its_own_run_only_compared_exactly(opener: Opener) -> None:
+    with opener() as log:
+        log.begin_run(RunInfo("serve-acme-eu-1", 1.0, "c1:cat", 4, 100, tenant="acme-eu"))
+        log.write(_turn("serve-acme-eu-1", 1, _pair("A", 1, 100, exposed=True)))
+        log.flush()
+        assert funnel(log, "serve-acme-eu-1", tenant="acme-eu").messages == 1
+        for other in ("acme", "acme-", "acme-e", ""):
+            with pytest.raises(ConfigError, match="as a run of tenant") as err:
+                funnel(log, "serve-acme-eu-1", tenant=other)
+            assert "latest runs" not in str(err.value)  # names no other tenant's run
+        with pytest.raises(ConfigError, match="pass its run_id"):
+            funnel(log, tenant="acme-eu")

@@ -26,7 +26,7 @@ from maitred.log.sqlite import SqliteLog
 from .builders import make_run, make_snapshot, make_turn
 
 BEFORE_CHAIN = [m.name for m in MIGRATIONS].index("0008_hash_chain")
-OLD_TURN_COLUMNS = [c for c in TURN_COLUMNS if c not in CHAIN_COLUMNS]
+OLD_TURN_COLUMNS = [c for c in TURN_COLUMNS if c not in (*CHAIN_COLUMNS, "tenant")]
 
 
 class _OldSqlite(SqliteLog):

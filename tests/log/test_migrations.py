@@ -10,11 +10,22 @@ from typing import Any
 
 import pytest
 
+from maitred.actions.model import Decision, ToolCall
 from maitred.errors import LogError, SchemaError
 from maitred.log import MIGRATIONS, DecisionLog, open_log, verify
 from maitred.log._sql import SqlLog
+from maitred.log.action_rows import ACTION_DECISION_COLUMNS, encode_decision
 from maitred.log.migrations import APPEND_ONLY_TABLES, migrate
 from maitred.log.postgres import PostgresLog
+from maitred.log.rows import (
+    PAIR_COLUMNS,
+    RUN_COLUMNS,
+    SNAPSHOT_COLUMNS,
+    TURN_COLUMNS,
+    encode_run,
+    encode_snapshot,
+    encode_turn,
+)
 from maitred.log.sqlite import SqliteLog
 
 from .builders import make_run, make_turn
@@ -122,7 +133,8 @@ def test_each_earlier_schema_is_upgraded_to_the_newest(
         assert old.migrations() == ALL[:upto]
         if upto >= 1:  # a log with data in it, written at the old schema
             old.execute(
-                "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?)",
+                "INSERT INTO runs (run_id, started_at, catalog_version, n_skills, "
+                "tokens_all_skills, config_json) VALUES (?, ?, ?, ?, ?, ?)",
                 ("old-run", 1.0, "c1:old", 2, 300, "{}"),
             )
     with open_full() as log:
@@ -176,3 +188,42 @@ def test_tables_are_append_only_in_the_database(
             log.query(f"DELETE FROM {table}")
         with pytest.raises(LogError, match="append-only"):
             log.query(f"UPDATE {table} SET {_A_COLUMN[table]} = 'x'")
+
+
+def test_a_log_written_before_0009_verifies_after_it_and_its_sessions_have_no_tenant(
+    backend: tuple[Maker, Callable[..., DecisionLog], Callable[..., DecisionLog]],
+) -> None:
+    """Turns, runs and decisions written at ``0008`` (no tenant columns) keep their hashes:
+    a tenant is in a row hash only when it is not empty, and theirs is ``''``."""
+    make_old, open_full, _ = backend
+    before = ALL.index("0009_tenants_sessions")
+    turn = make_turn(0)
+    encoded = encode_turn(turn, seq=1, prev_hash=str(encode_run(make_run())[-1]))
+    decision = Decision(ToolCall("deploy-site", {}), "allow", now=1.0, mutates=False,
+                        session_id="conv-1", turn_id=turn.turn_id)  # fmt: skip
+
+    def insert(log: SqlLog, table: str, names: tuple[str, ...], row: tuple[Any, ...]) -> None:
+        kept = [(n, v) for n, v in zip(names, row, strict=True) if n != "tenant"]
+        marks = ", ".join("?" for _ in kept)
+        cols = ", ".join(n for n, _ in kept)
+        log.execute(f"INSERT INTO {table} ({cols}) VALUES ({marks})", [v for _, v in kept])
+
+    with make_old(before) as old:
+        insert(old, "runs", RUN_COLUMNS, encode_run(make_run()))
+        assert turn.snapshot is not None
+        insert(old, "snapshots", SNAPSHOT_COLUMNS, encode_snapshot(turn.snapshot))
+        insert(old, "turns", TURN_COLUMNS, encoded.turn)
+        for pair in encoded.pairs:
+            insert(old, "pairs", PAIR_COLUMNS, pair)
+        old.execute(
+            "INSERT INTO chain_heads (run_id, chain_seq, head_hash) VALUES (?, ?, ?)",
+            ("run-1", 1, encoded.turn[TURN_COLUMNS.index("row_hash")]),
+        )
+        insert(old, "action_decisions", ACTION_DECISION_COLUMNS, encode_decision(decision))
+    with open_full() as log:
+        report = verify(log)
+        assert report.ok, report.summary()
+        assert (report.turns, report.decisions) == (1, 1)
+        offer = log.committed_offer("", "conv-1")
+        assert offer is not None and offer.turn_id == turn.turn_id
+        assert log.committed_offer("acme", "conv-1") is None

@@ -193,9 +193,10 @@ def test_a_broken_decision_log_is_503_and_nothing_is_handed_out(
     err = r.json()["error"]
     assert err["code"] == "engine_unavailable" and "LogError" in err["message"]
     assert "menu" not in r.json()
-    # the turn was never remembered: the session does not exist
+    # sessions live in the log: with the log unreadable no check is decided, none allowed
     call = {"session_id": "s-1", "call": {"name": "list_domains", "arguments": {}}}
-    assert client.post("/v1/calls/check", json=call, headers=auth("acme")).status_code == 404
+    checked = client.post("/v1/calls/check", json=call, headers=auth("acme"))
+    assert checked.status_code == 503 and "allow" not in checked.json()
     ready = client.get("/readyz")
     assert ready.status_code == 503 and ready.json()["checks"]["log"]["ok"] is False
-    assert 'maitred_engine_errors_total{error="LogError"} 1.0' in client.get("/metrics").text
+    assert 'maitred_engine_errors_total{error="LogError"} 2.0' in client.get("/metrics").text

@@ -173,7 +173,10 @@ class ActionGate:
             call = replace(call, id=new_call_id())
         decision = self._decide(call, state, session, offered, now)
         if (session is not None and session.id) or turn_id:
-            decision = replace(decision, session_id=session.id if session else "", turn_id=turn_id)
+            tenant = session.tenant if session else ""
+            decision = replace(
+                decision, session_id=session.id if session else "", turn_id=turn_id, tenant=tenant
+            )
         if self.log is not None:
             self.log.write_decisions((decision,))
         return decision

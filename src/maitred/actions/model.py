@@ -153,6 +153,7 @@ class Decision:
             the call was checked without one); links the call's decision to that turn.
         cause: the decision kernel's cause when it hid the tool because the state could not be
             trusted (``"state_unavailable"``, ``"account_not_found"``); None otherwise.
+        tenant: the tenant of that session (``""``: an engine used without tenants).
     """
 
     call: ToolCall
@@ -169,6 +170,7 @@ class Decision:
     session_id: str = ""
     turn_id: str = ""
     cause: Cause | None = None
+    tenant: str = ""
 
     @property
     def allow(self) -> bool:
@@ -227,6 +229,8 @@ class Decision:
             out["turn_id"] = self.turn_id
         if self.cause is not None:  # likewise: only decisions the kernel made for a cause carry it
             out["cause"] = self.cause
+        if self.tenant:  # likewise: decisions made without tenants keep their form
+            out["tenant"] = self.tenant
         return out
 
 

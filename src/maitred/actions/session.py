@@ -7,6 +7,16 @@ the policy names, so a booking can be followed by a change without a re-read. Co
 the application knows but the tool arguments do not carry (a stated cancellation reason) live in
 ``context``.
 
+**The offer is what was committed.** ``offered`` / ``turn_id`` are set by :meth:`Session.offer`
+only once the turn that made the offer is durable (:meth:`maitred.Maitred.turn` calls it after
+the log's commit, or at once without a log): a turn that raised, or whose commit failed, never
+becomes the offer. With a decision log, the offer a check is decided against is the session's
+latest committed turn *in the log* (:mod:`maitred.log.offers`); ``offered`` is then a cache of
+it, used only while ``turn_id`` is still the latest committed turn of ``(tenant, id)``. What the
+log holds of a session is its tenant, id, account and offers; its reads, writes and ``context``
+are this process's memory (they are not logged), so a must-read-before-write rule after a
+restart asks for the read again -- it fails closed, never open.
+
 The gate only *reads* a session (through ``session.*`` paths); wrappers record into it after a
 call succeeds. The generic :func:`must_read_before_write` rule is declared per tool by naming
 the argument that identifies the record and the read tool that reads it.
@@ -49,6 +59,8 @@ class Session:
             :class:`maitred.Maitred`.
         turn_id: the decision-log id of that turn (decisions on calls link to it).
         writes: the mutating tools that ran successfully, in order.
+        tenant: whose session it is (the service's tenant; ``""``: none). Matched exactly when
+            the session's offer is read from the log.
     """
 
     id: str = ""
@@ -61,9 +73,13 @@ class Session:
     offered: frozenset[str] | None = None
     turn_id: str = ""
     writes: list[str] = field(default_factory=list)
+    tenant: str = ""
 
     def offer(self, names: Iterable[str], turn_id: str = "") -> None:
-        """Record what is now in front of the model (a routed turn's menu, or a tool list)."""
+        """Record what is now in front of the model (a routed turn's menu, or a tool list).
+
+        Call it for a turn only once that turn is committed (see the module docstring).
+        """
         self.offered = frozenset(names)
         self.turn_id = turn_id
 

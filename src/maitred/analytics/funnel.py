@@ -272,12 +272,19 @@ class Funnel:
         }
 
 
-def funnel(log: DecisionLog | str | os.PathLike[str], run_id: str | None = None) -> Funnel:
+def funnel(
+    log: DecisionLog | str | os.PathLike[str],
+    run_id: str | None = None,
+    *,
+    tenant: str | None = None,
+) -> Funnel:
     """Compute the funnel of one run (or of the whole log) by SQL over the decision log.
 
     Args:
         log: a path or URL (opened read-only and closed again), or an open log.
         run_id: the run to count; None counts every run.
+        tenant: count ``run_id`` only if the log records it as this tenant's run (compared
+            exactly: ``acme`` is not ``acme-eu``); the error then names no other run.
 
     Returns:
         The funnel.
@@ -288,10 +295,12 @@ def funnel(log: DecisionLog | str | os.PathLike[str], run_id: str | None = None)
     """
     if not isinstance(log, DecisionLog):
         with open_log(log, read_only=True) as opened:
-            return funnel(opened, run_id)
+            return funnel(opened, run_id, tenant=tenant)
     params: Sequence[Any] = ()
+    if tenant is not None and run_id is None:
+        raise ConfigError("funnel(tenant=...) counts one run of that tenant: pass its run_id")
     if run_id is not None:
-        _check_run(log, run_id)
+        _check_run(log, run_id, tenant)
         params = (run_id,)
     skills = _per_skill(log, run_id, params)
     where = "WHERE t.run_id = ?" if run_id is not None else ""
@@ -330,7 +339,14 @@ def _causes(
     return {cause: found.get(cause, (0, 0)) for cause in CAUSES}
 
 
-def _check_run(log: DecisionLog, run_id: str) -> None:
+def _check_run(log: DecisionLog, run_id: str, tenant: str | None = None) -> None:
+    if tenant is not None:
+        if log.query("SELECT 1 FROM runs WHERE run_id = ? AND tenant = ?", (run_id, tenant)):
+            return
+        raise ConfigError(
+            f"run {run_id!r} is not in the decision log at {log.location} as a run of tenant "
+            f"{tenant!r}"
+        )
     if log.query("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)):
         return
     known = [r[0] for r in log.query("SELECT run_id FROM runs ORDER BY started_at DESC LIMIT 10")]

@@ -1,4 +1,5 @@
-"""What the SQL backends share: buffering, batching, run checks and the read queries.
+"""What the SQL backends share: buffering, batching and run checks (the read queries are
+:mod:`maitred.log._reads`, mixed in).
 
 A backend subclasses :class:`SqlLog` and supplies the connection-level pieces (``execute``,
 ``query``, ``table_exists``, ``tables``, ``transaction``, ``_insert_batch``,
@@ -31,30 +32,28 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from types import TracebackType
-from typing import Any, Literal
+from typing import Any
 
 from maitred.decision import RunInfo, TurnRecord
 from maitred.errors import ConfigError, LogError
 from maitred.log._chain import ChainHeads, Head
 from maitred.log._flusher import Flusher
-from maitred.log.action_rows import ACTION_DECISION_COLUMNS, LoggableDecision, encode_decision
+from maitred.log._reads import Row as Row
+from maitred.log._reads import SqlReads
+from maitred.log._reads import columns as columns
+from maitred.log.action_rows import LoggableDecision, encode_decision
 from maitred.log.migrations import Dialect, applied, migrate
 from maitred.log.rows import (
     DEPTH_COLUMNS,
-    PAIR_COLUMNS,
     RUN_COLUMNS,
-    SNAPSHOT_COLUMNS,
     TURN_COLUMNS,
-    decode_run,
-    decode_snapshot,
     encode_run,
     encode_snapshot,
     encode_turn,
 )
-from maitred.state.snapshot import Snapshot
 
 DEFAULT_BATCH_PAIRS = 20_000
 #: the age bound of a buffered row: a written turn is committed at most this long afterwards
@@ -71,14 +70,9 @@ REPLAY_COLUMNS: tuple[str, ...] = (
     "error",
     "ts",
 )
-_PAGE = 500
 _SEEN_SNAPSHOTS_MAX = 100_000
 #: failed commits remembered for the flushes that wait on them
 _FAILURES_KEPT = 1024
-
-Row = tuple[Any, ...]
-#: the order :meth:`SqlLog.iter_turns` yields a run's turns in
-TurnOrder = Literal["time", "chain"]
 
 
 def _insert_depth_sql() -> str:
@@ -91,12 +85,6 @@ _INSERT_HEAD = "INSERT INTO chain_heads (run_id, chain_seq, head_hash) VALUES (?
 _ROW_HASH = TURN_COLUMNS.index("row_hash")
 
 
-def columns(names: Sequence[str], alias: str = "") -> str:
-    """A column list, optionally qualified by a table alias."""
-    prefix = f"{alias}." if alias else ""
-    return ", ".join(prefix + n for n in names)
-
-
 def insert_sql(table: str, names: Sequence[str], *, on_conflict_ignore: bool = False) -> str:
     """An ``INSERT`` with ``?`` placeholders (``ON CONFLICT DO NOTHING`` if asked)."""
     marks = ", ".join("?" for _ in names)
@@ -104,7 +92,7 @@ def insert_sql(table: str, names: Sequence[str], *, on_conflict_ignore: bool = F
     return f"INSERT INTO {table} ({columns(names)}) VALUES ({marks}){tail}"
 
 
-class SqlLog:
+class SqlLog(SqlReads):
     """The backend-independent half of a SQL decision log (see the module docstring)."""
 
     dialect: Dialect
@@ -149,6 +137,8 @@ class SqlLog:
         self._depth: list[Row] = []
         self._seen_snapshots: set[str] = set()
         self._chain = ChainHeads(self._load_head)
+        self._tenants: dict[str, str] = {}  # run id -> its tenant (stamped on its turns)
+        self._in_snapshot = False  # inside read_snapshot(): reads must not commit
         self._closed = False
 
     # -- backend hooks ------------------------------------------------------------------------
@@ -226,6 +216,7 @@ class SqlLog:
                 self.execute(insert_sql("runs", RUN_COLUMNS), row)
             with self._buf:
                 self._chain.begin(info.run_id, row[RUN_COLUMNS.index("row_hash")])
+                self._tenants[info.run_id] = str(info.tenant)
 
     def write(self, record: TurnRecord) -> None:
         """Buffer one turn; a full buffer is written in one transaction.
@@ -242,6 +233,9 @@ class SqlLog:
             with self._buf:
                 if loaded is not None:
                     self._chain.install(record.run_id, loaded)
+        tenant = self._tenants.get(record.run_id)
+        if tenant is None:
+            tenant = self._run_tenant(record.run_id)
         with self._buf:
             seq, prev = self._check_run(record.run_id, record.turn_id)
             if record.turn_id in self._buffered_ids:
@@ -251,7 +245,7 @@ class SqlLog:
                     "turn is not logged, the others are kept"
                 )
             # encode everything first: a value that cannot be logged must not advance the chain
-            encoded = encode_turn(record, seq=seq + 1, prev_hash=prev)
+            encoded = encode_turn(record, seq=seq + 1, prev_hash=prev, tenant=tenant)
             snap = record.snapshot
             if snap is not None and snap.hash not in self._seen_snapshots:
                 self._snapshots.append(encode_snapshot(snap, record.turn_id))
@@ -319,6 +313,15 @@ class SqlLog:
                 "Pipeline.begin_run()) before writing its turns"
             )
         return head
+
+    def _run_tenant(self, run_id: str) -> str:
+        """The tenant of a run begun elsewhere (``""`` when unknown: the turn is refused later)."""
+        found = self.query("SELECT tenant FROM runs WHERE run_id = ?", (run_id,))
+        tenant = str(found[0][0]) if found else ""
+        if found:
+            with self._buf:
+                self._tenants[run_id] = tenant
+        return tenant
 
     def _load_head(self, run_id: str) -> Head | None:
         """A run's committed chain head, read from the log (None: no such run)."""
@@ -473,137 +476,3 @@ class SqlLog:
         tb: TracebackType | None,
     ) -> None:
         self.close()
-
-    # -- reading ------------------------------------------------------------------------------
-
-    def _before_read(self) -> None:
-        if self._closed:
-            raise LogError(f"read: the decision log at {self.location} is closed")
-        if not self.read_only:
-            self.flush()
-
-    def runs(self) -> list[RunInfo]:
-        """Every run in the log, oldest first."""
-        self._before_read()
-        rows = self.query(f"SELECT {columns(RUN_COLUMNS)} FROM runs ORDER BY started_at, run_id")
-        return [decode_run(dict(zip(RUN_COLUMNS, r, strict=True))) for r in rows]
-
-    def iter_turns(
-        self, run_id: str | None = None, *, order: TurnOrder = "time"
-    ) -> Iterator[dict[str, Any]]:
-        """Stored turns with their pairs, run by run.
-
-        ``order="time"``: each run in ``(ts, turn_id)`` order. ``order="chain"`` (what
-        ``verify`` walks): each run's chained turns by ``chain_seq``, then its turns from before
-        the chain in ``(ts, turn_id)`` order; each turn also carries ``"depth_hash"``, the
-        ``row_hash`` of its ``depth_decisions`` row or None.
-        """
-        self._before_read()
-        run_ids = [run_id] if run_id is not None else [r.run_id for r in self.runs()]
-        for rid in run_ids:
-            if order == "chain":
-                yield from self._pages_of_run(rid, "chain_seq IS NOT NULL", ("chain_seq",))
-                yield from self._pages_of_run(rid, "chain_seq IS NULL", ("ts", "turn_id"))
-            else:
-                yield from self._pages_of_run(rid, "", ("ts", "turn_id"))
-
-    def _pages_of_run(
-        self, run_id: str, condition: str, key: tuple[str, ...]
-    ) -> Iterator[dict[str, Any]]:
-        """A run's turns matching ``condition``, with pairs, paged in ``key`` order."""
-        select = f"SELECT {columns(TURN_COLUMNS)} FROM turns WHERE run_id = ?"
-        select += f" AND {condition}" if condition else ""
-        order = f"ORDER BY {', '.join(key)} LIMIT {_PAGE}"
-        after = f"({', '.join(key)}) > ({', '.join('?' for _ in key)})"
-        rows = self.query(f"{select} {order}", (run_id,))
-        with_depth = key == ("chain_seq",)
-        while rows:
-            turns = self._with_pairs([dict(zip(TURN_COLUMNS, r, strict=True)) for r in rows])
-            if with_depth:
-                self._add_depth_hashes(turns)
-            yield from turns
-            last = turns[-1]
-            rows = self.query(f"{select} AND {after} {order}", (run_id, *(last[k] for k in key)))
-
-    def _with_pairs(self, turns: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        by_id = {t["turn_id"]: t for t in turns}
-        for t in turns:
-            t["pairs"] = []
-        marks = ", ".join("?" for _ in by_id)
-        pair_rows = self.query(
-            f"SELECT {columns(PAIR_COLUMNS)} FROM pairs WHERE turn_id IN ({marks}) "
-            "ORDER BY turn_id, rank, skill",
-            list(by_id),
-        )
-        for p in pair_rows:
-            pair = dict(zip(PAIR_COLUMNS, p, strict=True))
-            pair["visible"] = bool(pair["visible"])
-            pair["exposed"] = bool(pair["exposed"])
-            by_id[pair["turn_id"]]["pairs"].append(pair)
-        return turns
-
-    def _add_depth_hashes(self, turns: list[dict[str, Any]]) -> None:
-        marks = ", ".join("?" for _ in turns)
-        found: dict[str, str] = dict(
-            self.query(
-                f"SELECT turn_id, row_hash FROM depth_decisions WHERE turn_id IN ({marks})",
-                [t["turn_id"] for t in turns],
-            )
-        )
-        for t in turns:
-            t["depth_hash"] = found.get(t["turn_id"])
-
-    def snapshot(self, hash: str) -> Snapshot | None:
-        """The snapshot stored under ``hash``, or None."""
-        self._before_read()
-        rows = self.query(
-            f"SELECT {columns(SNAPSHOT_COLUMNS)} FROM snapshots WHERE hash = ?", (hash,)
-        )
-        if not rows:
-            return None
-        return decode_snapshot(dict(zip(SNAPSHOT_COLUMNS, rows[0], strict=True)))
-
-    def iter_depth_decisions(self) -> Iterator[dict[str, Any]]:
-        """Stored depth-decision rows, in turn-id order."""
-        self._before_read()
-        yield from self._pages("depth_decisions", DEPTH_COLUMNS, "turn_id")
-
-    def _pages(self, table: str, names: Sequence[str], key: str) -> Iterator[dict[str, Any]]:
-        """Every row of ``table`` as a dict, paged in ``key`` order (``key`` is unique)."""
-        select = f"SELECT {columns(names)} FROM {table}"
-        position = list(names).index(key)
-        rows = self.query(f"{select} ORDER BY {key} LIMIT {_PAGE}")
-        while rows:
-            for r in rows:
-                yield dict(zip(names, r, strict=True))
-            rows = self.query(
-                f"{select} WHERE {key} > ? ORDER BY {key} LIMIT {_PAGE}", (rows[-1][position],)
-            )
-
-    def iter_action_decisions(self, session_id: str | None = None) -> Iterator[dict[str, Any]]:
-        """Stored action-decision rows (all, or one session's), in decision-id order.
-
-        Values are as stored (``decision_json`` as text, ``mutates`` as a bool).
-        """
-        self._before_read()
-        select = f"SELECT {columns(ACTION_DECISION_COLUMNS)} FROM action_decisions"
-        where = [] if session_id is None else ["session_id = ?"]
-        params: list[Any] = [] if session_id is None else [session_id]
-        last: str | None = None
-        while True:
-            conds = [*where, "decision_id > ?"] if last is not None else where
-            clause = f" WHERE {' AND '.join(conds)}" if conds else ""
-            args = [*params, last] if last is not None else params
-            rows = self.query(f"{select}{clause} ORDER BY decision_id LIMIT {_PAGE}", args)
-            for r in rows:
-                row = dict(zip(ACTION_DECISION_COLUMNS, r, strict=True))
-                row["mutates"] = bool(row["mutates"])
-                yield row
-            if len(rows) < _PAGE:
-                return
-            last = str(rows[-1][0])
-
-    def iter_snapshots(self) -> Iterator[dict[str, Any]]:
-        """Every stored snapshot row, in hash order."""
-        self._before_read()
-        yield from self._pages("snapshots", SNAPSHOT_COLUMNS, "hash")

@@ -8,7 +8,8 @@ A row is derived from the decision's JSON alone (:meth:`maitred.actions.Decision
   :func:`~maitred.log.verify.verify` recomputes it from the stored text;
 * the query columns (decision id, session, tool, verdict, code, fields, policy, predicate
   versions, mutates, the gate's clock, and the id of the turn whose menu the call came from,
-  ``turn_id``, added by ``0007_action_turn_link``) -- copies of JSON values, which ``verify`` checks
+  ``turn_id``, added by ``0007_action_turn_link``, and its ``tenant``, added by
+  ``0009_tenants_sessions``) -- copies of JSON values, which ``verify`` checks
   against the JSON with :func:`decision_columns`, so a column edited alone is caught too;
 * ``logged_at`` -- when the row was buffered (wall clock), the only value outside the hash.
 
@@ -39,6 +40,7 @@ ACTION_DECISION_COLUMNS: tuple[str, ...] = (
     "decision_json",
     "decision_hash",
     "turn_id",
+    "tenant",
 )
 #: the columns that copy a value of the decision JSON (checked by ``verify``): all but the
 #: log's own timestamp, the JSON itself and its hash
@@ -73,6 +75,7 @@ def decision_columns(data: dict[str, Any]) -> dict[str, Any]:
         "mutates": bool(data["mutates"]),
         "decided_at": float(data["now"]),
         "turn_id": str(data.get("turn_id", "")),
+        "tenant": str(data.get("tenant", "")),
     }
 
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager
 from types import TracebackType
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -34,6 +35,7 @@ from maitred.decision import RunInfo, TurnRecord
 from maitred.errors import ConfigError
 from maitred.log.action_rows import LoggableDecision
 from maitred.log.migrations import Dialect
+from maitred.log.offers import CommittedOffer
 from maitred.state.snapshot import Snapshot
 
 
@@ -127,6 +129,22 @@ class DecisionLog(Protocol):
 
     def migrations(self) -> list[str]:
         """The names of the schema migrations recorded in the log."""
+        ...
+
+    def read_snapshot(self) -> AbstractContextManager[None]:
+        """Reads inside see one consistent state (one read transaction; see ``verify``)."""
+        ...
+
+    def committed_turn(self, tenant: str, session_id: str) -> str | None:
+        """The id of the session's latest committed turn (see :mod:`maitred.log.offers`)."""
+        ...
+
+    def has_turn(self, turn_id: str) -> bool:
+        """Whether the turn is committed to the log."""
+        ...
+
+    def committed_offer(self, tenant: str, session_id: str) -> CommittedOffer | None:
+        """What the session's latest committed turn offered, or None."""
         ...
 
 

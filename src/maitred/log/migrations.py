@@ -28,6 +28,13 @@ On SQLite it also refuses ``INSERT OR REPLACE`` (which deletes the old row first
 ``recursive_triggers`` off fires no DELETE trigger): a ``BEFORE INSERT`` trigger aborts when the
 key is already there (for ``snapshots``, content-addressed, it skips the insert instead). On
 PostgreSQL, ``INSERT ... ON CONFLICT DO UPDATE`` fires the ``BEFORE UPDATE`` guard already.
+
+``0009_tenants_sessions`` makes the tenant an identity stored with each row: ``runs.tenant``,
+``turns.tenant`` (the tenant of the turn's run, in its row hash when not empty) and
+``action_decisions.tenant`` (a copy of the decision JSON's ``tenant``), all ``''`` for rows
+from before it. Its index ``turns_session (tenant, conversation_id, ts, turn_id)`` answers
+"the latest committed turn of this session" in one covering probe: that turn's exposed pairs
+are what the session was offered (:meth:`~maitred.log._sql.SqlLog.committed_offer`).
 """
 
 from __future__ import annotations
@@ -283,6 +290,14 @@ def _hash_chain(dialect: Dialect) -> tuple[str, ...]:
     return (*common, *_guard_sqlite("chain_heads"), *replace_guards)
 
 
+#: ``0009_tenants_sessions`` (see the module docstring)
+_TENANTS_SESSIONS = (
+    "ALTER TABLE runs ADD COLUMN tenant TEXT NOT NULL DEFAULT ''",
+    "ALTER TABLE turns ADD COLUMN tenant TEXT NOT NULL DEFAULT ''",
+    "ALTER TABLE action_decisions ADD COLUMN tenant TEXT NOT NULL DEFAULT ''",
+    "CREATE INDEX turns_session ON turns (tenant, conversation_id, ts, turn_id)",
+)
+
 #: Every migration, in the order it is applied. Append only; never edit a released one.
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
@@ -312,6 +327,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     ),
     Migration("0007_action_turn_link", sqlite=_TURN_LINK, postgres=_TURN_LINK),
     Migration("0008_hash_chain", sqlite=_hash_chain("sqlite"), postgres=_hash_chain("postgres")),
+    Migration("0009_tenants_sessions", sqlite=_TENANTS_SESSIONS, postgres=_TENANTS_SESSIONS),
 )
 
 

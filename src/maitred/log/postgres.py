@@ -16,6 +16,7 @@ writes. psycopg is an optional dependency: install ``maitred[postgres]``.
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -104,6 +105,9 @@ class PostgresLog(SqlLog):
             batch_pairs=batch_pairs,
             max_batch_seconds=max_batch_seconds,
         )
+        self._dsn = dsn
+        self._reader: Any = None  # sessions' reads (see _session_query)
+        self._reader_lock = threading.Lock()
         try:
             self._conn = psycopg.connect(dsn, autocommit=True)
         except psycopg.Error as exc:
@@ -191,6 +195,16 @@ class PostgresLog(SqlLog):
         except psycopg.Error as exc:
             raise LogError(f"decision log {self.location}: {exc}") from exc
 
+    @contextmanager
+    def _read_transaction(self) -> Iterator[None]:
+        """A ``REPEATABLE READ`` transaction: every query in it sees one snapshot."""
+        try:
+            with self._conn.transaction():
+                self._conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+                yield
+        except psycopg.Error as exc:
+            raise LogError(f"decision log {self.location}: {exc}") from exc
+
     def _insert_batch(self, snapshots: list[Row], turns: list[Row], pairs: list[Row]) -> None:
         try:
             with self._conn.cursor() as cur:
@@ -213,5 +227,25 @@ class PostgresLog(SqlLog):
         except psycopg.Error as exc:
             raise LogError(str(exc)) from exc
 
+    def _session_query(self, sql: str, params: Sequence[Any]) -> list[Row]:
+        """On a second connection (autocommit: each read sees every committed transaction),
+        so a session read does not queue behind this log's commit in flight."""
+        with self._reader_lock:
+            try:
+                if self._reader is None:
+                    reader = psycopg.connect(self._dsn, autocommit=True)
+                    if self.schema is not None:
+                        reader.execute(f'SET search_path TO "{self.schema}"')
+                    self._reader = reader
+                return list(self._reader.execute(to_pyformat(sql), params).fetchall())
+            except psycopg.Error as exc:
+                if self._reader is not None and self._reader.closed:
+                    self._reader = None  # reconnect on the next read
+                raise LogError(f"decision log {self.location}: {exc} (in: {sql[:200]})") from exc
+
     def _close_connection(self) -> None:
+        with self._reader_lock:
+            if self._reader is not None:
+                self._reader.close()
+                self._reader = None
         self._conn.close()

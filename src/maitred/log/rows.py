@@ -71,9 +71,12 @@ RUN_COLUMNS: tuple[str, ...] = (
     "n_skills",
     "tokens_all_skills",
     "config_json",
+    "tenant",
     "row_hash",
 )
-HASHED_RUN_COLUMNS: tuple[str, ...] = RUN_COLUMNS[:-1]
+#: the run columns every run hash covers; ``tenant`` (``0009_tenants_sessions``) is added to the
+#: payload only when it is not empty, so runs logged before it keep their hashes
+HASHED_RUN_COLUMNS: tuple[str, ...] = RUN_COLUMNS[:-2]
 
 #: The turn columns added by ``0008_hash_chain`` (NULL in older rows).
 CHAIN_COLUMNS: tuple[str, ...] = ("chain_seq", "prev_hash", "recall_batch")
@@ -98,6 +101,7 @@ TURN_COLUMNS: tuple[str, ...] = (
     "menu_tokens",
     *(f"t_{k}_us" for k in TIMING_KEYS),
     *CHAIN_COLUMNS,
+    "tenant",
     "row_hash",
 )
 
@@ -116,7 +120,8 @@ PAIR_COLUMNS: tuple[str, ...] = (
 
 SNAPSHOT_COLUMNS: tuple[str, ...] = ("hash", "account_id", "as_of", "json")
 
-HASHED_TURN_COLUMNS: tuple[str, ...] = TURN_COLUMNS[:-1]
+#: like the run's, a turn's ``tenant`` is in its hash payload only when it is not empty
+HASHED_TURN_COLUMNS: tuple[str, ...] = TURN_COLUMNS[:-2]
 LEGACY_HASHED_TURN_COLUMNS: tuple[str, ...] = tuple(
     c for c in HASHED_TURN_COLUMNS if c not in CHAIN_COLUMNS
 )
@@ -202,17 +207,24 @@ def row_hash_payload(
     """
     rows = [_normalised(p) for p in pairs]
     if turn.get("chain_seq") is None:
+        legacy = {c: turn[c] for c in LEGACY_HASHED_TURN_COLUMNS}
+        if turn.get("tenant"):
+            legacy["tenant"] = turn["tenant"]
         return {
             "v": LEGACY_ROW_HASH_LAYOUT,
-            "turn": {c: turn[c] for c in LEGACY_HASHED_TURN_COLUMNS},
+            "turn": legacy,
             "pairs": [list(p[1:]) for p in sorted(rows, key=_PAIR_ORDER)],
         }
     return _payload(turn, rows, depth_hash)
 
 
 def run_hash_payload(run: Mapping[str, Any]) -> dict[str, Any]:
-    """The JSON value whose content hash is ``runs.row_hash``: every other run column."""
-    return {"v": 1, "run": {c: run[c] for c in HASHED_RUN_COLUMNS}}
+    """The JSON value whose content hash is ``runs.row_hash``: every other run column
+    (``tenant`` only when it is not empty: a run from before it had none)."""
+    cols = {c: run[c] for c in HASHED_RUN_COLUMNS}
+    if run.get("tenant"):
+        cols["tenant"] = run["tenant"]
+    return {"v": 1, "run": cols}
 
 
 def _normalised(pair: Sequence[Any] | Mapping[str, Any]) -> tuple[Any, ...]:
@@ -224,9 +236,12 @@ def _payload(
     turn: Mapping[str, Any], rows: list[tuple[Any, ...]], depth_hash: str | None
 ) -> dict[str, Any]:
     """:func:`row_hash_payload` for rows already in ``PAIR_COLUMNS`` order with real booleans."""
+    cols = {c: turn[c] for c in HASHED_TURN_COLUMNS}
+    if turn.get("tenant"):
+        cols["tenant"] = turn["tenant"]
     return {
         "v": ROW_HASH_LAYOUT,
-        "turn": {c: turn[c] for c in HASHED_TURN_COLUMNS},
+        "turn": cols,
         "pairs": [list(p[1:]) for p in sorted(rows, key=_PAIR_ORDER)],
         "depth": depth_hash,
     }
@@ -293,20 +308,23 @@ def encode_snapshot(snapshot: Snapshot, turn_id: str = "") -> tuple[Any, ...]:
     return (snapshot.hash, snapshot.account, float(snapshot.as_of), text)
 
 
-def encode_turn(record: TurnRecord, *, seq: int = 1, prev_hash: str = "") -> EncodedTurn:
+def encode_turn(
+    record: TurnRecord, *, seq: int = 1, prev_hash: str = "", tenant: str = ""
+) -> EncodedTurn:
     """Encode one turn (and its depth row), computing its row hash.
 
     Args:
         record: the turn.
         seq: its position in its run's chain (1 for the first turn).
         prev_hash: the ``row_hash`` of the turn before it (of the run row, for the first).
+        tenant: the tenant of the turn's run (``RunInfo.tenant``; ``""``: none).
 
     Raises:
         LogError: the record holds a value canonical JSON refuses (NaN, an infinity, an object
             that is not JSON).
     """
     try:
-        return _encode_turn(record, seq, prev_hash)
+        return _encode_turn(record, seq, prev_hash, tenant)
     except (TypeError, ValueError, RecursionError) as exc:
         raise LogError(
             f"turn {record.turn_id!r} cannot be logged: {exc}; every value in a TurnRecord "
@@ -314,7 +332,7 @@ def encode_turn(record: TurnRecord, *, seq: int = 1, prev_hash: str = "") -> Enc
         ) from exc
 
 
-def _encode_turn(record: TurnRecord, seq: int, prev_hash: str) -> EncodedTurn:
+def _encode_turn(record: TurnRecord, seq: int, prev_hash: str, tenant: str) -> EncodedTurn:
     # str() / int() / float() pin each value to its column's type before hashing, so that what
     # the database stores (and verify reads back) is exactly what was hashed.
     tid = str(record.turn_id)
@@ -348,6 +366,7 @@ def _encode_turn(record: TurnRecord, seq: int, prev_hash: str) -> EncodedTurn:
     turn["prev_hash"] = str(prev_hash)
     batch = timings.get(RECALL_BATCH)
     turn["recall_batch"] = None if batch is None else int(batch)
+    turn["tenant"] = str(tenant)
     depth = encode_depth(record)
     depth_hash = None if depth is None else depth[-1]
     turn["row_hash"] = _content_hash_fast(_payload(turn, pairs, depth_hash))
@@ -370,6 +389,7 @@ def encode_run(info: RunInfo) -> tuple[Any, ...]:
         "n_skills": int(info.n_skills),
         "tokens_all_skills": int(info.tokens_all_skills),
         "config_json": config,
+        "tenant": str(info.tenant),
     }
     row["row_hash"] = content_hash(run_hash_payload(row))
     return tuple(row[c] for c in RUN_COLUMNS)
@@ -384,6 +404,7 @@ def decode_run(row: Mapping[str, Any]) -> RunInfo:
         n_skills=int(row["n_skills"]),
         tokens_all_skills=int(row["tokens_all_skills"]),
         config=json.loads(row["config_json"]),
+        tenant=str(row.get("tenant") or ""),
     )
 
 

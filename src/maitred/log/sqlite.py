@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -70,6 +71,8 @@ class SqliteLog(SqlLog):
             max_batch_seconds=max_batch_seconds,
         )
         self._conn = self._connect(Path(self.location))
+        self._reader: sqlite3.Connection | None = None  # sessions' reads (see _session_query)
+        self._reader_lock = threading.Lock()
         self._migrate()
         if not read_only:  # only once the file is known to be a log: never on a refused one
             self.execute("PRAGMA journal_mode = WAL")
@@ -149,6 +152,16 @@ class SqliteLog(SqlLog):
             raise
         self.execute("COMMIT")
 
+    @contextmanager
+    def _read_transaction(self) -> Iterator[None]:
+        """``BEGIN`` (deferred: the first read takes the snapshot) ... ``COMMIT``."""
+        self.execute("BEGIN")
+        try:
+            yield
+        finally:
+            if self._conn.in_transaction:
+                self._conn.execute("COMMIT")
+
     def _insert_batch(self, snapshots: list[Row], turns: list[Row], pairs: list[Row]) -> None:
         try:
             if snapshots:
@@ -164,5 +177,28 @@ class SqliteLog(SqlLog):
         except sqlite3.Error as exc:
             raise LogError(str(exc)) from exc
 
+    def _session_query(self, sql: str, params: Sequence[Any]) -> list[Row]:
+        """On a second, query-only connection: WAL readers see every committed transaction and
+        never wait for the writer, so a session read does not queue behind a commit."""
+        if self.read_only:
+            return self.query(sql, params)
+        with self._reader_lock:
+            try:
+                if self._reader is None:
+                    self._reader = sqlite3.connect(
+                        self.location,
+                        isolation_level=None,
+                        check_same_thread=False,
+                        timeout=_BUSY_TIMEOUT_S,
+                    )
+                    self._reader.execute("PRAGMA query_only = ON")
+                return self._reader.execute(sql, params).fetchall()
+            except sqlite3.Error as exc:
+                raise LogError(f"decision log {self.location}: {exc} (in: {sql[:200]})") from exc
+
     def _close_connection(self) -> None:
+        with self._reader_lock:
+            if self._reader is not None:
+                self._reader.close()
+                self._reader = None
         self._conn.close()

@@ -22,7 +22,16 @@ SQL, so both backends alike):
 * **snapshots**: the ``json`` text hashes to the ``hash`` key, ``account_id`` / ``as_of`` agree;
 * **action decisions** (:mod:`maitred.log.action_rows`): ``decision_json`` hashes to
   ``decision_hash`` and every query column agrees with it; **depth decisions** hash to their
-  ``row_hash``.
+  ``row_hash``;
+* **decisions and their turns** (``turn_link``): a decision that names a turn names one that
+  is in the log, of the same session (``conversation_id``) and tenant; an *allowed* call is
+  for a tool that turn exposed (a rejection records why it was not, in its code).
+
+Everything is read in one snapshot (:meth:`~maitred.log.base.DecisionLog.read_snapshot`:
+one SQLite read transaction, or PostgreSQL ``REPEATABLE READ``), so a verify that runs while
+writers commit sees each commit wholly or not at all -- never a decision without the turn
+committed with it, or a chain head without its turns -- and reports no tampering that did
+not happen.
 
 What it cannot prove: the hashes are keyless, so someone who rewrites a whole run -- every
 turn's hash recomputed, the chain rebuilt, its heads rewritten -- or deletes a run entirely
@@ -68,6 +77,7 @@ MismatchKind = Literal[
     "chain_head",
     "leftover",
     "trigger",
+    "turn_link",
 ]
 
 
@@ -337,6 +347,52 @@ def _check_decision(row: dict[str, Any], out: _Collector) -> None:
         out.add("decision", key, f"columns disagree with its JSON: {detail}")
 
 
+class _TurnLinks:
+    """Checks each decision's turn (see the module docstring), reading each turn once."""
+
+    def __init__(self, log: DecisionLog) -> None:
+        self.log = log
+        self.turns: dict[str, tuple[str, str, frozenset[str]] | None] = {}
+
+    def _turn(self, turn_id: str) -> tuple[str, str, frozenset[str]] | None:
+        if turn_id not in self.turns:
+            rows = self.log.query(
+                "SELECT conversation_id, tenant FROM turns WHERE turn_id = ?", (turn_id,)
+            )
+            exposed = self.log.query(
+                "SELECT skill FROM pairs WHERE turn_id = ? AND exposed = ?", (turn_id, True)
+            )
+            self.turns[turn_id] = (
+                (str(rows[0][0]), str(rows[0][1]), frozenset(str(r[0]) for r in exposed))
+                if rows
+                else None
+            )
+        return self.turns[turn_id]
+
+    def check(self, row: dict[str, Any], out: _Collector) -> None:
+        turn_id, key = str(row["turn_id"]), str(row["decision_id"])
+        if not turn_id:
+            return
+        found = self._turn(turn_id)
+        if found is None:
+            out.add("turn_link", key, f"names turn {turn_id}, which is not in the log")
+            return
+        session, tenant, exposed = found
+        if (session, tenant) != (str(row["session_id"]), str(row["tenant"])):
+            out.add(
+                "turn_link",
+                key,
+                f"is for session {row['session_id']!r} of tenant {row['tenant']!r}, but its turn "
+                f"{turn_id} is of session {session!r}, tenant {tenant!r}",
+            )
+        elif row["verdict"] == "allow" and row["tool"] not in exposed:
+            out.add(
+                "turn_link",
+                key,
+                f"allowed {row['tool']!r}, which its turn {turn_id} did not offer",
+            )
+
+
 _TRIGGER_NAME = re.compile(r"\s*CREATE TRIGGER (\w+)")
 
 
@@ -519,6 +575,11 @@ def verify(
     if not isinstance(log, DecisionLog):
         with open_log(log, read_only=True) as opened:
             return verify(opened, run_id=run_id, limit=limit)
+    with log.read_snapshot():
+        return _verify(log, run_id, limit)
+
+
+def _verify(log: DecisionLog, run_id: str | None, limit: int) -> VerifyReport:
     out = _Collector(limit)
     triggers = _check_triggers(log, out)
     known: set[str] = set()
@@ -531,9 +592,11 @@ def verify(
     if run_id is None:
         _check_leftovers(log, tally.turns, tally.pairs, out)
     n_decisions = 0
+    links = _TurnLinks(log)
     for row in log.iter_action_decisions():
         n_decisions += 1
         _check_decision(row, out)
+        links.check(row, out)
     for row in log.iter_depth_decisions():
         payload = depth_payload(row["turn_id"], row["depth_rule"], int(row["k"]), row["probs_json"])
         if _recompute(str(row["row_hash"]), payload) != row["row_hash"]:

@@ -21,10 +21,23 @@ parses and authorises a request, then calls it on a worker thread.
   is built at start over the engine's catalog (entries and token counts cached); a turn swaps
   the pipeline's renderer under the lock, so the menu handed back *and* the tokens logged are
   those of the format the client asked for.
-* **One run per tenant.** At start each tenant gets a run in the decision log
-  (``serve-<tenant>-<hex>``) and its turns are logged under it, so ``GET /v1/funnel`` counts
-  exactly that tenant's turns of this server process. Runs of earlier processes are reachable
-  by id (``?run_id=``) when they carry the tenant's prefix; other tenants' runs are not.
+* **One run per tenant, the tenant an identity.** At start each tenant gets a run in the
+  decision log (``serve-<tenant>-<hex>``) recorded *with its tenant* (``runs.tenant``, stamped
+  on every turn of the run), so ``GET /v1/funnel`` counts exactly that tenant's turns of this
+  server process. Runs of earlier processes are reachable by id (``?run_id=``) when the log
+  records them as the tenant's -- compared exactly, never by the run id's prefix, so ``acme``
+  cannot read ``acme-eu``'s runs.
+* **Sessions live in the log.** A session's offer is its latest turn committed to the log
+  (:mod:`maitred.log.offers`); :class:`~maitred.serve.sessions.SessionStore` only caches
+  sessions. A turn's menu becomes the cached offer after its commit succeeded (a 503 leaves
+  the session as it was); a check reads the session's latest committed turn id and decides
+  against the cache only when it is that turn (:meth:`Maitred.check`), so a restarted server,
+  or another replica on the same log, decides a session's checks identically. With
+  ``durability: async`` a turn is answered before its commit; a check of that session then
+  commits it first (the offer is still the last *committed* turn). A new session's id is
+  claimed in the store before its first turn commits (a concurrent first turn for another
+  account is a 409) and released if that commit fails. Without a log, the store is the only
+  memory, as before: a forgotten session is a 404.
 * **The engine can be replaced while serving** (hot reload, :mod:`maitred.serve.reload`):
   :meth:`Service.swap` installs a new engine and its menu renderers under the same lock the
   engine calls take, so a request runs wholly on the old engine or wholly on the new one.
@@ -104,7 +117,7 @@ class Service:
         for name in sorted(self.tenants):
             run_id = f"serve-{name}-{uuid.uuid4().hex[:8]}"
             if engine.log is not None:
-                engine.pipeline.begin_run(run_id)
+                engine.pipeline.begin_run(run_id, tenant=name)
             self.run_ids[name] = run_id
         if engine.log is not None:
             engine.log.flush()
@@ -117,7 +130,7 @@ class Service:
         with self._lock:  # two first turns of one new session id must not make two sessions
             engine, pipeline = self.engine, self.engine.pipeline
             session = self._session_for(tenant, req)
-            new = session.offered is None  # opened by this turn
+            new = session.offered is None and not session.turn_id  # opened by this turn
             message = Message(
                 id=uuid.uuid4().hex[:16],
                 text=req.text,
@@ -132,13 +145,16 @@ class Service:
                 )
             finally:
                 pipeline.renderer = self._renderers[self._default_format]
-            self.sessions.put(tenant.name, session)
-        try:
-            self._commit(engine.log)
-        except Problem:
-            if new:  # the turn that opened it is not in the log: nor is the session
-                self.sessions.forget(tenant.name, session)
-            raise
+            self.sessions.put(tenant.name, session)  # a second first turn finds this one
+        if engine.log is not None:
+            try:
+                self._commit(engine.log)
+            except Problem:  # the turn is not in the log: the session is as it was
+                if new:
+                    self.sessions.forget(tenant.name, session)
+                raise
+            # committed (or, durability async, buffered: a check commits it first if need be)
+            session.offer(turn.exposed, turn.turn_id)
         self.metrics.observe_turn(turn)
         out = turn.to_json()
         out["session_id"] = session.id
@@ -146,10 +162,10 @@ class Service:
         return out
 
     def _session_for(self, tenant: Tenant, req: TurnRequest) -> Session:
-        """The tenant's session of that id, or a new one for the request's account."""
-        session = self.sessions.get(tenant.name, req.session_id)
+        """The tenant's session of that id (cached, or from the log), or a new one."""
+        session = self._known_session(tenant, req.session_id)
         if session is None:
-            return self.engine.session(req.account, id=req.session_id)
+            return self.engine.session(req.account, id=req.session_id, tenant=tenant.name)
         if session.account != req.account:
             raise Problem(
                 409,
@@ -183,9 +199,27 @@ class Service:
 
     # -- stage 5 ------------------------------------------------------------------------------
 
+    def _known_session(self, tenant: Tenant, session_id: str) -> Session | None:
+        """The cached session, else one rebuilt from its latest committed turn, else None."""
+        session = self.sessions.get(tenant.name, session_id)
+        log = self.engine.log
+        if session is not None or log is None:
+            return session
+        try:
+            found = log.committed_offer(tenant.name, session_id)
+        except MaitredError as exc:
+            raise self._unavailable(exc) from None
+        if found is None:
+            return None
+        session = self.engine.session(found.account, id=session_id, tenant=tenant.name)
+        session.offer(found.offered, found.turn_id)
+        self.sessions.put(tenant.name, session)
+        return session
+
     def check(self, tenant: Tenant, req: CheckRequest) -> dict[str, Any]:
-        """Check one call against the session's latest menu, its arguments and the state."""
-        session = self.sessions.get(tenant.name, req.session_id)
+        """Check one call against the session's latest committed menu, its arguments and the
+        state."""
+        session = self._known_session(tenant, req.session_id)
         if session is None:
             raise Problem(
                 404,
@@ -226,11 +260,9 @@ class Service:
                 "this server keeps no decision log (set 'log' in its config)",
             )
         run = run_id or self.run_ids[tenant.name]
-        if not run.startswith(f"serve-{tenant.name}-"):
-            raise _no_run(run)
         with self._lock:
             try:
-                return funnel(log, run).to_json()
+                return funnel(log, run, tenant=tenant.name).to_json()
             except MaitredError as exc:
                 if "is not in the decision log" in str(exc):
                     raise _no_run(run) from None

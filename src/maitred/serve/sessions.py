@@ -1,16 +1,19 @@
-"""The server's memory of conversations: a bounded, expiring map of :class:`Session` objects.
+"""The server's cache of conversations: a bounded, expiring map of :class:`Session` objects.
 
-A :class:`~maitred.actions.session.Session` remembers what the latest turn offered, so a later
-``POST /v1/calls/check`` knows whether the model was shown the tool it calls. The server keeps
-them in process, keyed by ``(tenant, session_id)``:
+With a decision log, a session *lives in the log*: what it was offered is its latest committed
+turn (:mod:`maitred.log.offers`), and this map only caches the :class:`Session` objects built
+from it -- a session dropped here is rebuilt from the log on its next request, and a cached one
+is used for a check only while its turn is still the session's latest committed turn
+(:meth:`maitred.Maitred.check`). Without a log, this map is the only memory: a forgotten session
+is a 404. Either way a session is put here only once its turn is committed. Keys are
+``(tenant, session_id)``:
 
 * **Tenant-scoped keys.** Tenant B asking for tenant A's session id finds nothing, exactly as if
   the id did not exist, so the API answers 404 and leaks nothing about other tenants.
 * **Bounded.** At most ``max_sessions`` are kept; beyond that the least recently used is
   dropped (an ``OrderedDict`` moved to the end on every use).
 * **Expiring.** A session unused for ``idle_s`` seconds is forgotten the next time it is
-  looked up or the map is pruned; a forgotten session is a 404, and the client starts a new
-  one with its next turn.
+  looked up or the map is pruned (then reloaded from the log, or, without one, a 404).
 
 The map is shared by the server's worker threads, so every operation holds one lock.
 """
