@@ -46,6 +46,7 @@ from maitred.actions.packs import Pack, load_pack
 from maitred.actions.policy import Policy, ToolPolicy
 from maitred.actions.session import Session
 from maitred.build import PipelineOptions, build_pipeline
+from maitred.context import DEFAULT, CallContext
 from maitred.decision import Message
 from maitred.errors import ConfigError, MaitredError
 from maitred.log.base import DecisionLog, open_log
@@ -126,14 +127,12 @@ class Maitred:
                 cache_dir=cache_dir,
                 log=handle,
                 progress=progress,
+                clock=clock,
             )
         except BaseException:
             if isinstance(log, str) and handle is not None:
                 handle.close()
             raise
-        if clock is not None:
-            pipeline.clock = clock
-            pipeline.gate.clock = clock
         return cls(pipeline, owns_log=isinstance(log, str))
 
     @classmethod
@@ -201,6 +200,7 @@ class Maitred:
         account: str | None = None,
         id: str | None = None,
         durable: bool = True,
+        context: CallContext = DEFAULT,
     ) -> Turn:
         """Route one message: recall, executability gate, depth, menu (logged, then flushed).
 
@@ -211,6 +211,8 @@ class Maitred:
             id: the message id (unique within the run); a fresh one by default.
             durable: flush the log before returning; False leaves the turn buffered, and the
                 caller must ``log.flush()`` before anyone sees it.
+            context: what is particular to this request (run, tenant, menu format, scope);
+                see :class:`~maitred.context.CallContext`.
         """
         if isinstance(message, str):
             who = session.account if session is not None else account
@@ -222,7 +224,7 @@ class Maitred:
                 f"message {message.id!r} is for account {message.account!r}, but the session "
                 f"is for {session.account!r}"
             )
-        turn = self.pipeline.route(message)
+        turn = self.pipeline.route(message, context)
         if durable and self.log is not None:
             self.log.flush()
         if session is not None:
