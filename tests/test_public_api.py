@@ -11,6 +11,7 @@ import maitred
 
 PUBLIC = [
     "ActionGate",
+    "CallContext",
     "CallableStateProvider",
     "Catalog",
     "Contract",

@@ -32,6 +32,7 @@ __version__ = "0.1.0"
 #: public name -> the module that defines it (imported on first attribute access)
 _EXPORTS: dict[str, str] = {
     "ActionGate": "maitred.actions.gate",
+    "CallContext": "maitred.context",
     "CallableStateProvider": "maitred.state",
     "Catalog": "maitred.skills.model",
     "Contract": "maitred.contract.model",
@@ -70,6 +71,7 @@ _EXPORTS: dict[str, str] = {
 
 __all__ = [
     "ActionGate",
+    "CallContext",
     "CallableStateProvider",
     "Catalog",
     "Contract",

@@ -6,7 +6,7 @@ means the same thing everywhere.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,7 +23,7 @@ from maitred.recall.registry import make_recaller
 from maitred.skills.catalog import load_catalog
 from maitred.skills.model import Catalog
 from maitred.state.registry import open_provider
-from maitred.state.snapshot import StateProvider
+from maitred.state.snapshot import StateProvider, now
 
 #: the score components each built-in recall method puts on its candidates
 COMPONENTS: dict[str, frozenset[str]] = {
@@ -74,6 +74,7 @@ def build_pipeline(
     cache_dir: str | Path | None = None,
     log: Any = None,
     progress: Progress | None = None,
+    clock: Callable[[], float] | None = None,
 ) -> Pipeline:
     """Build a pipeline.
 
@@ -85,6 +86,7 @@ def build_pipeline(
         cache_dir: where recall indexes persist (rebuilt only when the catalog changes).
         log: an open decision log, if turns should be logged.
         progress: ``progress(done, total)`` while the index is built.
+        clock: the gates' "now" (unix seconds); the wall clock by default.
 
     Raises:
         ConfigError: among others, a provider that has no source for a key root the catalog's
@@ -114,5 +116,6 @@ def build_pipeline(
         depth=make_depth_rule(opts.depth, **dict(opts.depth_params)),
         renderer=MenuRenderer(cat, opts.menu_format),
         log=log,
+        clock=clock or now,
         config=opts.to_json(),
     )

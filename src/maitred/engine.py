@@ -58,6 +58,7 @@ from maitred.actions.packs import Pack, load_pack
 from maitred.actions.policy import Policy, ToolPolicy
 from maitred.actions.session import Session
 from maitred.build import PipelineOptions, build_pipeline
+from maitred.context import DEFAULT, CallContext
 from maitred.contract.kernel import PROVIDER_ERROR_VERSION
 from maitred.decision import Message
 from maitred.errors import ConfigError, MaitredError
@@ -139,14 +140,12 @@ class Maitred:
                 cache_dir=cache_dir,
                 log=handle,
                 progress=progress,
+                clock=clock,
             )
         except BaseException:
             if isinstance(log, str) and handle is not None:
                 handle.close()
             raise
-        if clock is not None:
-            pipeline.clock = clock
-            pipeline.gate.clock = clock
         return cls(pipeline, owns_log=isinstance(log, str))
 
     @classmethod
@@ -224,6 +223,7 @@ class Maitred:
         account: str | None = None,
         id: str | None = None,
         durable: bool = True,
+        context: CallContext = DEFAULT,
     ) -> Turn:
         """Route one message: recall, executability gate, depth, menu (logged, then flushed).
 
@@ -238,9 +238,11 @@ class Maitred:
                 then left as it was: once that flush has returned, the caller makes the turn
                 the offer with ``session.offer(turn.exposed, turn.turn_id)`` (a failed
                 commit must not change the session).
+            context: what is particular to this request (run, tenant, menu format, scope);
+                see :class:`~maitred.context.CallContext`.
         """
         message = self._message(message, session, account, id)
-        turn = self.pipeline.route(message)  # raises: the session is unchanged
+        turn = self.pipeline.route(message, context)  # raises: the session is unchanged
         if self.log is not None:
             if not durable:
                 return turn

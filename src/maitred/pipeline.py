@@ -11,17 +11,22 @@ Invariants the code keeps:
 * the gate sees only candidate names, the account and the provider, and fetches state once;
 * a candidate's description tokens are counted whether or not it is shown, so the funnel can
   say what each stage saved;
-* everything but the model's own choice is a function of (catalog, predicates, snapshot).
+* everything but the model's own choice is a function of (catalog, predicates, snapshot);
+* what varies per request (run, menu format, scope) arrives as a
+  :class:`~maitred.context.CallContext` with the call and is never set on the pipeline, so one
+  pipeline serves many threads at once (see ARCHITECTURE.md, "Concurrency").
 """
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from maitred.context import DEFAULT, CallContext
 from maitred.decision import Message, PairRecord, RunInfo, TurnRecord
 from maitred.depth.rules import DepthRule, ExposeAll, Ranked
 from maitred.gate.executability import ExecutabilityGate, GateResult
@@ -152,16 +157,38 @@ class Pipeline:
         self.clock = clock
         self.config = dict(config or {})
         self.run_id = ""
+        self._renderers: dict[str, MenuRenderer] = {self.renderer.format: self.renderer}
+        self._lock = threading.Lock()  # the lazy run start and the renderers per format
 
     # -- one message -------------------------------------------------------------------------
 
-    def route(self, message: Message) -> Turn:
-        """Route one message (recall included); logged when the pipeline has a log."""
-        if self.log is not None and not self.run_id:
-            self.begin_run()
+    def route(self, message: Message, context: CallContext = DEFAULT) -> Turn:
+        """Route one message (recall included); logged when the pipeline has a log.
+
+        ``context`` says what is particular to this request: the run it is logged under, the
+        menu format, the tools it may consider (see :class:`~maitred.context.CallContext`).
+        """
+        if self.log is not None and not context.run_id and not self.run_id:
+            with self._lock:
+                if not self.run_id:
+                    self.begin_run()
         t0 = time.perf_counter_ns()
         ranked = self.recaller.rank(message.text, self._depth_of_ranking())
-        return self._finish(message, ranked, time.perf_counter_ns() - t0)
+        return self._finish(message, ranked, time.perf_counter_ns() - t0, context=context)
+
+    def renderer_for(self, fmt: str | None) -> MenuRenderer:
+        """The renderer of menu format ``fmt`` over this catalog (``None``: the pipeline's),
+        built on first use and kept, so its entries and token counts are cached once."""
+        if fmt is None:
+            return self.renderer
+        found = self._renderers.get(fmt)
+        if found is None:
+            with self._lock:
+                found = self._renderers.get(fmt)
+                if found is None:
+                    found = MenuRenderer(self.catalog, fmt)
+                    self._renderers[fmt] = found
+        return found
 
     def _depth_of_ranking(self) -> int:
         return self.cutoff.top_k
@@ -176,8 +203,21 @@ class Pipeline:
         return kept
 
     def _finish(
-        self, message: Message, ranked: list[Candidate], recall_ns: int, recall_batch: int = 0
+        self,
+        message: Message,
+        ranked: list[Candidate],
+        recall_ns: int,
+        recall_batch: int = 0,
+        *,
+        context: CallContext = DEFAULT,
     ) -> Turn:
+        if context.scope is not None:
+            ranked = [
+                Candidate(c.name, i + 1, c.score, c.components)
+                for i, c in enumerate(c for c in ranked if c.name in context.scope)
+            ]
+        renderer = self.renderer_for(context.menu_format)
+        run_id = context.run_id or self.run_id
         candidates = self.candidates(ranked)
         names = [c.name for c in candidates]
         t1 = time.perf_counter_ns()
@@ -193,7 +233,7 @@ class Pipeline:
         estimate = getattr(self.depth, "prefix_probabilities", None)
         depth_probs = tuple(float(p) for p in estimate(visible)) if estimate and visible else ()
         t3 = time.perf_counter_ns()
-        menu = self.renderer.render([r.name for r in visible if r.name in exposed])
+        menu = renderer.render([r.name for r in visible if r.name in exposed])
         pairs = tuple(
             PairRecord(
                 skill=c.name,
@@ -201,7 +241,7 @@ class Pipeline:
                 score=c.score,
                 visible=outcomes[c.name].visible,
                 exposed=c.name in exposed,
-                desc_tokens=self.renderer.tokens(c.name),
+                desc_tokens=renderer.tokens(c.name),
                 components=dict(c.components),
                 fired=outcomes[c.name].fired,
                 soft=outcomes[c.name].soft,
@@ -210,8 +250,8 @@ class Pipeline:
         )
         t4 = time.perf_counter_ns()
         record = TurnRecord(
-            turn_id=f"{self.run_id or 'adhoc'}/{message.id}",
-            run_id=self.run_id,
+            turn_id=f"{run_id or 'adhoc'}/{message.id}",
+            run_id=run_id,
             message=message,
             catalog_version=self.catalog.version,
             recall_method=self.recaller.name + ("+family" if self.family_mode else ""),
@@ -237,12 +277,18 @@ class Pipeline:
 
     # -- many messages -----------------------------------------------------------------------
 
-    def begin_run(self, run_id: str | None = None, *, tenant: str = "") -> RunInfo:
+    def begin_run(
+        self, run_id: str | None = None, *, tenant: str = "", current: bool = True
+    ) -> RunInfo:
         """Start a run: a fresh run id, recorded in the log with the configuration (and the
-        tenant its turns are for, stamped on each of them by the log)."""
-        self.run_id = run_id or uuid.uuid4().hex[:12]
+        tenant its turns are for, stamped on each of them by the log).
+
+        With ``current`` (the default) it becomes the run of every turn routed without a
+        ``run_id`` in its context; ``current=False`` only records it, for callers that name
+        the run with each turn (the service's run per tenant).
+        """
         info = RunInfo(
-            run_id=self.run_id,
+            run_id=run_id or uuid.uuid4().hex[:12],
             started_at=self.clock(),
             catalog_version=self.catalog.version,
             n_skills=len(self.catalog),
@@ -252,6 +298,8 @@ class Pipeline:
         )
         if self.log is not None:
             self.log.begin_run(info)
+        if current:
+            self.run_id = info.run_id
         return info
 
     def route_many(self, messages: Iterable[Message], batch: int = 256) -> Iterator[Turn]:

@@ -180,3 +180,41 @@ def test_tools_methods_use_the_tool_tuned_model(catalog: Catalog, tmp_path: Path
     # the shipped model's index for the same catalog is another entry of the same cache
     plain = make_recaller("dense", catalog, cache_dir=tmp_path)
     assert isinstance(plain, DenseRecaller) and plain.embedder.model_id == MINILM_ID
+
+
+def test_the_query_cache_is_safe_under_many_threads(
+    catalog: Catalog, hash_embedder: HashEmbedder
+) -> None:
+    """Threads ranking at once through one recaller with a tiny cache (every text evicts
+    another) all get their own, correct ranking and no error (the service and the gateway share
+    one recaller across worker threads)."""
+    import sys
+    import threading
+
+    rec = DenseRecaller.build(catalog, hash_embedder)
+    rec = DenseRecaller(catalog, rec.index, hash_embedder, query_cache=2)
+    texts = [f"refund order {i}" for i in range(3)]
+    expected = {t: [c.name for c in rec.rank(t, 3)] for t in texts}
+    errors: list[BaseException] = []
+    start = threading.Barrier(6)
+
+    def work(offset: int) -> None:
+        try:
+            start.wait()
+            for i in range(1500):
+                text = texts[(i + offset) % len(texts)]
+                assert [c.name for c in rec.rank(text, 3)] == expected[text]
+        except BaseException as exc:  # surfaced after join
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(6)]
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as the interpreter can
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert not errors

@@ -145,8 +145,9 @@ ALIASES: Final = {"all": "full", "fixed-k": "fixed_k"}
 def make_depth_rule(name: str, **params: Any) -> DepthRule:
     """Build a registered depth rule by name (or by an alias in :data:`ALIASES`).
 
-    Rules are entry points in the group ``maitred.depth_rules`` (the built-ins are declared in
-    maitred's ``pyproject.toml``), so this module never imports the rules it does not define.
+    Rules are found by name (:mod:`maitred.plugins`: the built-ins listed there, a third
+    party's as entry points of ``maitred.depth_rules``), so this module never imports the
+    rules it does not define.
     """
     factory = plugins.load("depth", ALIASES.get(name, name), what="depth rule")
     try:

@@ -68,6 +68,7 @@ from typing import Any
 from maitred._canonical import content_hash
 from maitred.actions.model import Decision, ToolCall
 from maitred.build import PipelineOptions, build_pipeline
+from maitred.context import CallContext
 from maitred.contract.tool_sidecar import SUFFIX, load_tool_contracts
 from maitred.engine import Maitred
 from maitred.errors import ConfigError, MaitredError
@@ -170,20 +171,16 @@ def state_fingerprint(snapshot: Snapshot) -> str:
 class EveryTool:
     """The "recall" of a listing: every tool of the catalog, in its order, score 1.
 
-    ``only`` narrows one listing to the names a session has found (``find_tools`` mode); the
-    gatekeeper sets it under the gateway's engine lock, just before the turn it is for.
+    A listing of what a ``find_tools`` session has found narrows it with the turn's
+    :class:`~maitred.context.CallContext` scope, passed with that turn alone.
     """
 
     def __init__(self, catalog: Catalog) -> None:
         self.catalog = catalog
         self.name = "mcp-list"
-        self.only: Collection[str] | None = None
 
     def rank(self, text: str, k: int) -> list[Candidate]:
-        names = [s.name for s in self.catalog.skills[:k]]
-        if self.only is not None:
-            names = [n for n in names if n in self.only]
-        return [Candidate(n, i + 1, 1.0) for i, n in enumerate(names)]
+        return [Candidate(s.name, i + 1, 1.0) for i, s in enumerate(self.catalog.skills[:k])]
 
 
 class Gates:
@@ -397,13 +394,7 @@ class Gatekeeper:
 
     @staticmethod
     def _listing(engine: Maitred, scope: Collection[str] | None, session: Any) -> tuple[str, ...]:
-        recall = engine.pipeline.recaller
-        assert isinstance(recall, EveryTool)
-        recall.only = scope
-        try:
-            return engine.turn(LIST_TEXT, session=session).exposed
-        finally:
-            recall.only = None
+        return engine.turn(LIST_TEXT, session=session, context=CallContext.scoped(scope)).exposed
 
     def would_list(
         self, snapshot: Snapshot, verdicts: dict[str, bool] | None = None

@@ -1,4 +1,4 @@
-"""The native extra's recall methods, as entry points of the group ``maitred.recall_methods``.
+"""The native extra's recall methods, listed by name in :data:`maitred.plugins.BUILTINS`.
 
 ``native-glance`` (the glance alone), ``native`` (the full ruling), ``native-rerank`` and
 ``native-progressive`` (the baselines on the same backbone). The registry in

@@ -3,9 +3,9 @@ registered).
 
 Importing this module registers ``"native-glance"``, ``"native"`` (glance + verdict + ruling,
 :mod:`maitred.native.gavel`), ``"native-rerank"`` and ``"native-progressive"``
-(:mod:`maitred.native.baselines`) as entry points of the group ``maitred.recall_methods`` (see
-``pyproject.toml``): the registry loads this module only when such a name is asked for, so the
-core never imports it, nor torch.
+(:mod:`maitred.native.baselines`) as built-in recall methods (listed in
+:data:`maitred.plugins.BUILTINS`): the registry loads this module only when such a name is
+asked for, so the core never imports it, nor torch.
 
 The glance recaller reads each query with the backbone, maps its token states to unit queries
 and ranks the whole catalog by token voting over the skills' key banks.

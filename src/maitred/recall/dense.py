@@ -27,6 +27,7 @@ Any other model fits behind the :class:`Embedder` protocol (``model_id``, ``dim`
 from __future__ import annotations
 
 import json
+import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -310,6 +311,7 @@ class DenseRecaller:
         self.field_mix = check_mix(DEFAULT_FIELD_MIX if field_mix is None else field_mix)
         self._cache: OrderedDict[str, NDArray[np.float32]] = OrderedDict()
         self._cache_size = max(0, query_cache)
+        self._cache_lock = threading.Lock()  # one recaller serves many threads' turns
 
     @classmethod
     def build(
@@ -368,9 +370,8 @@ class DenseRecaller:
         for i, text in enumerate(texts):
             if not text.strip():
                 continue
-            hit = self._cache.get(text)
+            hit = self._cached(text)
             if hit is not None:
-                self._cache.move_to_end(text)
                 out[i] = hit
             else:
                 todo.setdefault(text, []).append(i)
@@ -382,12 +383,22 @@ class DenseRecaller:
                 self._remember(text, vector)
         return out
 
+    def _cached(self, text: str) -> NDArray[np.float32] | None:
+        if not self._cache_size:
+            return None
+        with self._cache_lock:
+            hit = self._cache.get(text)
+            if hit is not None:
+                self._cache.move_to_end(text)
+            return hit
+
     def _remember(self, text: str, vector: NDArray[np.float32]) -> None:
         if not self._cache_size:
             return
-        self._cache[text] = vector
-        if len(self._cache) > self._cache_size:
-            self._cache.popitem(last=False)
+        with self._cache_lock:
+            self._cache[text] = vector
+            if len(self._cache) > self._cache_size:
+                self._cache.popitem(last=False)
 
     def rank_batch(self, texts: Sequence[str], k: int) -> list[list[Candidate]]:
         """:meth:`rank` for many texts, embedding them in batches (same results)."""

@@ -2,8 +2,10 @@
 
 ``make_recaller("hybrid", catalog, cache_dir=".maitred-cache")`` is how the pipeline, the CLI and
 the service get a recaller: the method is a name from configuration, resolved here. Each name
-maps to a factory; :func:`register_recaller` adds one, and every "choose one of" message is
-generated from this registry, so it cannot fall behind the methods that exist.
+maps to a factory: the built-ins are listed in :data:`maitred.plugins.BUILTINS` (the factories
+below), a third party's come from entry points, and :func:`register_recaller` adds one in this
+process. Every "choose one of" message is generated from these names, so it cannot fall behind
+the methods that exist.
 
 Built-in methods:
 
@@ -82,14 +84,14 @@ _REGISTRY: dict[str, RecallerFactory] = {}
 
 
 def register_recaller(name: str) -> Callable[[RecallerFactory], RecallerFactory]:
-    """Register a recaller factory under ``name`` (a decorator).
+    """Register a recaller factory under ``name`` in this process (a decorator).
 
     Raises:
-        ConfigError: ``name`` is already registered.
+        ConfigError: ``name`` is already registered, built in or declared as an entry point.
     """
 
     def add(factory: RecallerFactory) -> RecallerFactory:
-        if name in _REGISTRY:
+        if name in _REGISTRY or name in plugins.names("recall"):
             raise ConfigError(f"a recall method named {name!r} is already registered")
         _REGISTRY[name] = factory
         return factory
@@ -217,7 +219,6 @@ def _dense(
     )
 
 
-@register_recaller("bm25")
 def _make_bm25(
     catalog: Catalog,
     *,
@@ -234,7 +235,6 @@ def _make_bm25(
     return bm25
 
 
-@register_recaller("bm25-plain")
 def _make_bm25_plain(
     catalog: Catalog,
     *,
@@ -246,7 +246,6 @@ def _make_bm25_plain(
     return PlainBM25Recaller.build(catalog)
 
 
-@register_recaller("dense")
 def _make_dense(
     catalog: Catalog,
     *,
@@ -258,7 +257,6 @@ def _make_dense(
     return _dense(catalog, store, embedder, progress)
 
 
-@register_recaller("hybrid")
 def _make_hybrid(
     catalog: Catalog,
     *,
@@ -272,7 +270,6 @@ def _make_hybrid(
     )
 
 
-@register_recaller("fused")
 def _make_fused(
     catalog: Catalog,
     *,
@@ -295,7 +292,6 @@ def _make_fused(
     return fused
 
 
-@register_recaller("dense-tools")
 def _make_dense_tools(
     catalog: Catalog,
     *,
@@ -311,7 +307,6 @@ def _make_dense_tools(
     return recaller
 
 
-@register_recaller("fused-tools")
 def _make_fused_tools(
     catalog: Catalog,
     *,

@@ -2,9 +2,9 @@
 
 A pack is an ordinary tools file and its contract sidecar (``tools.json`` +
 ``tools.maitred.yaml``), plus the settings its rules take and, for packs whose rules read a
-business clock, that clock. Packs are entry points of the group ``maitred.policy_packs`` (the
-built-ins in ``pyproject.toml``), each naming a :class:`Pack`; :func:`load_pack` finds one by
-name, and a third-party package can add its own.
+business clock, that clock. Packs are found by name (:mod:`maitred.plugins`: the built-ins
+listed there, a third party's as entry points of ``maitred.policy_packs``), each naming a
+:class:`Pack`; :func:`load_pack` finds one by name, and a third-party package can add its own.
 
 Running the tools (for shadow replay) is not the pack's business: the simulators that execute
 the packs' tools live with the evaluation code (:mod:`maitred.lab.sim`).
