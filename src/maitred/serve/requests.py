@@ -8,10 +8,20 @@ error with a stable ``code``:
                                  has (with ``WWW-Authenticate: Bearer``)
 413    ``body_too_large``        a body over ``limits.max_body_bytes``, refused from its
                                  ``Content-Length`` or while it streams, before any parsing
-400    ``malformed_json``        a body that is empty or not JSON (line and column named)
+400    ``malformed_json``        a body that is empty, not UTF-8 or not JSON (line and column
+                                 named), or JSON outside I-JSON (RFC 7493): a key twice in one
+                                 object, ``NaN``/``Infinity`` or a number out of float range
+                                 (``1e400``), a lone surrogate (``"\\ud800"``), nesting deeper
+                                 than :data:`MAX_DEPTH` (``field`` names where, dotted)
 422    ``invalid_field``         a field missing, of the wrong type, or unknown (``field``
                                  names it, dotted: ``call.arguments``)
 =====  ========================  ==============================================================
+
+Why I-JSON: every value of a body ends up in the decision log as canonical JSON and, for call
+arguments, in CEL. A value those cannot hold (``NaN``, a surrogate that is no character) would
+fail *inside* the engine and be answered as an outage (503) or a crash (500); a duplicate key
+would mean two readers of one body (the log, a proxy in front) could see different values. So
+the body is refused at the edge, as the client's error, before the engine sees it.
 
 Tokens are compared as SHA-256 digests with :func:`hmac.compare_digest` against **every**
 tenant (no early exit), so the time taken says nothing about which tenant came close.
@@ -26,6 +36,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,6 +47,8 @@ from maitred.menu.render import RENDERERS
 from maitred.serve.config import Tenant
 
 MAX_ID = 128
+#: the deepest nesting of arrays and objects a body may have (the body itself is depth 1)
+MAX_DEPTH = 32
 
 
 class Problem(Exception):
@@ -133,11 +146,31 @@ async def read_json(request: Request, max_bytes: int) -> dict[str, Any]:
         if total > max_bytes:
             raise _too_large(max_bytes)
         chunks.append(chunk)
-    raw = b"".join(chunks)
+    data = decode_json(b"".join(chunks))
+    if not isinstance(data, dict):
+        raise _invalid("", f"the body must be a JSON object, not {_kind(data)}")
+    return data
+
+
+def decode_json(raw: bytes) -> Any:
+    """``raw`` as an I-JSON value (RFC 7493), or a 400 naming what and where it is not.
+
+    Refused: an empty body, bytes that are not UTF-8, text that is not JSON, a key twice in
+    one object, ``NaN``/``Infinity``/``-Infinity``, a number beyond float range, a string or
+    key holding a lone surrogate, and nesting deeper than :data:`MAX_DEPTH`.
+
+    Raises:
+        Problem: 400 ``malformed_json``, with ``field`` (dotted) when the fault is inside.
+    """
     if not raw.strip():
         raise Problem(400, "malformed_json", "the request body is empty; send a JSON object")
     try:
-        data = json.loads(raw)
+        tree = json.loads(
+            raw,
+            object_pairs_hook=_Pairs,
+            parse_constant=_NotFinite,
+            parse_float=_float,
+        )
     except json.JSONDecodeError as exc:
         raise Problem(
             400,
@@ -149,16 +182,82 @@ async def read_json(request: Request, max_bytes: int) -> dict[str, Any]:
         raise Problem(
             400, "malformed_json", f"the request body is not UTF-8 JSON: {exc.reason}"
         ) from None
-    if not isinstance(data, dict):
-        raise _invalid("", f"the body must be a JSON object, not {_kind(data)}")
-    return data
+    except RecursionError:
+        raise _not_ijson("", f"nests arrays and objects deeper than {MAX_DEPTH} levels") from None
+    except ValueError as exc:  # e.g. an integer of more digits than Python converts
+        raise Problem(
+            400, "malformed_json", f"the request body is not usable JSON: {exc}"
+        ) from None
+    return _checked(tree, "", 1)
+
+
+class _Pairs(list[tuple[str, Any]]):
+    """A JSON object as the parser saw it: its pairs in order, duplicates kept (for a check)."""
+
+
+class _NotFinite:
+    """A number JSON cannot carry (``NaN``, ``Infinity``, ``1e400``), as written."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
+def _float(text: str) -> float | _NotFinite:
+    value = float(text)
+    return value if math.isfinite(value) else _NotFinite(text)
+
+
+def _checked(value: Any, where: str, depth: int) -> Any:
+    """``value`` with its objects made dicts, once each I-JSON rule holds at ``where``."""
+    if isinstance(value, (_Pairs, list)) and depth > MAX_DEPTH:
+        raise _not_ijson(where, f"nests arrays and objects deeper than {MAX_DEPTH} levels")
+    if isinstance(value, _Pairs):
+        out: dict[str, Any] = {}
+        for key, item in value:
+            inner = f"{where}.{_shown(key)}" if where else _shown(key)
+            if not _is_text(key):
+                raise _not_ijson(inner, "is a key holding a lone surrogate (not a character)")
+            if key in out:
+                raise _not_ijson(inner, "appears twice in one object; send each key once")
+            out[key] = _checked(item, inner, depth + 1)
+        return out
+    if isinstance(value, list):
+        return [_checked(item, f"{where}[{i}]", depth + 1) for i, item in enumerate(value)]
+    if isinstance(value, _NotFinite):
+        return _refuse_number(where, value.text)
+    if isinstance(value, str) and not _is_text(value):
+        raise _not_ijson(where, "holds a lone surrogate (not a character); send text as UTF-8")
+    return value
+
+
+def _refuse_number(where: str, text: str) -> Any:
+    raise _not_ijson(where, f"is {text}, not a finite number; send a number within float range")
+
+
+def _is_text(value: str) -> bool:
+    """Whether ``value`` is characters only (no lone surrogate: it encodes as UTF-8)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _shown(key: str) -> str:
+    """``key`` as it can be printed in a message (a lone surrogate as ``\\udxxx``)."""
+    return key.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _not_ijson(where: str, what: str) -> Problem:
+    subject = f"field {where!r}" if where else "the request body"
+    return Problem(400, "malformed_json", f"{subject} {what}", field=where or None)
 
 
 def parse_turn(data: Mapping[str, Any]) -> TurnRequest:
     """Check a turn request's fields (422 naming the first bad one)."""
     _no_unknown(data, ("text", "account", "session_id", "conversation", "format"), "")
     fmt = data.get("format")
-    if fmt is not None and fmt not in RENDERERS:
+    if fmt is not None and (not isinstance(fmt, str) or fmt not in RENDERERS):
         raise _invalid("format", f"must be one of {sorted(RENDERERS)}, not {fmt!r}")
     conversation = data.get("conversation", [])
     if not isinstance(conversation, list):
