@@ -1,4 +1,14 @@
-"""A size limit on what an HTTP client may send the gateway, enforced before MCP parses it.
+"""Limits on what a client may send the gateway, enforced before anything decides on it.
+
+**Arguments a call cannot carry.** :func:`argument_fault` refuses a ``tools/call`` whose name
+or arguments are not I-JSON (:mod:`maitred._ijson`: a lone surrogate, ``NaN``/``Infinity``,
+nesting past 32 levels). MCP's JSON reader accepts ``NaN`` and ``1e400``, and a client in the
+same process hands Python strings over unparsed, so such a value would otherwise reach the
+decision log and fail there -- a crash, or a "gate unavailable" that is no outage. The refusal
+is the tool result an invalid call gets (``isError``, ``ARGS_INVALID``, the argument named);
+nothing is decided, logged or sent upstream.
+
+**Body size.**
 
 FastMCP's streamable-HTTP transport reads and parses a request body whole, whatever its size,
 so one client could make the gateway hold and parse any amount of JSON. :class:`BodyLimit`
@@ -12,14 +22,39 @@ stays up. A body within the limit is handed on unchanged.
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from typing import Any
+
+from maitred._ijson import fault, is_text
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 App = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+def argument_fault(name: str, arguments: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The rejection payload for a call whose name or arguments are not I-JSON, else ``None``."""
+    if not is_text(name):
+        shown = name.encode("utf-8", "backslashreplace").decode("utf-8")
+        return {
+            "code": "TOOL_UNKNOWN",
+            "message": f"the tool name {shown!r} holds a lone surrogate (not a character); "
+            "the call was not executed",
+            "fields": [],
+            "executed": False,
+        }
+    found = fault(dict(arguments))
+    if found is None:
+        return None
+    top = found.where.split(".", 1)[0].split("[", 1)[0]
+    return {
+        "code": "ARGS_INVALID",
+        "message": f"argument {found.where!r} {found.what}; the call was not executed",
+        "fields": [top] if top else [],
+        "executed": False,
+    }
 
 
 class BodyLimit:

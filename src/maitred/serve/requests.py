@@ -12,7 +12,7 @@ error with a stable ``code``:
                                  named), or JSON outside I-JSON (RFC 7493): a key twice in one
                                  object, ``NaN``/``Infinity`` or a number out of float range
                                  (``1e400``), a lone surrogate (``"\\ud800"``), nesting deeper
-                                 than :data:`MAX_DEPTH` (``field`` names where, dotted)
+                                 than 32 levels (``field`` names where, dotted)
 422    ``invalid_field``         a field missing, of the wrong type, or unknown (``field``
                                  names it, dotted: ``call.arguments``)
 =====  ========================  ==============================================================
@@ -43,12 +43,11 @@ from typing import Any
 
 from starlette.requests import Request
 
+from maitred._ijson import MAX_DEPTH, is_text, join
 from maitred.menu.render import RENDERERS
 from maitred.serve.config import Tenant
 
 MAX_ID = 128
-#: the deepest nesting of arrays and objects a body may have (the body itself is depth 1)
-MAX_DEPTH = 32
 
 
 class Problem(Exception):
@@ -157,7 +156,8 @@ def decode_json(raw: bytes) -> Any:
 
     Refused: an empty body, bytes that are not UTF-8, text that is not JSON, a key twice in
     one object, ``NaN``/``Infinity``/``-Infinity``, a number beyond float range, a string or
-    key holding a lone surrogate, and nesting deeper than :data:`MAX_DEPTH`.
+    key holding a lone surrogate, and nesting deeper than
+    :data:`~maitred._ijson.MAX_DEPTH`.
 
     Raises:
         Problem: 400 ``malformed_json``, with ``field`` (dotted) when the fault is inside.
@@ -214,8 +214,8 @@ def _checked(value: Any, where: str, depth: int) -> Any:
     if isinstance(value, _Pairs):
         out: dict[str, Any] = {}
         for key, item in value:
-            inner = f"{where}.{_shown(key)}" if where else _shown(key)
-            if not _is_text(key):
+            inner = join(where, key)
+            if not is_text(key):
                 raise _not_ijson(inner, "is a key holding a lone surrogate (not a character)")
             if key in out:
                 raise _not_ijson(inner, "appears twice in one object; send each key once")
@@ -225,27 +225,13 @@ def _checked(value: Any, where: str, depth: int) -> Any:
         return [_checked(item, f"{where}[{i}]", depth + 1) for i, item in enumerate(value)]
     if isinstance(value, _NotFinite):
         return _refuse_number(where, value.text)
-    if isinstance(value, str) and not _is_text(value):
+    if isinstance(value, str) and not is_text(value):
         raise _not_ijson(where, "holds a lone surrogate (not a character); send text as UTF-8")
     return value
 
 
 def _refuse_number(where: str, text: str) -> Any:
     raise _not_ijson(where, f"is {text}, not a finite number; send a number within float range")
-
-
-def _is_text(value: str) -> bool:
-    """Whether ``value`` is characters only (no lone surrogate: it encodes as UTF-8)."""
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-def _shown(key: str) -> str:
-    """``key`` as it can be printed in a message (a lone surrogate as ``\\udxxx``)."""
-    return key.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def _not_ijson(where: str, what: str) -> Problem:
