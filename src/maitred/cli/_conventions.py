@@ -11,12 +11,19 @@ Every ``maitred`` command and group is built from :class:`App`, which gives it:
   and ``-s`` on every command that has ``--skills`` (and no option of its own by that name);
   a command adds its own with ``App.command(..., aliases={"--domain": "--skills"})``.
 
+* ``--cache-dir`` naming a file (or a path under one) is refused the same way
+  (:func:`refuse_cache_file`), before any index is built;
+* number options that hold a number: ``nan``, ``inf`` and ``1e400`` are refused for every
+  option, right after parsing (:func:`refuse_non_finite`), one line and exit status 2.
+
 The aliases are rewritten in the argument list before click parses it, so a command keeps one
 parameter per concept and needs no merging code. Only tokens before a bare ``--`` are read.
 """
 
 from __future__ import annotations
 
+import math
+import os
 import typing
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -24,6 +31,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import typer
 from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
+
+from maitred.errors import ConfigError
 
 if TYPE_CHECKING:  # typer vendors its own click; its Context is the one commands receive
     from typer._click import Context as ClickContext
@@ -146,6 +155,49 @@ def rewrite_aliases(
     return out
 
 
+def refuse_non_finite(params: list[Any], values: Mapping[str, Any]) -> None:
+    """Refuse ``nan``, ``inf`` and ``1e400`` given to any number option.
+
+    click reads them as floats (and its ranges let ``nan`` through: every comparison with it is
+    false), so without this a NaN would flow into the figures and out as ``NaN`` -- JSON no
+    reader accepts. One check for every command, run right after parsing.
+
+    Raises:
+        ConfigError: naming the option and the value (exit status 2, one line).
+    """
+    for param in params:
+        value = values.get(param.name or "")
+        items = value if isinstance(value, (list, tuple)) else (value,)
+        for item in items:
+            if isinstance(item, float) and not math.isfinite(item):
+                name = max(param.opts, key=len) if param.opts else param.name
+                raise ConfigError(f"{name} must be a finite number, got {item!r}")
+
+
+def refuse_cache_file(value: Path | None) -> None:
+    """Refuse a ``--cache-dir`` (or ``$MAITRED_CACHE_DIR``, when the option is not given) that
+    names a file, or lies under one: the index store would fail deep inside with
+    ``NotADirectoryError``. A folder that does not exist yet is fine (it is created).
+
+    Raises:
+        ConfigError: naming the option, the path and the file in the way.
+    """
+    where, name = value, "--cache-dir"
+    if where is None and os.environ.get("MAITRED_CACHE_DIR"):
+        where, name = Path(os.environ["MAITRED_CACHE_DIR"]), "$MAITRED_CACHE_DIR"
+    if where is None:
+        return
+    for folder in (where, *where.parents):
+        if folder.exists():
+            if not folder.is_dir():
+                what = "is a file" if folder == where else f"lies under the file {folder}"
+                raise ConfigError(
+                    f"{name} {where} {what}, not a folder; give a folder (it is created when "
+                    "missing)"
+                )
+            return
+
+
 def _warn(line: str) -> None:
     typer.echo(line, err=True)
 
@@ -167,7 +219,11 @@ class MaitredCommand(TyperCommand):
         return {old: new for old, new in found.items() if old not in names and new in names}
 
     def parse_args(self, ctx: ClickContext, args: list[str]) -> list[str]:
-        return super().parse_args(ctx, rewrite_aliases(args, self.active_aliases(), _warn))
+        rest = super().parse_args(ctx, rewrite_aliases(args, self.active_aliases(), _warn))
+        refuse_non_finite(self.params, ctx.params)
+        if "cache_dir" in ctx.params:
+            refuse_cache_file(ctx.params["cache_dir"])
+        return rest
 
     def get_help_option(self, ctx: ClickContext) -> TyperOption | None:
         return _flag_metavar(super().get_help_option(ctx))

@@ -1,7 +1,8 @@
 """`maitred`: the command-line adapter. Every command calls the library; none holds logic.
 
 Errors from maitred (bad input, a broken environment) print one clear line on stderr and exit
-with status 2; anything else is a bug and keeps its traceback.
+with status 2, and so does an ``OSError`` (a path the user gave that cannot be read or written:
+a missing folder for ``--out``, no permission); anything else is a bug and keeps its traceback.
 """
 
 from __future__ import annotations
@@ -90,6 +91,20 @@ def main() -> None:
     except MaitredError as exc:
         err_console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, markup=True)
         sys.exit(2)
+    except OSError as exc:  # a path the user gave that cannot be read or written: not a bug
+        err_console.print(
+            f"[bold red]error:[/] {escape(_os_error(exc))}", highlight=False, markup=True
+        )
+        sys.exit(2)
+
+
+def _os_error(exc: OSError) -> str:
+    """One line for an OS error on a user's path: what failed, where, and the system's reason."""
+    where = " -> ".join(str(f) for f in (exc.filename, exc.filename2) if f is not None)
+    reason = exc.strerror or str(exc)
+    if isinstance(exc, FileExistsError):
+        reason = "a file is in the way of a folder this command creates; choose another path"
+    return f"{where}: {reason}" if where else f"{type(exc).__name__}: {reason}"
 
 
 if __name__ == "__main__":  # pragma: no cover

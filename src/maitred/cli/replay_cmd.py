@@ -36,7 +36,9 @@ def replay_cmd(
     ),
     log: str | None = LOG_OPT,
     cohort: str = typer.Option("risk", "--cohort", help="random or risk (see docs)."),
-    n: int = typer.Option(200, "--conversations", "-n", help="How many conversations to replay."),
+    n: int = typer.Option(
+        200, "--conversations", "-n", min=1, help="How many conversations to replay."
+    ),
     model: str = typer.Option("local", "--model", help="local, local:PATH.gguf, or a model name."),
     base_url: str | None = typer.Option(
         None, "--base-url", help="OpenAI-compatible endpoint (default: none, for local models)."
@@ -47,7 +49,7 @@ def replay_cmd(
     api_key: str = typer.Option(
         "", "--api-key", hidden=True, help="Old: the key itself; use --api-key-env."
     ),
-    workers: int = typer.Option(1, "--workers", help="How many model calls run at once."),
+    workers: int = typer.Option(1, "--workers", min=1, help="How many model calls run at once."),
     seed: int = typer.Option(0, "--seed", help="Sampling seed."),
     ray_address: str | None = typer.Option(
         None,

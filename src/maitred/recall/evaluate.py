@@ -42,7 +42,7 @@ import time
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 from maitred.errors import ConfigError, InputError
 from maitred.jsonl import parse_object, read_labelled
@@ -85,6 +85,16 @@ class Query:
     gold: tuple[str, ...]
 
 
+class _RepeatedId(ValueError):
+    """A query line whose id an earlier line already has."""
+
+    def __init__(self, qid: str) -> None:
+        super().__init__(
+            f"id {qid!r} repeats an earlier line; ids must be unique: give this query its own id"
+        )
+        self.qid = qid
+
+
 def _parse_line(raw: str, seen: set[str]) -> Query:
     """One JSONL line -> Query; raises ValueError with what is wrong."""
     obj = parse_object(raw, ("id", "text", "gold"))
@@ -98,14 +108,15 @@ def _parse_line(raw: str, seen: set[str]) -> Query:
     if not isinstance(gold, list) or not gold or not all(isinstance(g, str) and g for g in gold):
         raise ValueError("field 'gold' must be a non-empty list of skill names")
     if str(qid) in seen:
-        raise ValueError(
-            f"id {qid!r} repeats an earlier line; ids must be unique: give this query its own id"
-        )
+        raise _RepeatedId(str(qid))
     return Query(str(qid), text, tuple(dict.fromkeys(gold)))
 
 
 def load_queries(
-    path: Path | str, *, on_error: Callable[[InputError], None] | None = None
+    path: Path | str,
+    *,
+    on_error: Callable[[InputError], None] | None = None,
+    repeated: Literal["skip", "refuse"] = "skip",
 ) -> list[Query]:
     """Read a JSONL query file, skipping (and reporting) lines that cannot be used.
 
@@ -113,14 +124,49 @@ def load_queries(
         path: the file.
         on_error: called with an :class:`~maitred.errors.InputError` (path, line, message) for
             each bad line; by default each is logged as a warning.
+        repeated: what a repeated id does. ``skip``: the later line is a bad line like any
+            other. ``refuse``: the whole file is refused once every line was read (the other
+            bad lines reported first): two queries under one id mean the file is not the set
+            its figures would claim to describe (two files joined, an edit gone wrong), and
+            which line is the query is a guess.
 
     Returns:
         The good queries, in file order.
 
     Raises:
-        InputError: the file itself cannot be read (line 0).
+        InputError: the file itself cannot be read (line 0), or (``refuse``) an id repeats:
+            the message names the file, the first repeating line, the id and its first line.
     """
-    return read_labelled(path, _parse_line, what="query", on_error=on_error)
+    numbers: list[int] = []
+    first: dict[str, int] = {}
+    repeats: list[tuple[int, str]] = []
+    report = on_error or (lambda err: logger.warning("%s (line skipped)", err))
+
+    def parse(raw: str, seen: set[str]) -> Query:
+        try:
+            query = _parse_line(raw, seen)
+        except _RepeatedId as exc:
+            if repeated == "refuse":
+                repeats.append((numbers[-1], exc.qid))
+            raise
+        first[query.id] = numbers[-1]
+        return query
+
+    def reported(err: InputError) -> None:
+        if not (repeats and repeats[-1][0] == err.line):  # a repeat is refused, not skipped
+            report(err)
+
+    queries = read_labelled(path, parse, what="query", on_error=reported, line_numbers=numbers)
+    if repeats:
+        line, qid = repeats[0]
+        more = f" (and {len(repeats) - 1} more repeated id(s))" if len(repeats) > 1 else ""
+        raise InputError(
+            str(path),
+            line,
+            f"query id {qid!r} repeats line {first[qid]}{more}; refusing to score a file "
+            "whose ids are not unique: give each query its own id",
+        )
+    return queries
 
 
 def query_metrics(ranked: Sequence[str], gold: Collection[str]) -> dict[str, float]:
