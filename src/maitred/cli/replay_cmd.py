@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import typer
 
@@ -58,7 +59,12 @@ def replay_cmd(
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
 ) -> None:
-    """How often would the model pick a skill the gate blocked, were the gate off?"""
+    """How often would the model pick a skill the gate blocked, were the gate off?
+
+    Exit status 2, with nothing stored, when the log holds no turn to replay, when --skills is
+    not the catalog the sampled turns were routed with, or when every model call failed; 1
+    when some calls failed (the rest are reported).
+    """
     if cohort not in COHORTS:
         raise ConfigError(f"unknown cohort {cohort!r}; choose one of {list(COHORTS)}")
     if n < 1 or workers < 1:
@@ -78,7 +84,20 @@ def replay_cmd(
     data = result.to_json()
     if as_json:
         dump_json(data)
-        return
+    else:
+        _print_summary(data)
+    if data["errors"]:  # the answered turns are reported; a failed call makes the status 1
+        first = next(o.error for o in result.outcomes if o.error)
+        err_console.print(
+            f"{data['errors']} of {data['sampled']} model calls failed (first: {first}); "
+            "the figures cover the answered turns only (exit status 1)",
+            highlight=False,
+            markup=False,
+        )
+        raise typer.Exit(1)
+
+
+def _print_summary(data: dict[str, Any]) -> None:
     lo, hi = data["picked_blocked_ci"]
     console.print(
         f"{data['answered']} of {data['sampled']} turns answered ({data['errors']} errors); "
