@@ -142,3 +142,15 @@ def test_an_output_path_that_cannot_be_written_is_one_line(
     code, _, err = call_main(*args)
     assert code == 2 and "Traceback" not in err
     assert err.splitlines()[-1] == f"error: {out}: No such file or directory"
+
+
+def test_a_repeated_task_id_refuses_the_task_file(call_main: CallMain, tasks: Path) -> None:
+    first = tasks.read_text(encoding="utf-8").splitlines()[0]
+    with tasks.open("a", encoding="utf-8") as f:
+        f.write(first + "\n")  # t0 again, on line 31
+    code, out, err = call_main(*_depth(tasks))
+    assert code == 2 and out == ""
+    assert err.splitlines()[-1] == (
+        f"error: {tasks}:31: task id 't0' repeats line 1; refusing to score a file whose ids "
+        "are not unique: give each task its own id"
+    )

@@ -51,11 +51,13 @@ def _read(path: Path, bad: list[InputError]) -> list[DepthTask]:
     """The good tasks of ``path``; each bad line is reported (file and line) and added to
     ``bad``, so the command can finish its work and then exit 1."""
     found: list[InputError] = []
-    tasks = load_tasks(path, on_error=found.append)
-    for err in found[:10]:
-        err_console.print(f"[yellow]skipped:[/] {escape(str(err))}", highlight=False)
-    if len(found) > 10:
-        err_console.print(f"  ... and {len(found) - 10} more bad line(s) in {path}")
+    try:  # a repeated id refuses the file, after every other bad line was reported
+        tasks = load_tasks(path, on_error=found.append, repeated="refuse")
+    finally:
+        for err in found[:10]:
+            err_console.print(f"[yellow]skipped:[/] {escape(str(err))}", highlight=False)
+        if len(found) > 10:
+            err_console.print(f"  ... and {len(found) - 10} more bad line(s) in {path}")
     bad.extend(found)
     return tasks
 
