@@ -70,8 +70,12 @@ def test_a_number_out_of_range_is_exit_2_without_figures(
     call_main: CallMain, tasks: Path, extra: tuple[str, ...]
 ) -> None:
     code, out, err = call_main(*_depth(tasks, *extra))  # was a traceback / "lambda": NaN
-    assert code == 2 and out == "" and "Traceback" not in err
-    assert extra[0] in err
+    _one_error_line(code, out, err, f"Invalid value for '{extra[0]}'")
+    assert "(see '" in err and "eval depth -h')" in err
+
+
+def test_an_unknown_option_is_one_line_naming_it(call_main: CallMain, tasks: Path) -> None:
+    _one_error_line(*call_main(*_depth(tasks, "--bogus")), "No such option: --bogus")
 
 
 def test_figures_are_never_printed_as_nan(call_main: CallMain, tasks: Path) -> None:
