@@ -15,7 +15,7 @@ from maitred.depth.rules import Ranked
 from maitred.lab.depth.tasks import write_tasks
 from maitred.lab.domains.sitecare import skills_dir
 
-from .conftest import CallMain
+from .conftest import CallMain, Sitecare
 
 
 def _one_error_line(code: int, out: str, err: str, expected: str) -> None:
@@ -158,3 +158,18 @@ def test_a_repeated_task_id_refuses_the_task_file(call_main: CallMain, tasks: Pa
         f"error: {tasks}:31: task id 't0' repeats line 1; refusing to score a file whose ids "
         "are not unique: give each task its own id"
     )
+
+
+def test_an_id_option_that_is_not_utf8_is_refused_before_any_work(
+    call_main: CallMain, site: Sitecare
+) -> None:
+    args = ["route", "connect my domain", "--account", "acc-\udcff", "--json",
+            "--skills", str(site.skills), "--state", site.state, "--tables", str(site.tables),
+            "--method", "bm25", "--cache-dir", str(site.cache)]  # fmt: skip
+    # undecodable argv bytes arrive as lone surrogates (was a UnicodeEncodeError traceback)
+    _one_error_line(*call_main(*args), "--account holds bytes that are not UTF-8 text")
+    args[1] = "connect my domain \udcff"  # free text: still routed, the byte replaced
+    args[3] = "acc-000001"
+    code, out, err = call_main(*args)
+    assert code == 0 and "undecodable byte(s) replaced" in err
+    assert json.loads(out)["account"] == "acc-000001"

@@ -11,10 +11,11 @@ Every ``maitred`` command and group is built from :class:`App`, which gives it:
   and ``-s`` on every command that has ``--skills`` (and no option of its own by that name);
   a command adds its own with ``App.command(..., aliases={"--domain": "--skills"})``.
 
-* ``--cache-dir`` naming a file (or a path under one) is refused the same way
-  (:func:`refuse_cache_file`), before any index is built;
-* number options that hold a number: ``nan``, ``inf`` and ``1e400`` are refused for every
-  option, right after parsing (:func:`refuse_non_finite`), one line and exit status 2.
+* values no command can use, refused for every command right after parsing (one line, exit
+  status 2, before any work): ``nan``, ``inf`` or ``1e400`` given to a number option
+  (:func:`refuse_non_finite`); a string option holding bytes that are not UTF-8
+  (:func:`refuse_non_text`); ``--cache-dir`` naming a file or a path under one
+  (:func:`refuse_cache_file`).
 
 The aliases are rewritten in the argument list before click parses it, so a command keeps one
 parameter per concept and needs no merging code. Only tokens before a bare ``--`` are read.
@@ -32,6 +33,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import typer
 from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 
+from maitred._ijson import is_text
 from maitred.errors import ConfigError
 
 if TYPE_CHECKING:  # typer vendors its own click; its Context is the one commands receive
@@ -174,6 +176,31 @@ def refuse_non_finite(params: list[Any], values: Mapping[str, Any]) -> None:
                 raise ConfigError(f"{name} must be a finite number, got {item!r}")
 
 
+def refuse_non_text(params: list[Any], values: Mapping[str, Any]) -> None:
+    """Refuse a string option holding bytes that are not UTF-8 (an account, a run id...).
+
+    Python hands undecodable command-line bytes over as lone surrogates, which no log row or
+    hash can hold: an id with one would crash the first write. Positional free text (``route``'s
+    message) is exempt -- that command replaces such bytes and says so -- and so are options
+    typed as paths, which may name any file the system can.
+
+    Raises:
+        ConfigError: naming the option.
+    """
+    for param in params:
+        if not isinstance(param, TyperOption):
+            continue
+        value = values.get(param.name or "")
+        items = value if isinstance(value, (list, tuple)) else (value,)
+        for item in items:
+            if isinstance(item, str) and not is_text(item):
+                name = max(param.opts, key=len) if param.opts else param.name
+                raise ConfigError(
+                    f"{name} holds bytes that are not UTF-8 text; pass it in UTF-8 (check the "
+                    "terminal's or the shell's encoding)"
+                )
+
+
 def refuse_cache_file(value: Path | None) -> None:
     """Refuse a ``--cache-dir`` (or ``$MAITRED_CACHE_DIR``, when the option is not given) that
     names a file, or lies under one: the index store would fail deep inside with
@@ -221,6 +248,7 @@ class MaitredCommand(TyperCommand):
     def parse_args(self, ctx: ClickContext, args: list[str]) -> list[str]:
         rest = super().parse_args(ctx, rewrite_aliases(args, self.active_aliases(), _warn))
         refuse_non_finite(self.params, ctx.params)
+        refuse_non_text(self.params, ctx.params)
         if "cache_dir" in ctx.params:
             refuse_cache_file(ctx.params["cache_dir"])
         return rest
