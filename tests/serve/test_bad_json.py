@@ -94,3 +94,17 @@ def test_the_good_values_next_to_them_still_pass(client: TestClient) -> None:
     r = client.post("/v1/calls/check", content=fine, headers=auth("acme"))
     assert r.status_code == 200, r.text  # a surrogate *pair* is a character; 1e300 is finite
     assert r.json()["code"] != "OK" or r.json()["allow"]
+
+
+@pytest.mark.parametrize("blank", [" \t", "\x1c\x1f", "\u3000\xa0", "\ufeff"])
+def test_a_blank_id_is_422_and_the_schema_says_so(client: TestClient, blank: str) -> None:
+    """The server's "blank" and the OpenAPI pattern agree on every whitespace character, so a
+    schema-valid request is never refused as empty (schemathesis found ``"\\u001c"``)."""
+    body = {"text": DOMAIN_TEXT, "account": blank, "session_id": "s-9"}
+    r = client.post("/v1/turns", json=body, headers=auth("acme"))
+    assert r.status_code == 422 and r.json()["error"]["field"] == "account"
+    account = client.get("/openapi.json").json()["components"]["schemas"]["TurnRequest"]
+    schema = account["properties"]["account"]
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(blank, schema, cls=jsonschema.Draft202012Validator)
+    jsonschema.validate(f"{blank}x", schema, cls=jsonschema.Draft202012Validator)

@@ -12,12 +12,13 @@ import copy
 from typing import Any
 
 from maitred.menu.render import RENDERERS
+from maitred.serve.requests import MAX_ID, NOT_BLANK_PATTERN
 
 _STR = {"type": "string"}
-#: what the server reads as "given": a string with a non-blank character
-_TEXT = {"type": "string", "minLength": 1, "pattern": "\\S"}
-#: an id: given, and at most 128 characters (``maitred.serve.requests.MAX_ID``)
-_ID = {**_TEXT, "maxLength": 128}
+#: what the server reads as "given": a string with a character that is not blank
+_TEXT = {"type": "string", "minLength": 1, "pattern": NOT_BLANK_PATTERN}
+#: an id: given, and at most MAX_ID characters
+_ID = {**_TEXT, "maxLength": MAX_ID}
 _NULLABLE_STR = {"type": ["string", "null"]}
 
 

@@ -48,6 +48,14 @@ from maitred.menu.render import RENDERERS
 from maitred.serve.config import Tenant
 
 MAX_ID = 128
+#: what "blank" means for a required string: made only of these (Python's whitespace and
+#: ECMAScript's, so the OpenAPI pattern below means the same to every JSON Schema validator)
+BLANK = (
+    "\t\n\x0b\x0c\r \x1c\x1d\x1e\x1f\x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005"
+    "\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
+)
+#: the JSON Schema ``pattern`` of a string that is not blank (one character outside BLANK)
+NOT_BLANK_PATTERN = "[^" + "".join(f"\\u{ord(c):04x}" for c in BLANK) + "]"
 
 
 class Problem(Exception):
@@ -294,7 +302,7 @@ def _string(
         raise _invalid(prefix + key, "is required")
     if not isinstance(value, str):
         raise _invalid(prefix + key, f"must be a string, not {_kind(value)}")
-    if not value.strip():
+    if not value.strip(BLANK):
         raise _invalid(prefix + key, "must not be empty")
     if limit is not None and len(value) > limit:
         raise _invalid(prefix + key, f"must be at most {limit} characters")
