@@ -6,7 +6,8 @@ and pydantic's JSON readers accept cannot go there: a string holding a lone surr
 (``"\\ud800"`` is no character and does not encode as UTF-8), a number that is not finite
 (``NaN``, ``Infinity``, ``1e400`` read as ``inf``), and nesting deeper than the log and the
 evaluator are meant to walk. Each would fail *inside* the engine, where it reads as a crash or
-an outage; an adapter asks :func:`fault` first and refuses the value as the client's error.
+an outage; an adapter asks :func:`fault` first (a decoded value) or parses with :func:`loads`
+(raw bytes: a repeated key is only visible there) and refuses the value as the client's error.
 
 Paths are written as the service names fields: dotted keys, ``[i]`` for list items
 (``call.arguments.tags[2]``), a lone surrogate shown as ``\\udxxx``.
@@ -14,6 +15,7 @@ Paths are written as the service names fields: dotted keys, ``[i]`` for list ite
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -28,6 +30,72 @@ class Fault:
 
     where: str
     what: str
+
+
+class NotIJson(ValueError):
+    """JSON text that is not I-JSON: where (a path, ``""`` for the whole text) and what."""
+
+    def __init__(self, where: str, what: str) -> None:
+        super().__init__(f"{where or 'the JSON text'}: {what}")
+        self.fault = Fault(where, what)
+
+
+def loads(raw: bytes | str) -> Any:
+    """``raw`` parsed as I-JSON: :func:`fault`'s rules, and no key twice in one object.
+
+    Raises:
+        json.JSONDecodeError: not JSON (``NaN`` and ``Infinity`` are, for this reader).
+        UnicodeDecodeError: bytes that are not UTF-8.
+        NotIJson: JSON outside I-JSON, naming where; nesting too deep for the parser itself
+            (``RecursionError``) is this too, at the top.
+        ValueError: an integer of more digits than Python converts.
+    """
+    try:
+        tree = json.loads(
+            raw, object_pairs_hook=_Pairs, parse_constant=_NotFinite, parse_float=_float
+        )
+    except RecursionError:
+        raise NotIJson("", f"nests arrays and objects deeper than {MAX_DEPTH} levels") from None
+    return _checked(tree, "", 1)
+
+
+class _Pairs(list[tuple[str, Any]]):
+    """A JSON object as the parser saw it: its pairs in order, duplicates kept (for a check)."""
+
+
+class _NotFinite:
+    """A number JSON cannot carry (``NaN``, ``Infinity``, ``1e400``), as written."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
+def _float(text: str) -> float | _NotFinite:
+    value = float(text)
+    return value if math.isfinite(value) else _NotFinite(text)
+
+
+def _checked(value: Any, where: str, depth: int) -> Any:
+    """``value`` with its objects made dicts, once each I-JSON rule holds at ``where``."""
+    if isinstance(value, (_Pairs, list)) and depth > MAX_DEPTH:
+        raise NotIJson(where, f"nests arrays and objects deeper than {MAX_DEPTH} levels")
+    if isinstance(value, _Pairs):
+        out: dict[str, Any] = {}
+        for key, item in value:
+            inner = join(where, key)
+            if not is_text(key):
+                raise NotIJson(inner, "is a key holding a lone surrogate (not a character)")
+            if key in out:
+                raise NotIJson(inner, "appears twice in one object; send each key once")
+            out[key] = _checked(item, inner, depth + 1)
+        return out
+    if isinstance(value, list):
+        return [_checked(item, f"{where}[{i}]", depth + 1) for i, item in enumerate(value)]
+    if isinstance(value, _NotFinite):
+        raise NotIJson(where, f"is {value.text}, not a finite number; send a number in float range")
+    if isinstance(value, str) and not is_text(value):
+        raise NotIJson(where, "holds a lone surrogate (not a character); send text as UTF-8")
+    return value
 
 
 def fault(value: Any, where: str = "", depth: int = 1) -> Fault | None:

@@ -10,13 +10,17 @@ import shutil
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
+import httpx2
 import pytest
 from fastmcp import Client
 from tests.mcp.conftest import Site
 from tests.mcp.test_gateway import rejection, run_gateway
+from tests.mcp.test_http import ACME, Deployment, deploy
 
 from maitred.gateway.limits import argument_fault
 from maitred.log.base import open_log
@@ -129,3 +133,57 @@ def test_a_non_finite_number_on_the_wire_is_args_invalid_not_gate_unavailable(
     assert payload["fields"] == ["n"] and "not a finite number" in payload["message"]
     with open_log(str(tmp_path / "gateway.sqlite")) as log:
         assert list(log.iter_action_decisions()) == []
+
+
+@pytest.fixture
+def http_site(tmp_path: Path) -> Iterator[Deployment]:
+    site = deploy(tmp_path, time=False)  # the notes upstream over HTTP only
+    try:
+        yield site
+    finally:
+        site.gateway.stop()
+        site.notes.stop()
+
+
+HTTP_BAD = {
+    # the SDK's reader keeps the last of two keys: the gate and the upstream could disagree
+    "duplicate-name": (
+        '{"name": "add_note", "name": "delete_note", "arguments": {"text": "x"}}',
+        "params.name", "twice",
+    ),
+    "duplicate-argument": (
+        '{"name": "add_note", "arguments": {"text": "x", "text": "y"}}',
+        "params.arguments.text", "twice",
+    ),
+    "nan": ('{"name": "add_note", "arguments": {"text": "x", "n": NaN}}',
+            "params.arguments.n", "not a finite number"),
+    "surrogate": ('{"name": "add_note", "arguments": {"text": "\\udc00"}}',
+                  "params.arguments.text", "lone surrogate"),
+}  # fmt: skip
+
+
+@pytest.mark.slow  # the gateway and an upstream as subprocesses
+def test_json_outside_i_json_over_http_is_a_json_rpc_error_naming_the_field(
+    http_site: Deployment,
+) -> None:
+    headers = {
+        "Accept": "application/json, text/event-stream",
+        "Content-Type": "application/json",
+        "Authorization": f"Bearer {ACME}",
+    }
+    for case, (params, field, what) in HTTP_BAD.items():
+        body = '{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": ' + params + "}"
+        r = httpx2.post(http_site.url, content=body.encode(), headers=headers, timeout=30)
+        assert r.status_code == 400, (case, r.text)
+        error = r.json()["error"]
+        assert error["code"] == -32602, case
+        assert error["data"]["field"] == field and what in error["message"], case
+
+    async def main() -> None:  # the same gateway still serves a good call
+        async with Client(http_site.url, auth=ACME) as client:
+            await client.call_tool("add_note", {"text": "still here"})
+
+    anyio.run(main)
+    assert http_site.calls == ["add_note"]
+    with open_log(str(http_site.root / "gateway.sqlite")) as log:
+        assert [d["tool"] for d in log.iter_action_decisions()] == ["add_note"]

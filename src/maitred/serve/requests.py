@@ -36,14 +36,13 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from starlette.requests import Request
 
-from maitred._ijson import MAX_DEPTH, is_text, join
+from maitred._ijson import NotIJson, loads
 from maitred.menu.render import RENDERERS
 from maitred.serve.config import Tenant
 
@@ -173,12 +172,11 @@ def decode_json(raw: bytes) -> Any:
     if not raw.strip():
         raise Problem(400, "malformed_json", "the request body is empty; send a JSON object")
     try:
-        tree = json.loads(
-            raw,
-            object_pairs_hook=_Pairs,
-            parse_constant=_NotFinite,
-            parse_float=_float,
-        )
+        return loads(raw)
+    except NotIJson as exc:
+        where, what = exc.fault.where, exc.fault.what
+        subject = f"field {where!r}" if where else "the request body"
+        raise Problem(400, "malformed_json", f"{subject} {what}", field=where or None) from None
     except json.JSONDecodeError as exc:
         raise Problem(
             400,
@@ -190,61 +188,10 @@ def decode_json(raw: bytes) -> Any:
         raise Problem(
             400, "malformed_json", f"the request body is not UTF-8 JSON: {exc.reason}"
         ) from None
-    except RecursionError:
-        raise _not_ijson("", f"nests arrays and objects deeper than {MAX_DEPTH} levels") from None
     except ValueError as exc:  # e.g. an integer of more digits than Python converts
         raise Problem(
             400, "malformed_json", f"the request body is not usable JSON: {exc}"
         ) from None
-    return _checked(tree, "", 1)
-
-
-class _Pairs(list[tuple[str, Any]]):
-    """A JSON object as the parser saw it: its pairs in order, duplicates kept (for a check)."""
-
-
-class _NotFinite:
-    """A number JSON cannot carry (``NaN``, ``Infinity``, ``1e400``), as written."""
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-
-
-def _float(text: str) -> float | _NotFinite:
-    value = float(text)
-    return value if math.isfinite(value) else _NotFinite(text)
-
-
-def _checked(value: Any, where: str, depth: int) -> Any:
-    """``value`` with its objects made dicts, once each I-JSON rule holds at ``where``."""
-    if isinstance(value, (_Pairs, list)) and depth > MAX_DEPTH:
-        raise _not_ijson(where, f"nests arrays and objects deeper than {MAX_DEPTH} levels")
-    if isinstance(value, _Pairs):
-        out: dict[str, Any] = {}
-        for key, item in value:
-            inner = join(where, key)
-            if not is_text(key):
-                raise _not_ijson(inner, "is a key holding a lone surrogate (not a character)")
-            if key in out:
-                raise _not_ijson(inner, "appears twice in one object; send each key once")
-            out[key] = _checked(item, inner, depth + 1)
-        return out
-    if isinstance(value, list):
-        return [_checked(item, f"{where}[{i}]", depth + 1) for i, item in enumerate(value)]
-    if isinstance(value, _NotFinite):
-        return _refuse_number(where, value.text)
-    if isinstance(value, str) and not is_text(value):
-        raise _not_ijson(where, "holds a lone surrogate (not a character); send text as UTF-8")
-    return value
-
-
-def _refuse_number(where: str, text: str) -> Any:
-    raise _not_ijson(where, f"is {text}, not a finite number; send a number within float range")
-
-
-def _not_ijson(where: str, what: str) -> Problem:
-    subject = f"field {where!r}" if where else "the request body"
-    return Problem(400, "malformed_json", f"{subject} {what}", field=where or None)
 
 
 def parse_turn(data: Mapping[str, Any]) -> TurnRequest:
