@@ -173,3 +173,12 @@ def test_an_id_option_that_is_not_utf8_is_refused_before_any_work(
     code, out, err = call_main(*args)
     assert code == 0 and "undecodable byte(s) replaced" in err
     assert json.loads(out)["account"] == "acc-000001"
+
+
+def test_report_on_a_file_that_is_no_decision_log_is_one_line(
+    call_main: CallMain, tmp_path: Path
+) -> None:
+    garbage = tmp_path / "log.sqlite"
+    garbage.write_text("not a database\n", encoding="utf-8")  # was a DuckDB traceback
+    args = ["report", "--log", str(garbage), "--out", str(tmp_path / "out")]
+    _one_error_line(*call_main(*args), f"cannot open the decision log {garbage}")
