@@ -24,6 +24,7 @@ line, field, skill, predicate) and what to do next.
     ├── RecallError                 indexes and retrieval
     │   └── IndexMismatchError      a persisted index built for another catalog
     ├── InputError                  a message / query file with a bad line (path, line)
+    ├── ReplayError                 a replay with nothing to report (no turn, every call failed)
     └── LogError                    the decision log
         ├── SchemaError             a log whose schema cannot be used or migrated
         └── VerifyError             recomputed hashes disagree with stored ones
@@ -163,6 +164,11 @@ class InputError(MaitredError):
         self.path = path
         self.line = line
         super().__init__(f"{path}:{line}: {message}")
+
+
+class ReplayError(MaitredError):
+    """A counterfactual replay that has no figure to report: no logged turn to ask about, or
+    every model call failed (what the model would pick is then unknown, not zero)."""
 
 
 class LogError(MaitredError):

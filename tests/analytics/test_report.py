@@ -74,7 +74,9 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
 @pytest.mark.browser
-@pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (make test-browser)")
+@pytest.mark.skipif(
+    CHROMIUM is None, reason="needs Debian's chromium (make browser-deps installs it)"
+)
 def test_report_renders_in_headless_chromium(log_path: Path, tmp_path: Path) -> None:
     written = write_report(log_path, tmp_path / "out")
     shot = tmp_path / "shot.png"

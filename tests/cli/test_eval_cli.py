@@ -162,17 +162,19 @@ def test_a_sets_file_names_its_sets(
     assert f"{sets}: sets[0].catalog" in err and "does not exist" in err
 
 
-def test_repeated_query_id_exits_non_zero(call_main: CallMain, small: tuple[Path, Path]) -> None:
-    """Regression: a repeated id was skipped with a warning and the run exited 0."""
+def test_repeated_query_id_is_refused(call_main: CallMain, small: tuple[Path, Path]) -> None:
+    """Regression: a repeated id was skipped with a warning and the run exited 0; then it
+    exited 1 but still printed figures. Which of the two lines is the query is a guess, so the
+    file is refused: exit 2, no figures, the file, the line and the id named."""
     tools, queries = small
     rows = [json.loads(line) for line in queries.read_text().splitlines()]
     _write(queries, [*rows, {**rows[0], "text": "rain in Lyon"}])
     code, out, err = call_main(
         "eval", "routing", "-s", str(tools), "-q", str(queries), "-m", "bm25"
     )
-    assert code == 1
-    assert f"{queries}:3: id '1' repeats an earlier line" in err
-    assert "hit_at_1" in out  # the good lines are still scored
+    assert code == 2
+    assert f"{queries}:3: query id '1' repeats line 1" in err
+    assert out == ""
 
 
 def test_no_scorable_query_exits_non_zero(

@@ -192,19 +192,25 @@ def test_local_smollm2_picks_from_the_menu() -> None:
 
 
 @pytest.mark.slow
-def test_replay_fans_out_over_a_local_ray_cluster(log_path: Path) -> None:
+def test_replay_fans_out_over_a_local_ray_cluster(
+    log_path: Path, endpoint: tuple[str, list[dict[str, object]]]
+) -> None:
     ray = pytest.importorskip("ray", reason="needs the ray extra")
     from maitred.replay import ModelSpec, RayFanout
 
+    url, seen = endpoint
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     try:
-        # each actor builds its own model from the spec: an endpoint nobody serves, so every
-        # turn comes back as a recorded error, through Ray, in sampling order
-        spec = ModelSpec("m", (str(sitecare.skills_dir()),), "http://127.0.0.1:9/v1")
+        # each actor builds its own model from the spec (the test endpoint): every turn is
+        # answered through Ray and comes back in sampling order (a replay where every call
+        # failed is refused: tests/replay/test_replay_refusals.py)
+        spec = ModelSpec("m", (str(sitecare.skills_dir()),), url)
         with open_log(log_path) as log:
             report = replay(log, RayFanout("auto", spec, workers=2), cohort="risk", n=6, seed=5)
             turns = sample(log, "risk", 6, seed=5)
     finally:
         ray.shutdown()
     assert [o.turn_id for o in report.outcomes] == [t.turn_id for t in turns]
-    assert report.to_json()["errors"] == len(turns) > 0
+    data = report.to_json()
+    assert data["errors"] == 0 and data["answered"] == len(turns) > 0
+    assert len(seen) == 2 * len(turns)  # both menus of every turn were asked

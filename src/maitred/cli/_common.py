@@ -21,7 +21,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from maitred.errors import ConfigError
+from maitred.errors import ConfigError, MaitredError
 
 console = Console()
 # soft_wrap: an error or a skipped-line report stays on one line whatever the terminal width
@@ -68,8 +68,19 @@ CACHE_OPT = typer.Option(
 
 
 def dump_json(value: Any) -> None:
-    """Print JSON to stdout (plain, so it can be piped)."""
-    sys.stdout.write(json.dumps(value, indent=2, ensure_ascii=False, default=str) + "\n")
+    """Print JSON to stdout (plain, so it can be piped); never ``NaN`` or ``Infinity``.
+
+    Raises:
+        MaitredError: a figure is not finite (figures from no data): nothing is printed.
+    """
+    try:
+        text = json.dumps(value, indent=2, ensure_ascii=False, default=str, allow_nan=False)
+    except ValueError:
+        raise MaitredError(
+            "a figure is not a finite number (NaN or infinite): the inputs leave it "
+            "undefined; nothing was printed"
+        ) from None
+    sys.stdout.write(text + "\n")
 
 
 def load_tables(path: Path | None) -> dict[str, Any] | None:

@@ -11,12 +11,20 @@ Every ``maitred`` command and group is built from :class:`App`, which gives it:
   and ``-s`` on every command that has ``--skills`` (and no option of its own by that name);
   a command adds its own with ``App.command(..., aliases={"--domain": "--skills"})``.
 
+* values no command can use, refused for every command right after parsing (one line, exit
+  status 2, before any work): ``nan``, ``inf`` or ``1e400`` given to a number option
+  (:func:`refuse_non_finite`); a string option holding bytes that are not UTF-8
+  (:func:`refuse_non_text`); ``--cache-dir`` naming a file or a path under one
+  (:func:`refuse_cache_file`).
+
 The aliases are rewritten in the argument list before click parses it, so a command keeps one
 parameter per concept and needs no merging code. Only tokens before a bare ``--`` are read.
 """
 
 from __future__ import annotations
 
+import math
+import os
 import typing
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -24,6 +32,9 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import typer
 from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
+
+from maitred._ijson import is_text
+from maitred.errors import ConfigError
 
 if TYPE_CHECKING:  # typer vendors its own click; its Context is the one commands receive
     from typer._click import Context as ClickContext
@@ -146,6 +157,74 @@ def rewrite_aliases(
     return out
 
 
+def refuse_non_finite(params: list[Any], values: Mapping[str, Any]) -> None:
+    """Refuse ``nan``, ``inf`` and ``1e400`` given to any number option.
+
+    click reads them as floats (and its ranges let ``nan`` through: every comparison with it is
+    false), so without this a NaN would flow into the figures and out as ``NaN`` -- JSON no
+    reader accepts. One check for every command, run right after parsing.
+
+    Raises:
+        ConfigError: naming the option and the value (exit status 2, one line).
+    """
+    for param in params:
+        value = values.get(param.name or "")
+        items = value if isinstance(value, (list, tuple)) else (value,)
+        for item in items:
+            if isinstance(item, float) and not math.isfinite(item):
+                name = max(param.opts, key=len) if param.opts else param.name
+                raise ConfigError(f"{name} must be a finite number, got {item!r}")
+
+
+def refuse_non_text(params: list[Any], values: Mapping[str, Any]) -> None:
+    """Refuse a string option holding bytes that are not UTF-8 (an account, a run id...).
+
+    Python hands undecodable command-line bytes over as lone surrogates, which no log row or
+    hash can hold: an id with one would crash the first write. Positional free text (``route``'s
+    message) is exempt -- that command replaces such bytes and says so -- and so are options
+    typed as paths, which may name any file the system can.
+
+    Raises:
+        ConfigError: naming the option.
+    """
+    for param in params:
+        if not isinstance(param, TyperOption):
+            continue
+        value = values.get(param.name or "")
+        items = value if isinstance(value, (list, tuple)) else (value,)
+        for item in items:
+            if isinstance(item, str) and not is_text(item):
+                name = max(param.opts, key=len) if param.opts else param.name
+                raise ConfigError(
+                    f"{name} holds bytes that are not UTF-8 text; pass it in UTF-8 (check the "
+                    "terminal's or the shell's encoding)"
+                )
+
+
+def refuse_cache_file(value: Path | None) -> None:
+    """Refuse a ``--cache-dir`` (or ``$MAITRED_CACHE_DIR``, when the option is not given) that
+    names a file, or lies under one: the index store would fail deep inside with
+    ``NotADirectoryError``. A folder that does not exist yet is fine (it is created).
+
+    Raises:
+        ConfigError: naming the option, the path and the file in the way.
+    """
+    where, name = value, "--cache-dir"
+    if where is None and os.environ.get("MAITRED_CACHE_DIR"):
+        where, name = Path(os.environ["MAITRED_CACHE_DIR"]), "$MAITRED_CACHE_DIR"
+    if where is None:
+        return
+    for folder in (where, *where.parents):
+        if folder.exists():
+            if not folder.is_dir():
+                what = "is a file" if folder == where else f"lies under the file {folder}"
+                raise ConfigError(
+                    f"{name} {where} {what}, not a folder; give a folder (it is created when "
+                    "missing)"
+                )
+            return
+
+
 def _warn(line: str) -> None:
     typer.echo(line, err=True)
 
@@ -167,7 +246,12 @@ class MaitredCommand(TyperCommand):
         return {old: new for old, new in found.items() if old not in names and new in names}
 
     def parse_args(self, ctx: ClickContext, args: list[str]) -> list[str]:
-        return super().parse_args(ctx, rewrite_aliases(args, self.active_aliases(), _warn))
+        rest = super().parse_args(ctx, rewrite_aliases(args, self.active_aliases(), _warn))
+        refuse_non_finite(self.params, ctx.params)
+        refuse_non_text(self.params, ctx.params)
+        if "cache_dir" in ctx.params:
+            refuse_cache_file(ctx.params["cache_dir"])
+        return rest
 
     def get_help_option(self, ctx: ClickContext) -> TyperOption | None:
         return _flag_metavar(super().get_help_option(ctx))

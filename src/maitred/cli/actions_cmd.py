@@ -177,11 +177,15 @@ def _print_report(report: EvalReport) -> None:
 
 def agent(
     pack: str = typer.Option(..., "--pack", help=f"Pack: {', '.join(sorted(DOMAINS))}."),
-    tasks: int = typer.Option(..., "--tasks", help="How many tasks (from seeded databases)."),
+    tasks: int = typer.Option(
+        ..., "--tasks", min=1, help="How many tasks (from seeded databases)."
+    ),
     agent_name: str = typer.Option(..., "--agent", help=f"Agent: {', '.join(AGENTS)}."),
-    trials: int = typer.Option(4, "--trials", "-k", help="Trials per task and arm (K)."),
+    trials: int = typer.Option(4, "--trials", "-k", min=1, help="Trials per task and arm (K)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the task set, trials and bootstrap."),
-    rate: float = typer.Option(0.5, "--rate", help="reckless: chance of a forbidden write."),
+    rate: float = typer.Option(
+        0.5, "--rate", min=0.0, max=1.0, help="reckless: chance of a forbidden write."
+    ),
     base_url: str | None = typer.Option(
         None, "--base-url", help="llm: OpenAI-compatible URL (default: none; llm needs it)."
     ),

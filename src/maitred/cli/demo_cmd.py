@@ -30,7 +30,7 @@ DEMO_OPTIONS = PipelineOptions(method="dense", top_k=5, min_score=0.35, family=T
 
 def demo(
     messages: int = typer.Option(
-        100_000, "--messages", "-n", help="How many messages to generate."
+        100_000, "--messages", "-n", min=1, help="How many messages to generate."
     ),
     out: Path = typer.Option(Path("demo-out"), "--out", "-o", help="Output folder."),
     accounts: int = typer.Option(5_000, "--accounts", min=1, help="How many accounts to generate."),

@@ -6,6 +6,7 @@ Thin adapters over :mod:`maitred.depth`: read options, call the library, print.
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import typer
@@ -38,20 +39,25 @@ from maitred.skills.catalog import load_catalog
 
 def _floats(text: str, what: str) -> list[float]:
     try:
-        return [float(v) for v in text.split(",") if v.strip()]
+        values = [float(v) for v in text.split(",") if v.strip()]
     except ValueError:
         raise ConfigError(f"{what} must be comma-separated numbers, got {text!r}") from None
+    if not values or not all(math.isfinite(v) and v >= 0 for v in values):
+        raise ConfigError(f"{what} must be comma-separated finite numbers >= 0, got {text!r}")
+    return values
 
 
 def _read(path: Path, bad: list[InputError]) -> list[DepthTask]:
     """The good tasks of ``path``; each bad line is reported (file and line) and added to
     ``bad``, so the command can finish its work and then exit 1."""
     found: list[InputError] = []
-    tasks = load_tasks(path, on_error=found.append)
-    for err in found[:10]:
-        err_console.print(f"[yellow]skipped:[/] {escape(str(err))}", highlight=False)
-    if len(found) > 10:
-        err_console.print(f"  ... and {len(found) - 10} more bad line(s) in {path}")
+    try:  # a repeated id refuses the file, after every other bad line was reported
+        tasks = load_tasks(path, on_error=found.append, repeated="refuse")
+    finally:
+        for err in found[:10]:
+            err_console.print(f"[yellow]skipped:[/] {escape(str(err))}", highlight=False)
+        if len(found) > 10:
+            err_console.print(f"  ... and {len(found) - 10} more bad line(s) in {path}")
     bad.extend(found)
     return tasks
 
@@ -100,14 +106,14 @@ def _print_report(result: dict[str, object]) -> None:
 def eval_depth(
     train: Path = typer.Option(..., "--train", help="Training task JSONL (tuning, fitting)."),
     test: Path = typer.Option(..., "--test", help="Test task JSONL (reporting only)."),
-    lam: float = typer.Option(0.05, "--lambda", help="Cost weight λ in U = 1{G⊆A} − λΣc."),
+    lam: float = typer.Option(0.05, "--lambda", min=0.0, help="Cost weight λ in U = 1{G⊆A} − λΣc."),
     as_json: bool = typer.Option(False, "--json", help="Print the figures as JSON."),
     noise: bool = typer.Option(True, "--noise/--no-noise", help="Label-noise robustness check."),
     grid: bool = typer.Option(False, "--grid", help="Run the λ × dispersion grid instead."),
     lambdas: str = typer.Option("0.01,0.03,0.1", "--lambdas", help="Grid λ values."),
     dispersions: str = typer.Option("0,0.5,1", "--dispersions", help="Grid cost dispersions."),
     out: Path = typer.Option(Path("depth-grid"), "--out", help="Grid output folder."),
-    boot: int = typer.Option(2000, "--boot", help="Bootstrap resamples."),
+    boot: int = typer.Option(2000, "--boot", min=1, help="Bootstrap resamples."),
     seed: int = typer.Option(0, "--seed", help="Seed (bootstrap, noise, grid costs)."),
     guard: float | None = typer.Option(
         None,
@@ -157,9 +163,11 @@ def make_tasks_cmd(
     skills: list[str] = SKILLS_OPT,
     queries: Path = typer.Option(..., "--queries", "-q", help='JSONL {"id","text","gold":[...]}.'),
     method: str = METHOD_OPT,
-    top: int = typer.Option(20, "--top", help="Candidates kept per task."),
+    top: int = typer.Option(20, "--top", min=1, help="Candidates kept per task."),
     costs: str = typer.Option("tokens", "--costs", help=f"Cost model: {', '.join(COST_MODELS)}."),
-    dispersion: float = typer.Option(1.0, "--dispersion", help="Seeded cost dispersion d."),
+    dispersion: float = typer.Option(
+        1.0, "--dispersion", min=0.0, help="Seeded cost dispersion d."
+    ),
     seed: int = typer.Option(0, "--seed", help="Seed of the seeded cost model."),
     out: Path = typer.Option(..., "--out", "-o", help="Task JSONL to write."),
     cache_dir: Path | None = typer.Option(
@@ -172,11 +180,13 @@ def make_tasks_cmd(
     cost_model: CostModel = costs  # type: ignore[assignment]
     cat = load_catalog(skills)
     bad: list[InputError] = []
-    labelled = load_queries(queries, on_error=bad.append)
-    for err in bad[:10]:
-        err_console.print(f"[yellow]skipped:[/] {escape(str(err))}", highlight=False)
-    if len(bad) > 10:
-        err_console.print(f"  ... and {len(bad) - 10} more bad line(s) in {queries}")
+    try:  # a repeated id refuses the file, after every other bad line was reported
+        labelled = load_queries(queries, on_error=bad.append, repeated="refuse")
+    finally:
+        for err in bad[:10]:
+            err_console.print(f"[yellow]skipped:[/] {escape(str(err))}", highlight=False)
+        if len(bad) > 10:
+            err_console.print(f"  ... and {len(bad) - 10} more bad line(s) in {queries}")
     recaller = make_recaller(method, cat, cache_dir=cache_dir, progress=index_progress(True))
     per_skill = catalog_costs(cat, cost_model, dispersion=dispersion, seed=seed)
     tasks, skipped = make_tasks(cat, labelled, recaller, top=top, costs=per_skill)
@@ -190,7 +200,7 @@ def domain_queries_cmd(
     domain: str = typer.Option(
         ..., "--domain", "-d", help=f"A built-in domain, by name: {', '.join(DOMAINS)}."
     ),
-    n: int = typer.Option(600, "--messages", "-n", help="How many two-request messages."),
+    n: int = typer.Option(600, "--messages", "-n", min=1, help="How many two-request messages."),
     seed: int = typer.Option(0, "--seed", help="Generator seed."),
     prefix: str | None = typer.Option(None, "--prefix", help="Id prefix (default: the domain's)."),
     out: Path = typer.Option(..., "--out", "-o", help="Labelled query JSONL to write."),
@@ -206,7 +216,7 @@ def domain_queries_cmd(
 
 def train_cmd(
     tasks: Path = typer.Option(..., "--tasks", help="Training task JSONL."),
-    lam: float = typer.Option(..., "--lambda", help="Cost weight λ."),
+    lam: float = typer.Option(..., "--lambda", min=0.0, help="Cost weight λ."),
     lite: bool = typer.Option(False, "--lite", help="Train camdf_lite (ten features)."),
     out: Path = typer.Option(..., "--out", "-o", help="Model JSON to write."),
     guard: float | None = typer.Option(

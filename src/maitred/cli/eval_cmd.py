@@ -7,7 +7,8 @@ prints one row per set and method (``--json``: ``{"results": [...]}``).
 
 Exit status: 0 when every set was read cleanly and scored; 1 when a query line was bad (each is
 reported with ``file:line``; the good lines are still scored) or when a set had no query that
-could be scored; 2 for errors that stop the run (an empty catalog, an unknown method).
+could be scored; 2 for errors that stop the run (an empty catalog, an unknown method, a query
+id that repeats: which of the two lines is the query would be a guess, so no figures).
 """
 
 from __future__ import annotations
@@ -105,9 +106,11 @@ def _run_set(
 ) -> tuple[list[dict[str, Any]], bool]:
     """Every method on one set; returns its rows and whether anything was wrong."""
     bad: list[InputError] = []
-    labelled = load_queries(spec.queries, on_error=bad.append)
-    for err in bad:
-        err_console.print(f"[yellow]skipped:[/] {escape(str(err))}", highlight=False)
+    try:  # a repeated id refuses the file, after every other bad line was reported
+        labelled = load_queries(spec.queries, on_error=bad.append, repeated="refuse")
+    finally:
+        for err in bad:
+            err_console.print(f"[yellow]skipped:[/] {escape(str(err))}", highlight=False)
     cat = load_catalog(spec.catalog)
     if len(cat) == 0:
         where = ", ".join(map(str, spec.catalog))

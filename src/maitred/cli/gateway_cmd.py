@@ -40,7 +40,12 @@ def mcp(
         "(default: HTTP when the config has a 'server' block).",
     ),
     port: int | None = typer.Option(
-        None, "--port", metavar="N", help="Over HTTP: the port (0: any free one; default: config)."
+        None,
+        "--port",
+        metavar="N",
+        min=0,
+        max=65535,
+        help="Over HTTP: the port (0: any free one; default: config).",
     ),
 ) -> None:
     """Serve an MCP gateway: state-aware tools/list, gated tools/call, every decision logged."""

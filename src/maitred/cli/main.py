@@ -1,16 +1,22 @@
 """`maitred`: the command-line adapter. Every command calls the library; none holds logic.
 
 Errors from maitred (bad input, a broken environment) print one clear line on stderr and exit
-with status 2; anything else is a bug and keeps its traceback.
+with status 2, and so do click's usage errors (an unknown option, a value out of range: one
+line naming the option, and where to read the help) and an ``OSError`` (a path the user gave
+that cannot be read or written: a missing folder for ``--out``, no permission); anything else
+is a bug and keeps its traceback.
 """
 
 from __future__ import annotations
 
+import errno
 import logging
 import sys
 
 import typer
 from rich.markup import escape
+from typer._click.exceptions import ClickException, NoArgsIsHelpError
+from typer.exceptions import Abort
 
 from maitred import __version__
 from maitred.cli import (
@@ -86,10 +92,45 @@ def main() -> None:
     """Console entry point."""
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
-        app()
+        code = app(standalone_mode=False)
+    except NoArgsIsHelpError as exc:  # a bare group: its help, as click shows it
+        exc.show()
+        sys.exit(exc.exit_code)
+    except ClickException as exc:  # a usage error: an unknown option, a value out of range...
+        _error(_usage_error(exc))
+        sys.exit(exc.exit_code)
+    except Abort:
+        typer.echo("Aborted!", err=True)
+        sys.exit(1)
     except MaitredError as exc:
-        err_console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, markup=True)
+        _error(str(exc))
         sys.exit(2)
+    except OSError as exc:  # a path the user gave that cannot be read or written: not a bug
+        if exc.errno == errno.EPIPE:  # the reader of a pipe went away (`| head`): stop quietly
+            sys.exit(1)
+        _error(_os_error(exc))
+        sys.exit(2)
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+def _error(message: str) -> None:
+    err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False, markup=True)
+
+
+def _usage_error(exc: ClickException) -> str:
+    """click's usage error as one line, with where to read the command's help."""
+    message = " ".join(exc.format_message().split())
+    ctx = getattr(exc, "ctx", None)
+    return f"{message} (see '{ctx.command_path} -h')" if ctx is not None else message
+
+
+def _os_error(exc: OSError) -> str:
+    """One line for an OS error on a user's path: what failed, where, and the system's reason."""
+    where = " -> ".join(str(f) for f in (exc.filename, exc.filename2) if f is not None)
+    reason = exc.strerror or str(exc)
+    if isinstance(exc, FileExistsError):
+        reason = "a file is in the way of a folder this command creates; choose another path"
+    return f"{where}: {reason}" if where else f"{type(exc).__name__}: {reason}"
 
 
 if __name__ == "__main__":  # pragma: no cover

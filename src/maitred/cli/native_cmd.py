@@ -25,7 +25,9 @@ MODEL_OPT = typer.Option(None, "--model", help="A .gguf file or HF model folder 
 def layers_cmd(
     skills: list[str] = SKILLS_OPT,
     model: Path | None = MODEL_OPT,
-    sample: int = typer.Option(48, "--sample", "-n", help="How many skill texts to measure."),
+    sample: int = typer.Option(
+        48, "--sample", "-n", min=1, help="How many skill texts to measure."
+    ),
     png: Path | None = typer.Option(
         None, "--png", help="Write the curve as a PNG (default: no picture)."
     ),
@@ -61,7 +63,10 @@ def index_cmd(
     skills: list[str] = SKILLS_OPT,
     maps: Path | None = typer.Option(None, "--maps", help="Maps file (default: the active one)."),
     epsilon: float | None = typer.Option(
-        None, "--epsilon", help="Compress banks to this cover radius (default: keep every key)."
+        None,
+        "--epsilon",
+        min=0.0,
+        help="Compress banks to this cover radius (default: keep every key).",
     ),
     cache_dir: Path = typer.Option(Path(".maitred-cache"), "--cache-dir", help="Index cache."),
 ) -> None:
@@ -126,11 +131,11 @@ def calibrate_cmd(
 def train_cmd(
     skills: list[str] = SKILLS_OPT,
     pairs: Path = typer.Option(..., "--pairs", "-p", help='Training JSONL {"id","text","gold"}.'),
-    layer: int | None = typer.Option(None, "--layer", help="Read-out layer (default 80%)."),
+    layer: int | None = typer.Option(None, "--layer", min=0, help="Read-out layer (default 80%)."),
     model: Path | None = MODEL_OPT,
-    dim: int = typer.Option(256, "--dim", help="Projection size d."),
-    steps: int = typer.Option(300, "--steps", help="Optimiser steps."),
-    lr: float = typer.Option(1e-4, "--lr", help="AdamW learning rate."),
+    dim: int = typer.Option(256, "--dim", min=1, help="Projection size d."),
+    steps: int = typer.Option(300, "--steps", min=1, help="Optimiser steps."),
+    lr: float = typer.Option(1e-4, "--lr", min=0.0, help="AdamW learning rate."),
     out: Path | None = typer.Option(None, "--out", help="Maps file (default: the active one)."),
 ) -> None:
     """Train the query and key maps on one frozen read of the pairs and skills."""
@@ -187,7 +192,9 @@ def rollout_cmd(
     half_life: float | None = typer.Option(
         None, "--half-life", help="Vote half-life in tokens (default: the library's)."
     ),
-    patience: int = typer.Option(2, "--patience", help="Consecutive tokens a skill must lead."),
+    patience: int = typer.Option(
+        2, "--patience", min=1, help="Consecutive tokens a skill must lead."
+    ),
     maps: Path | None = typer.Option(None, "--maps", help="Maps file (default: the active one)."),
     model: Path | None = MODEL_OPT,
     cache_dir: Path = typer.Option(Path(".maitred-cache"), "--cache-dir", help="Index cache."),

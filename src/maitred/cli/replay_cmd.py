@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import typer
 
@@ -36,7 +37,9 @@ def replay_cmd(
     ),
     log: str | None = LOG_OPT,
     cohort: str = typer.Option("risk", "--cohort", help="random or risk (see docs)."),
-    n: int = typer.Option(200, "--conversations", "-n", help="How many conversations to replay."),
+    n: int = typer.Option(
+        200, "--conversations", "-n", min=1, help="How many conversations to replay."
+    ),
     model: str = typer.Option("local", "--model", help="local, local:PATH.gguf, or a model name."),
     base_url: str | None = typer.Option(
         None, "--base-url", help="OpenAI-compatible endpoint (default: none, for local models)."
@@ -47,7 +50,7 @@ def replay_cmd(
     api_key: str = typer.Option(
         "", "--api-key", hidden=True, help="Old: the key itself; use --api-key-env."
     ),
-    workers: int = typer.Option(1, "--workers", help="How many model calls run at once."),
+    workers: int = typer.Option(1, "--workers", min=1, help="How many model calls run at once."),
     seed: int = typer.Option(0, "--seed", help="Sampling seed."),
     ray_address: str | None = typer.Option(
         None,
@@ -56,7 +59,12 @@ def replay_cmd(
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
 ) -> None:
-    """How often would the model pick a skill the gate blocked, were the gate off?"""
+    """How often would the model pick a skill the gate blocked, were the gate off?
+
+    Exit status 2, with nothing stored, when the log holds no turn to replay, when --skills is
+    not the catalog the sampled turns were routed with, or when every model call failed; 1
+    when some calls failed (the rest are reported).
+    """
     if cohort not in COHORTS:
         raise ConfigError(f"unknown cohort {cohort!r}; choose one of {list(COHORTS)}")
     if n < 1 or workers < 1:
@@ -76,7 +84,20 @@ def replay_cmd(
     data = result.to_json()
     if as_json:
         dump_json(data)
-        return
+    else:
+        _print_summary(data)
+    if data["errors"]:  # the answered turns are reported; a failed call makes the status 1
+        first = next(o.error for o in result.outcomes if o.error)
+        err_console.print(
+            f"{data['errors']} of {data['sampled']} model calls failed (first: {first}); "
+            "the figures cover the answered turns only (exit status 1)",
+            highlight=False,
+            markup=False,
+        )
+        raise typer.Exit(1)
+
+
+def _print_summary(data: dict[str, Any]) -> None:
     lo, hi = data["picked_blocked_ci"]
     console.print(
         f"{data['answered']} of {data['sampled']} turns answered ({data['errors']} errors); "

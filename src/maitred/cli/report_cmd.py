@@ -9,6 +9,7 @@ import typer
 from maitred.analytics.report import write_report
 from maitred.cli._common import LOG_OPT, console
 from maitred.cli._conventions import App
+from maitred.log import open_log
 from maitred.settings import Settings
 
 
@@ -21,7 +22,10 @@ def report(
     ),
 ) -> None:
     """Write a self-contained report.html and PNG charts of the funnel (DuckDB, read-only)."""
-    written = write_report(log or Settings.from_env().log, out, run_id=run, anonymised=anonymise)
+    where = log or Settings.from_env().log
+    with open_log(where, read_only=True):  # not a decision log: one clear line, not DuckDB's
+        pass
+    written = write_report(where, out, run_id=run, anonymised=anonymise)
     console.print(f"wrote {written['html']} and {len(written) - 2} charts", highlight=False)
 
 

@@ -179,7 +179,7 @@ def run(
     fmt: str = FORMAT_OPT,
     cache_dir: Path | None = CACHE_OPT,
     limit: int | None = typer.Option(
-        None, "--limit", help="Route only the first N messages (default: all)."
+        None, "--limit", min=1, help="Route only the first N messages (default: all)."
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the funnel as JSON."),
 ) -> None:

@@ -24,7 +24,7 @@ def serve(
         None, "--host", help="Bind address (default: server.host of the config)."
     ),
     port: int | None = typer.Option(
-        None, "--port", help="Port (default: server.port of the config)."
+        None, "--port", min=0, max=65535, help="Port (default: server.port of the config)."
     ),
 ) -> None:
     """Serve the HTTP API: /v1/turns, /v1/calls/check, /v1/funnel, /healthz, /readyz, /metrics."""

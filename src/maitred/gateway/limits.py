@@ -1,4 +1,21 @@
-"""A size limit on what an HTTP client may send the gateway, enforced before MCP parses it.
+"""Limits on what a client may send the gateway, enforced before anything decides on it.
+
+**Arguments a call cannot carry.** :func:`argument_fault` refuses a ``tools/call`` whose name
+or arguments are not I-JSON (:mod:`maitred._ijson`: a lone surrogate, ``NaN``/``Infinity``,
+nesting past 32 levels). MCP's JSON reader accepts ``NaN`` and ``1e400``, and a client in the
+same process hands Python strings over unparsed, so such a value would otherwise reach the
+decision log and fail there -- a crash, or a "gate unavailable" that is no outage. The refusal
+is the tool result an invalid call gets (``isError``, ``ARGS_INVALID``, the argument named);
+nothing is decided, logged or sent upstream.
+
+**JSON that is not I-JSON, over HTTP.** The body, once read (for its size), is parsed as
+I-JSON too: a key twice in one object (the SDK keeps the last, so the log and a proxy in front
+could disagree on what was called), ``NaN``, a lone surrogate or nesting past 32 levels is a
+``400`` with a JSON-RPC error naming the field (``-32602`` inside ``params``); a body that is
+not JSON at all is left to the SDK's own parse error. Over stdio, :func:`argument_fault`
+still refuses what the SDK's reader lets through (``NaN``, ``1e400``).
+
+**Body size.**
 
 FastMCP's streamable-HTTP transport reads and parses a request body whole, whatever its size,
 so one client could make the gateway hold and parse any amount of JSON. :class:`BodyLimit`
@@ -12,14 +29,39 @@ stays up. A body within the limit is handed on unchanged.
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from typing import Any
+
+from maitred._ijson import NotIJson, fault, is_text, loads
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 App = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+def argument_fault(name: str, arguments: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The rejection payload for a call whose name or arguments are not I-JSON, else ``None``."""
+    if not is_text(name):
+        shown = name.encode("utf-8", "backslashreplace").decode("utf-8")
+        return {
+            "code": "TOOL_UNKNOWN",
+            "message": f"the tool name {shown!r} holds a lone surrogate (not a character); "
+            "the call was not executed",
+            "fields": [],
+            "executed": False,
+        }
+    found = fault(dict(arguments))
+    if found is None:
+        return None
+    top = found.where.split(".", 1)[0].split("[", 1)[0]
+    return {
+        "code": "ARGS_INVALID",
+        "message": f"argument {found.where!r} {found.what}; the call was not executed",
+        "fields": [top] if top else [],
+        "executed": False,
+    }
 
 
 class BodyLimit:
@@ -55,6 +97,10 @@ class BodyLimit:
             if not message.get("more_body", False):
                 break
         body = b"".join(chunks)
+        refused = _not_ijson(body)
+        if refused is not None:
+            await _answer(send, 400, refused)
+            return
         replayed = False
 
         async def replay() -> Message:
@@ -77,19 +123,51 @@ class BodyLimit:
                 "gateway's config",
             },
         }
-        payload = json.dumps(error).encode("utf-8")
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 413,
-                "headers": [
-                    (b"content-type", b"application/json"),
-                    (b"content-length", str(len(payload)).encode("ascii")),
-                    (b"connection", b"close"),
-                ],
-            }
-        )
-        await send({"type": "http.response.body", "body": payload})
+        await _answer(send, 413, error)
+
+
+def _not_ijson(body: bytes) -> dict[str, Any] | None:
+    """The JSON-RPC error for a body that is JSON but not I-JSON, else ``None``.
+
+    A body that is not JSON at all is left to the MCP SDK (its parse error, -32700). A fault
+    inside ``params`` is ``-32602`` (invalid params), anywhere else ``-32600``.
+    """
+    if not body.strip():
+        return None
+    try:
+        loads(body)
+    except NotIJson as exc:
+        where, what = exc.fault.where, exc.fault.what
+        inside = where.startswith(("params.", "params[")) or ("].params" in where)
+        subject = f"{where!r}" if where else "the request body"
+        return {
+            "jsonrpc": "2.0",
+            "id": None,
+            "error": {
+                "code": -32602 if inside else -32600,
+                "message": f"{subject} {what}; nothing was decided or sent upstream",
+                "data": {"field": where},
+            },
+        }
+    except ValueError:  # not JSON (or not UTF-8): the SDK answers it
+        return None
+    return None
+
+
+async def _answer(send: Send, status: int, error: Mapping[str, Any]) -> None:
+    payload = json.dumps(error).encode("utf-8")
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(payload)).encode("ascii")),
+                (b"connection", b"close"),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": payload})
 
 
 def _content_length(scope: Scope) -> int | None:

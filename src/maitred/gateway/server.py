@@ -87,7 +87,7 @@ from maitred.errors import ConfigError, MaitredError
 from maitred.gateway.channels import Channels
 from maitred.gateway.config import GatewayConfig, HttpServer, Token, Upstream
 from maitred.gateway.keeper import FIND_TOOLS, FIND_TOOLS_DESCRIPTION, Gatekeeper, Gates
-from maitred.gateway.limits import BodyLimit
+from maitred.gateway.limits import BodyLimit, argument_fault
 
 T = TypeVar("T")
 
@@ -254,6 +254,9 @@ class GateMiddleware(Middleware):
         keeper = self._keeper(context)
         if keeper is None:
             return _text_result(_AUTH_REQUIRED)
+        refused = argument_fault(name, args)  # NaN, a lone surrogate...: never decided
+        if refused is not None:
+            return _text_result(refused)
         if name == FIND_TOOLS and keeper.found is not None:
             return await self._find(context, keeper, args)
         try:

@@ -42,7 +42,7 @@ import time
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Literal, Protocol, TypeVar
 
 from maitred.errors import ConfigError, InputError
 from maitred.jsonl import parse_object, read_labelled
@@ -70,6 +70,14 @@ QUALITY_KEYS: Final = METRIC_KEYS[2:-1]
 logger = logging.getLogger(__name__)
 
 
+class _HasId(Protocol):
+    @property
+    def id(self) -> str: ...
+
+
+T = TypeVar("T", bound=_HasId)
+
+
 @dataclass(frozen=True)
 class Query:
     """One labelled query.
@@ -85,6 +93,17 @@ class Query:
     gold: tuple[str, ...]
 
 
+class RepeatedId(ValueError):
+    """A line whose id an earlier line of the file already has (raised by a line parser)."""
+
+    def __init__(self, item_id: str, what: str = "query") -> None:
+        super().__init__(
+            f"id {item_id!r} repeats an earlier line; ids must be unique: give this {what} its "
+            "own id"
+        )
+        self.item_id = item_id
+
+
 def _parse_line(raw: str, seen: set[str]) -> Query:
     """One JSONL line -> Query; raises ValueError with what is wrong."""
     obj = parse_object(raw, ("id", "text", "gold"))
@@ -98,14 +117,15 @@ def _parse_line(raw: str, seen: set[str]) -> Query:
     if not isinstance(gold, list) or not gold or not all(isinstance(g, str) and g for g in gold):
         raise ValueError("field 'gold' must be a non-empty list of skill names")
     if str(qid) in seen:
-        raise ValueError(
-            f"id {qid!r} repeats an earlier line; ids must be unique: give this query its own id"
-        )
+        raise RepeatedId(str(qid))
     return Query(str(qid), text, tuple(dict.fromkeys(gold)))
 
 
 def load_queries(
-    path: Path | str, *, on_error: Callable[[InputError], None] | None = None
+    path: Path | str,
+    *,
+    on_error: Callable[[InputError], None] | None = None,
+    repeated: Literal["skip", "refuse"] = "skip",
 ) -> list[Query]:
     """Read a JSONL query file, skipping (and reporting) lines that cannot be used.
 
@@ -113,14 +133,68 @@ def load_queries(
         path: the file.
         on_error: called with an :class:`~maitred.errors.InputError` (path, line, message) for
             each bad line; by default each is logged as a warning.
+        repeated: what a repeated id does. ``skip``: the later line is a bad line like any
+            other. ``refuse``: the whole file is refused once every line was read (the other
+            bad lines reported first): two queries under one id mean the file is not the set
+            its figures would claim to describe (two files joined, an edit gone wrong), and
+            which line is the query is a guess.
 
     Returns:
         The good queries, in file order.
 
     Raises:
-        InputError: the file itself cannot be read (line 0).
+        InputError: the file itself cannot be read (line 0), or (``refuse``) an id repeats:
+            the message names the file, the first repeating line, the id and its first line.
     """
-    return read_labelled(path, _parse_line, what="query", on_error=on_error)
+    if repeated == "skip":
+        return read_labelled(path, _parse_line, what="query", on_error=on_error)
+    return read_unique(path, _parse_line, what="query", on_error=on_error)
+
+
+def read_unique(
+    path: Path | str,
+    parse: Callable[[str, set[str]], T],
+    *,
+    what: str,
+    on_error: Callable[[InputError], None] | None = None,
+) -> list[T]:
+    """:func:`~maitred.jsonl.read_labelled`, refusing the file when an id repeats.
+
+    ``parse`` raises :class:`RepeatedId` for a repeated id. Every other bad line goes to
+    ``on_error`` as usual; once the whole file was read, a repeat raises.
+
+    Raises:
+        InputError: at the first repeating line, naming the id and the line it repeats.
+    """
+    numbers: list[int] = []
+    first: dict[str, int] = {}
+    repeats: list[tuple[int, str]] = []
+    report = on_error or (lambda err: logger.warning("%s (line skipped)", err))
+
+    def parse_line(raw: str, seen: set[str]) -> T:
+        try:
+            item = parse(raw, seen)
+        except RepeatedId as exc:
+            repeats.append((numbers[-1], exc.item_id))
+            raise
+        first[item.id] = numbers[-1]
+        return item
+
+    def reported(err: InputError) -> None:
+        if not (repeats and repeats[-1][0] == err.line):  # a repeat is refused, not skipped
+            report(err)
+
+    items = read_labelled(path, parse_line, what=what, on_error=reported, line_numbers=numbers)
+    if repeats:
+        line, item_id = repeats[0]
+        more = f" (and {len(repeats) - 1} more repeated id(s))" if len(repeats) > 1 else ""
+        raise InputError(
+            str(path),
+            line,
+            f"{what} id {item_id!r} repeats line {first[item_id]}{more}; refusing to score a "
+            f"file whose ids are not unique: give each {what} its own id",
+        )
+    return items
 
 
 def query_metrics(ranked: Sequence[str], gold: Collection[str]) -> dict[str, float]:

@@ -31,6 +31,7 @@ class ReplayTurn:
     conversation: tuple[str, ...]
     candidates: tuple[str, ...]
     blocked: frozenset[str]
+    catalog_version: str = ""
 
     @property
     def visible(self) -> tuple[str, ...]:
@@ -40,7 +41,7 @@ class ReplayTurn:
 def _conversations(log: Any) -> dict[str, list[tuple[Any, ...]]]:
     rows = log.query(
         "SELECT conversation_id, turn_id, ts, n_candidates, n_candidates - n_visible, "
-        "message_text FROM turns ORDER BY conversation_id, ts, turn_id"
+        "message_text, catalog_version FROM turns ORDER BY conversation_id, ts, turn_id"
     )
     out: dict[str, list[tuple[Any, ...]]] = {}
     for row in rows:
@@ -76,4 +77,5 @@ def _turn(log: Any, rows: list[tuple[Any, ...]]) -> ReplayTurn:
         conversation=history,
         candidates=tuple(p[0] for p in pairs),
         blocked=frozenset(p[0] for p in pairs if not p[1]),
+        catalog_version=str(rows[best][6]),
     )

@@ -34,6 +34,10 @@ class ThreadFanout:
     def model_name(self) -> str:
         return self.model.name
 
+    @property
+    def catalog_version(self) -> str:
+        return self.catalog.version
+
     def map(self, turns: Sequence[ReplayTurn]) -> Iterator[ReplayOutcome]:
         with ThreadPoolExecutor(max_workers=max(1, self.workers)) as pool:
             yield from pool.map(lambda t: ask(self.model, self.catalog, t), turns)
@@ -74,10 +78,15 @@ class RayFanout:
         actor = ray.remote(num_cpus=0)(_Worker)
         self._pool: Any = ActorPool([actor.remote(spec) for _ in range(max(1, workers))])
         self._spec = spec
+        self._version = load_catalog(list(spec.skills)).version  # the one each worker loads
 
     @property
     def model_name(self) -> str:
         return self._spec.model
+
+    @property
+    def catalog_version(self) -> str:
+        return self._version
 
     def map(self, turns: Sequence[ReplayTurn]) -> Iterator[ReplayOutcome]:
         yield from self._pool.map(lambda a, t: a.ask.remote(t), list(turns))

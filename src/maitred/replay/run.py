@@ -6,6 +6,18 @@ conversation: (a) with the **gated** menu -- the skills that were visible -- and
 skill (with a Wilson interval) and how often (a) and (b) differ. Each answer is written to the
 log's ``replays`` table, tied to the turn it replayed; a model error is recorded for that turn
 and the replay carries on. Turns are asked concurrently on a thread pool (``workers``).
+
+No figure from nothing. A replay refuses, before any row is written, when
+
+* the catalog it was given is not the one the sampled turns were routed with (their
+  ``catalog_version`` in the log): the menus rebuilt from it would not be the menus the gate
+  decided on, so a "blocked" pick would mean nothing (:class:`~maitred.errors.ConfigError`,
+  naming both versions);
+* the log holds no turn the cohort can replay, or every model call failed: the rate is then
+  unknown, not zero (:class:`~maitred.errors.ReplayError`, naming the first error).
+
+A replay where only some calls failed reports the others, with the failures counted
+(``errors``); ``maitred replay`` then exits 1, as for any input with bad records.
 """
 
 from __future__ import annotations
@@ -16,6 +28,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from maitred.errors import ConfigError, ReplayError
 from maitred.replay.cohort import Cohort, ReplayTurn, sample
 from maitred.replay.models import ChoiceModel, MenuItem
 from maitred.skills.model import Catalog
@@ -91,11 +104,25 @@ def replay(
     :class:`~maitred.replay.fanout.ThreadFanout` or a
     :class:`~maitred.replay.fanout.RayFanout`), log the answers and return the totals."""
     turns = sample(log, cohort, n, seed)
+    if not turns:
+        raise ReplayError(
+            f"the decision log holds no turn the {cohort!r} cohort can replay (it needs turns "
+            "with candidates" + (", some of them blocked" if cohort == "risk" else "") + "); "
+            "route messages with this log first, or choose another cohort"
+        )
+    _check_catalog(turns, fanout.catalog_version)
     report = ReplayReport(uuid.uuid4().hex[:12], cohort, fanout.model_name)
     for outcome in fanout.map(turns):
         report.outcomes.append(outcome)
         if progress is not None:
             progress(1)
+    if all(o.error for o in report.outcomes):
+        first = report.outcomes[0].error
+        raise ReplayError(
+            f"every one of the {len(report.outcomes)} model calls failed (first: {first}); "
+            "nothing was stored: check the model (--model, --base-url, the API key) and "
+            "run the replay again"
+        )
     now = time.time()
     log.write_replays(
         [
@@ -116,10 +143,28 @@ def replay(
     return report
 
 
+def _check_catalog(turns: Sequence[ReplayTurn], version: str) -> None:
+    """Refuse a catalog other than the one the sampled turns were routed with."""
+    logged = sorted({t.catalog_version for t in turns})
+    if logged == [version]:
+        return
+    shown = ", ".join(v[:19] for v in logged)
+    raise ConfigError(
+        f"the catalog given (version {version[:19]}) is not the one the sampled turns were "
+        f"routed with (version {shown}); pass --skills with the catalog the log was "
+        "written with, or replay a log routed with this catalog"
+    )
+
+
 class Fanout(Protocol):
     """Asks every turn and yields the outcomes in the turns' order."""
 
     @property
     def model_name(self) -> str: ...
+
+    @property
+    def catalog_version(self) -> str:
+        """The version of the catalog the menus are rebuilt from."""
+        ...
 
     def map(self, turns: Sequence[ReplayTurn]) -> Iterator[ReplayOutcome]: ...

@@ -45,7 +45,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from maitred.serve.config import Limits
-from maitred.serve.metrics import CONTENT_TYPE
+from maitred.serve.metrics import CONTENT_TYPE, Metrics
 from maitred.serve.openapi import openapi
 from maitred.serve.reload import Reloader
 from maitred.serve.requests import Problem, authenticate, parse_check, parse_turn, read_json
@@ -131,9 +131,9 @@ def create_app(
         return JSONResponse(openapi())
 
     routes = [
-        Route("/v1/turns", _answering(turns), methods=["POST"]),
-        Route("/v1/calls/check", _answering(check), methods=["POST"]),
-        Route("/v1/funnel", _answering(funnel), methods=["GET"]),
+        Route("/v1/turns", _answering(turns, service.metrics), methods=["POST"]),
+        Route("/v1/calls/check", _answering(check, service.metrics), methods=["POST"]),
+        Route("/v1/funnel", _answering(funnel, service.metrics), methods=["GET"]),
         Route("/healthz", healthz, methods=["GET"]),
         Route("/readyz", readyz, methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),
@@ -143,13 +143,19 @@ def create_app(
     return _Counted(app, service, {r.path for r in routes})
 
 
-def _answering(handler: Handler) -> Handler:
-    """``handler``, with a :class:`Problem` it raises turned into its JSON error response."""
+def _answering(handler: Handler, metrics: Metrics) -> Handler:
+    """``handler``, with a :class:`Problem` it raises turned into its JSON error response.
+
+    A 4xx is the client's error and is counted as such (``maitred_refused_requests_total``
+    by code), never as an engine error: only the service's 503s count there.
+    """
 
     async def wrapped(request: Request) -> Response:
         try:
             return await handler(request)
         except Problem as problem:
+            if problem.status < 500:
+                metrics.refused.labels(problem.code).inc()
             return JSONResponse(problem.body(), problem.status, headers=problem.headers)
 
     return wrapped

@@ -18,7 +18,9 @@ one), so two apps in one process -- tests, a benchmark -- count apart.
 ``maitred_call_decisions_total``       call checks by verdict and code
 ``maitred_sessions``                   sessions held in memory
 ``maitred_engine_errors_total``        requests the engine could not serve (log or catalog
-                                       broken: 503), by error class
+                                       broken: 503), by error class; never a client's error
+``maitred_refused_requests_total``     requests refused as the client's error (4xx), by the
+                                       error's code (``malformed_json``, ``invalid_field``...)
 ``maitred_reloads_total``              catalog reloads by outcome (``applied``, ``rejected``)
 ``maitred_catalog_info``               1, labelled with the live catalog's version
 ``maitred_log_waiting``                the log's backlog: requests decided and waiting for
@@ -97,6 +99,12 @@ class Metrics:
             "maitred_engine_errors",
             "Requests the engine could not serve, by error class.",
             ("error",),
+            registry=reg,
+        )
+        self.refused = Counter(
+            "maitred_refused_requests",
+            "Requests refused as the client's error (4xx), by error code.",
+            ("code",),
             registry=reg,
         )
         self.reloads = Counter(

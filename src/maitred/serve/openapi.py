@@ -12,8 +12,13 @@ import copy
 from typing import Any
 
 from maitred.menu.render import RENDERERS
+from maitred.serve.requests import MAX_ID, NOT_BLANK_PATTERN
 
 _STR = {"type": "string"}
+#: what the server reads as "given": a string with a character that is not blank
+_TEXT = {"type": "string", "minLength": 1, "pattern": NOT_BLANK_PATTERN}
+#: an id: given, and at most MAX_ID characters
+_ID = {**_TEXT, "maxLength": MAX_ID}
 _NULLABLE_STR = {"type": ["string", "null"]}
 
 
@@ -57,11 +62,10 @@ _SCHEMAS: dict[str, Any] = {
         "required": ["text", "account", "session_id"],
         "additionalProperties": False,
         "properties": {
-            "text": {"type": "string", "minLength": 1, "description": "the user's message"},
-            "account": {"type": "string", "description": "whose state the gate reads"},
+            "text": {**_TEXT, "description": "the user's message"},
+            "account": {**_ID, "description": "whose state the gate reads"},
             "session_id": {
-                "type": "string",
-                "maxLength": 128,
+                **_ID,
                 "description": "the conversation; created on first use, then remembered "
                 "(bounded, idle expiry) so a later call check knows what was offered",
             },
@@ -152,13 +156,13 @@ _SCHEMAS: dict[str, Any] = {
         "required": ["session_id", "call"],
         "additionalProperties": False,
         "properties": {
-            "session_id": _STR,
+            "session_id": _ID,
             "call": {
                 "type": "object",
                 "required": ["name"],
                 "additionalProperties": False,
                 "properties": {
-                    "name": _STR,
+                    "name": _ID,
                     "arguments": {"type": "object"},
                     "id": {"type": "string", "description": "the provider's tool call id"},
                 },
@@ -229,7 +233,11 @@ _AUTH_ERRORS = {
     "401": _error("missing or unknown bearer token (WWW-Authenticate: Bearer)"),
 }
 _BODY_ERRORS = {
-    "400": _error("the body is empty or not JSON"),
+    "400": _error(
+        "malformed_json: the body is empty, not UTF-8, not JSON, or JSON outside I-JSON "
+        "(RFC 7493): a key twice in one object, NaN/Infinity or a number beyond float range, "
+        "a lone surrogate, nesting deeper than 32 levels (`field` names where)"
+    ),
     "413": _error("the body is larger than limits.max_body_bytes"),
     "422": _error("a field is missing, unknown or of the wrong type (`field` names it)"),
     "503": _error("the decision log or the engine failed; nothing was decided"),

@@ -8,10 +8,20 @@ error with a stable ``code``:
                                  has (with ``WWW-Authenticate: Bearer``)
 413    ``body_too_large``        a body over ``limits.max_body_bytes``, refused from its
                                  ``Content-Length`` or while it streams, before any parsing
-400    ``malformed_json``        a body that is empty or not JSON (line and column named)
+400    ``malformed_json``        a body that is empty, not UTF-8 or not JSON (line and column
+                                 named), or JSON outside I-JSON (RFC 7493): a key twice in one
+                                 object, ``NaN``/``Infinity`` or a number out of float range
+                                 (``1e400``), a lone surrogate (``"\\ud800"``), nesting deeper
+                                 than 32 levels (``field`` names where, dotted)
 422    ``invalid_field``         a field missing, of the wrong type, or unknown (``field``
                                  names it, dotted: ``call.arguments``)
 =====  ========================  ==============================================================
+
+Why I-JSON: every value of a body ends up in the decision log as canonical JSON and, for call
+arguments, in CEL. A value those cannot hold (``NaN``, a surrogate that is no character) would
+fail *inside* the engine and be answered as an outage (503) or a crash (500); a duplicate key
+would mean two readers of one body (the log, a proxy in front) could see different values. So
+the body is refused at the edge, as the client's error, before the engine sees it.
 
 Tokens are compared as SHA-256 digests with :func:`hmac.compare_digest` against **every**
 tenant (no early exit), so the time taken says nothing about which tenant came close.
@@ -32,10 +42,19 @@ from typing import Any
 
 from starlette.requests import Request
 
+from maitred._ijson import NotIJson, loads
 from maitred.menu.render import RENDERERS
 from maitred.serve.config import Tenant
 
 MAX_ID = 128
+#: what "blank" means for a required string: made only of these (Python's whitespace and
+#: ECMAScript's, so the OpenAPI pattern below means the same to every JSON Schema validator)
+BLANK = (
+    "\t\n\x0b\x0c\r \x1c\x1d\x1e\x1f\x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005"
+    "\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
+)
+#: the JSON Schema ``pattern`` of a string that is not blank (one character outside BLANK)
+NOT_BLANK_PATTERN = "[^" + "".join(f"\\u{ord(c):04x}" for c in BLANK) + "]"
 
 
 class Problem(Exception):
@@ -133,11 +152,31 @@ async def read_json(request: Request, max_bytes: int) -> dict[str, Any]:
         if total > max_bytes:
             raise _too_large(max_bytes)
         chunks.append(chunk)
-    raw = b"".join(chunks)
+    data = decode_json(b"".join(chunks))
+    if not isinstance(data, dict):
+        raise _invalid("", f"the body must be a JSON object, not {_kind(data)}")
+    return data
+
+
+def decode_json(raw: bytes) -> Any:
+    """``raw`` as an I-JSON value (RFC 7493), or a 400 naming what and where it is not.
+
+    Refused: an empty body, bytes that are not UTF-8, text that is not JSON, a key twice in
+    one object, ``NaN``/``Infinity``/``-Infinity``, a number beyond float range, a string or
+    key holding a lone surrogate, and nesting deeper than
+    :data:`~maitred._ijson.MAX_DEPTH`.
+
+    Raises:
+        Problem: 400 ``malformed_json``, with ``field`` (dotted) when the fault is inside.
+    """
     if not raw.strip():
         raise Problem(400, "malformed_json", "the request body is empty; send a JSON object")
     try:
-        data = json.loads(raw)
+        return loads(raw)
+    except NotIJson as exc:
+        where, what = exc.fault.where, exc.fault.what
+        subject = f"field {where!r}" if where else "the request body"
+        raise Problem(400, "malformed_json", f"{subject} {what}", field=where or None) from None
     except json.JSONDecodeError as exc:
         raise Problem(
             400,
@@ -149,16 +188,17 @@ async def read_json(request: Request, max_bytes: int) -> dict[str, Any]:
         raise Problem(
             400, "malformed_json", f"the request body is not UTF-8 JSON: {exc.reason}"
         ) from None
-    if not isinstance(data, dict):
-        raise _invalid("", f"the body must be a JSON object, not {_kind(data)}")
-    return data
+    except ValueError as exc:  # e.g. an integer of more digits than Python converts
+        raise Problem(
+            400, "malformed_json", f"the request body is not usable JSON: {exc}"
+        ) from None
 
 
 def parse_turn(data: Mapping[str, Any]) -> TurnRequest:
     """Check a turn request's fields (422 naming the first bad one)."""
     _no_unknown(data, ("text", "account", "session_id", "conversation", "format"), "")
     fmt = data.get("format")
-    if fmt is not None and fmt not in RENDERERS:
+    if fmt is not None and (not isinstance(fmt, str) or fmt not in RENDERERS):
         raise _invalid("format", f"must be one of {sorted(RENDERERS)}, not {fmt!r}")
     conversation = data.get("conversation", [])
     if not isinstance(conversation, list):
@@ -209,7 +249,7 @@ def _string(
         raise _invalid(prefix + key, "is required")
     if not isinstance(value, str):
         raise _invalid(prefix + key, f"must be a string, not {_kind(value)}")
-    if not value.strip():
+    if not value.strip(BLANK):
         raise _invalid(prefix + key, "must not be empty")
     if limit is not None and len(value) > limit:
         raise _invalid(prefix + key, f"must be at most {limit} characters")

@@ -20,6 +20,7 @@ training labels whose required-set membership was flipped and re-scores on the c
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields, replace
@@ -31,6 +32,7 @@ from numpy.typing import NDArray
 from maitred.depth.camdf import CamDFModel, CamDFRule, fit_sufficiency, tasks_hash, train_camdf
 from maitred.depth.payoff import DepthTask, oracle_depth, prefix_payoffs, sufficiency
 from maitred.depth.rules import DepthRule
+from maitred.errors import ConfigError
 from maitred.lab.depth.tuning import sufficiency_floor, tune_baselines
 
 RULES: Final = (
@@ -202,6 +204,15 @@ def best_baseline(rules: Mapping[str, Mapping[str, Any]]) -> str:
     return max(BASELINES, key=lambda name: float(rules[name]["payoff"]))
 
 
+def check_settings(lam: float, n_boot: int, guard: float | None = None) -> None:
+    """Refuse settings that define no figure (see :func:`evaluate_depth`)."""
+    if n_boot < 1:
+        raise ConfigError(f"n_boot (--boot) must be at least 1 bootstrap resample, got {n_boot}")
+    for name, value in (("lambda", lam), ("sufficiency guard", guard)):
+        if value is not None and not (math.isfinite(value) and value >= 0):
+            raise ConfigError(f"the {name} must be a finite number >= 0, got {value!r}")
+
+
 def evaluate_depth(
     train: Sequence[DepthTask],
     test: Sequence[DepthTask],
@@ -215,7 +226,12 @@ def evaluate_depth(
     """Fit on ``train``, score on ``test``; the ``maitred eval depth --json`` result.
 
     ``guard``: tune every rule under a sufficiency floor (see :func:`fit_rules`).
+
+    Raises:
+        ConfigError: ``n_boot`` below 1, or ``lam``/``guard`` not a finite number >= 0 (a
+            figure computed from them would be undefined, and ``NaN`` is no JSON).
     """
+    check_settings(lam, n_boot, guard)
     fitted = fit_rules(train, lam, guard=guard)
     rules = summarize(fitted, apply_rules(fitted, test), n_boot=n_boot, seed=seed)
     untuned = Fitted(lam, {"camdf": CamDFRule(replace(fitted.models["camdf"], threshold=0.5))}, {})

@@ -39,7 +39,7 @@ from maitred.depth.rules import Ranked
 from maitred.errors import ConfigError, InputError
 from maitred.jsonl import parse_object, read_labelled
 from maitred.recall.base import Recaller
-from maitred.recall.evaluate import Query
+from maitred.recall.evaluate import Query, RepeatedId, read_unique
 from maitred.skills.model import Catalog
 
 CostModel = Literal["contract", "tokens", "seeded"]
@@ -71,8 +71,10 @@ def parse_task(raw: str, seen: set[str]) -> DepthTask:
     """One JSONL line -> :class:`DepthTask`; raises ``ValueError`` saying what is wrong."""
     obj = parse_object(raw, ("id", "candidates", "required"))
     tid, cands, required = obj["id"], obj["candidates"], obj["required"]
-    if not isinstance(tid, (str, int)) or isinstance(tid, bool) or str(tid) in seen:
+    if not isinstance(tid, (str, int)) or isinstance(tid, bool):
         raise ValueError(f"field 'id' must be a unique string or integer, got {tid!r}")
+    if str(tid) in seen:
+        raise RepeatedId(str(tid), "task")
     if not isinstance(cands, list):
         raise ValueError("field 'candidates' must be a list (ranked, best first)")
     candidates = tuple(_candidate(c, i) for i, c in enumerate(cands))
@@ -91,14 +93,22 @@ def parse_task(raw: str, seen: set[str]) -> DepthTask:
 
 
 def load_tasks(
-    path: Path | str, *, on_error: Callable[[InputError], None] | None = None
+    path: Path | str,
+    *,
+    on_error: Callable[[InputError], None] | None = None,
+    repeated: Literal["skip", "refuse"] = "skip",
 ) -> list[DepthTask]:
     """Read a task file, skipping (and reporting) lines that cannot be used.
 
+    ``repeated``: what a repeated task id does, as for
+    :func:`~maitred.recall.evaluate.load_queries` (``refuse``: the file is refused).
+
     Raises:
-        InputError: the file cannot be read (line 0) or holds no usable task.
+        InputError: the file cannot be read (line 0), holds no usable task, or (``refuse``)
+            repeats an id.
     """
-    tasks = read_labelled(path, parse_task, what="task", on_error=on_error)
+    read = read_labelled if repeated == "skip" else read_unique
+    tasks = read(path, parse_task, what="task", on_error=on_error)
     if not tasks:
         raise InputError(str(path), 0, "no usable task in the file; see the lines reported above")
     return tasks

@@ -1,0 +1,139 @@
+"""Whether a value that came from a client can be carried as I-JSON (RFC 7493).
+
+Every value a client sends -- a request field, a tool call's arguments -- ends up in the
+decision log as canonical JSON and, for arguments, in CEL. Three kinds of value that Python's
+and pydantic's JSON readers accept cannot go there: a string holding a lone surrogate
+(``"\\ud800"`` is no character and does not encode as UTF-8), a number that is not finite
+(``NaN``, ``Infinity``, ``1e400`` read as ``inf``), and nesting deeper than the log and the
+evaluator are meant to walk. Each would fail *inside* the engine, where it reads as a crash or
+an outage; an adapter asks :func:`fault` first (a decoded value) or parses with :func:`loads`
+(raw bytes: a repeated key is only visible there) and refuses the value as the client's error.
+
+Paths are written as the service names fields: dotted keys, ``[i]`` for list items
+(``call.arguments.tags[2]``), a lone surrogate shown as ``\\udxxx``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from typing import Any
+
+#: the deepest nesting of lists and objects a client's value may have (the value is depth 1)
+MAX_DEPTH = 32
+
+
+@dataclass(frozen=True)
+class Fault:
+    """Why a value is not I-JSON: where (a path, ``""`` for the whole value) and what."""
+
+    where: str
+    what: str
+
+
+class NotIJson(ValueError):
+    """JSON text that is not I-JSON: where (a path, ``""`` for the whole text) and what."""
+
+    def __init__(self, where: str, what: str) -> None:
+        super().__init__(f"{where or 'the JSON text'}: {what}")
+        self.fault = Fault(where, what)
+
+
+def loads(raw: bytes | str) -> Any:
+    """``raw`` parsed as I-JSON: :func:`fault`'s rules, and no key twice in one object.
+
+    Raises:
+        json.JSONDecodeError: not JSON (``NaN`` and ``Infinity`` are, for this reader).
+        UnicodeDecodeError: bytes that are not UTF-8.
+        NotIJson: JSON outside I-JSON, naming where; nesting too deep for the parser itself
+            (``RecursionError``) is this too, at the top.
+        ValueError: an integer of more digits than Python converts.
+    """
+    try:
+        tree = json.loads(
+            raw, object_pairs_hook=_Pairs, parse_constant=_NotFinite, parse_float=_float
+        )
+    except RecursionError:
+        raise NotIJson("", f"nests arrays and objects deeper than {MAX_DEPTH} levels") from None
+    return _checked(tree, "", 1)
+
+
+class _Pairs(list[tuple[str, Any]]):
+    """A JSON object as the parser saw it: its pairs in order, duplicates kept (for a check)."""
+
+
+class _NotFinite:
+    """A number JSON cannot carry (``NaN``, ``Infinity``, ``1e400``), as written."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
+def _float(text: str) -> float | _NotFinite:
+    value = float(text)
+    return value if math.isfinite(value) else _NotFinite(text)
+
+
+def _checked(value: Any, where: str, depth: int) -> Any:
+    """``value`` with its objects made dicts, once each I-JSON rule holds at ``where``."""
+    if isinstance(value, (_Pairs, list)) and depth > MAX_DEPTH:
+        raise NotIJson(where, f"nests arrays and objects deeper than {MAX_DEPTH} levels")
+    if isinstance(value, _Pairs):
+        out: dict[str, Any] = {}
+        for key, item in value:
+            inner = join(where, key)
+            if not is_text(key):
+                raise NotIJson(inner, "is a key holding a lone surrogate (not a character)")
+            if key in out:
+                raise NotIJson(inner, "appears twice in one object; send each key once")
+            out[key] = _checked(item, inner, depth + 1)
+        return out
+    if isinstance(value, list):
+        return [_checked(item, f"{where}[{i}]", depth + 1) for i, item in enumerate(value)]
+    if isinstance(value, _NotFinite):
+        raise NotIJson(where, f"is {value.text}, not a finite number; send a number in float range")
+    if isinstance(value, str) and not is_text(value):
+        raise NotIJson(where, "holds a lone surrogate (not a character); send text as UTF-8")
+    return value
+
+
+def fault(value: Any, where: str = "", depth: int = 1) -> Fault | None:
+    """The first place where ``value`` (decoded JSON: dicts, lists, scalars) is not I-JSON."""
+    if isinstance(value, (dict, list)) and depth > MAX_DEPTH:
+        return Fault(where, f"nests arrays and objects deeper than {MAX_DEPTH} levels")
+    if isinstance(value, dict):
+        for key, item in value.items():
+            inner = join(where, str(key))
+            if not isinstance(key, str) or not is_text(key):
+                return Fault(inner, "is a key holding a lone surrogate (not a character)")
+            found = fault(item, inner, depth + 1)
+            if found is not None:
+                return found
+        return None
+    if isinstance(value, list):
+        for i, item in enumerate(value):
+            found = fault(item, f"{where}[{i}]", depth + 1)
+            if found is not None:
+                return found
+        return None
+    if isinstance(value, float) and not math.isfinite(value):
+        return Fault(where, f"is {value!r}, not a finite number; send a number in float range")
+    if isinstance(value, str) and not is_text(value):
+        return Fault(where, "holds a lone surrogate (not a character); send text as UTF-8")
+    return None
+
+
+def join(where: str, key: str) -> str:
+    """The path of ``key`` inside ``where``, printable (a lone surrogate as ``\\udxxx``)."""
+    shown = key.encode("utf-8", "backslashreplace").decode("utf-8")
+    return f"{where}.{shown}" if where else shown
+
+
+def is_text(value: str) -> bool:
+    """Whether ``value`` is characters only (no lone surrogate: it encodes as UTF-8)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
