@@ -3,10 +3,11 @@
 An engine (:class:`maitred.Maitred`) is built once and shared: by the threads of the HTTP
 service, by every MCP session of the gateway, by the CLI's batch runs. What differs from one
 request to the next -- the run a turn is logged under, the menu format the client asked for, the
-tools a listing may consider, the tenant -- travels with that request as one small immutable
+tools a listing may consider -- travels with that request as one small immutable
 value, the way pydantic-ai hands a tool its ``RunContext``. Nothing per request is ever set on
 the engine or its parts, so two requests cannot see each other's settings, and an adapter needs
-no lock of its own to keep them apart.
+no lock of its own to keep them apart. (Whose request it is -- the tenant -- is part of the
+session and of the run, both stored with every row; it is not a per-call setting.)
 
 Every field has a neutral default: ``CallContext()`` is what a call without one gets.
 """
@@ -24,22 +25,19 @@ class CallContext:
     Attributes:
         run_id: the decision-log run the turn is logged under (``""``: the pipeline's own run,
             started on first use).
-        tenant: whose request this is, stored with the run, turn and decision it makes
-            (``""``: no tenant).
         menu_format: the menu format to render and count tokens in (``None``: the pipeline's).
         scope: the only tools this turn may consider (``None``: every tool recall ranks); the
             gateway's listing of what a ``find_tools`` session has found.
     """
 
     run_id: str = ""
-    tenant: str = ""
     menu_format: str | None = None
     scope: frozenset[str] | None = None
 
     @classmethod
-    def scoped(cls, names: Collection[str] | None, **fields: str) -> CallContext:
+    def scoped(cls, names: Collection[str] | None) -> CallContext:
         """A context whose scope is ``names`` (``None``: unscoped)."""
-        return cls(scope=None if names is None else frozenset(names), **fields)
+        return cls(scope=None if names is None else frozenset(names))
 
 
 #: the context of a call that passes none

@@ -192,6 +192,12 @@ class Maitred:
     def policy(self) -> Policy:
         return self.gate.policy
 
+    def begin_run(self, run_id: str | None = None, *, tenant: str = "") -> str:
+        """Record a run in the log and return its id, without making it the engine's own run:
+        a caller that serves several runs at once (the service: one per tenant) names the run
+        in each turn's :class:`~maitred.context.CallContext`."""
+        return self.pipeline.begin_run(run_id, tenant=tenant, current=False).run_id
+
     def session(
         self,
         account: str,
@@ -238,7 +244,7 @@ class Maitred:
                 then left as it was: once that flush has returned, the caller makes the turn
                 the offer with ``session.offer(turn.exposed, turn.turn_id)`` (a failed
                 commit must not change the session).
-            context: what is particular to this request (run, tenant, menu format, scope);
+            context: what is particular to this request (run, menu format, scope);
                 see :class:`~maitred.context.CallContext`.
         """
         message = self._message(message, session, account, id)

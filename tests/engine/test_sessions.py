@@ -86,7 +86,7 @@ def test_without_a_log_a_turn_that_raised_never_becomes_the_offer(
         engine.turn(LIST_TEXT, session=session)
         route = engine.pipeline.route
 
-        def broken(message: object) -> Turn:
+        def broken(message: object, context: object = None) -> Turn:
             route(message)  # type: ignore[arg-type]
             raise RuntimeError("the menu could not be rendered")
 

@@ -63,7 +63,7 @@ def test_the_example_gates_mcp_server_time_over_stdio(example: Path) -> None:
     anyio.run(main)
     assert got["tools"] == ["get_current_time"]  # acc-free: convert_time is hidden
     assert got["now"]["timezone"] == "Europe/London"  # reached the real upstream
-    assert got["convert_time"] == "TOOL_NOT_EXECUTABLE"
+    assert got["convert_time"] == "TOOL_NOT_OFFERED"
     assert got["get_current_time"] == "TIME_UNKNOWN_TIMEZONE"
     assert (example.parent / "gateway.sqlite").is_file()
 

@@ -59,15 +59,17 @@ def test_a_hidden_tool_is_not_listed_and_a_call_by_name_never_reaches_the_upstre
         assert names(await client.list_tools()) == ["get_plan", "upgrade", "crash"]
         result = await client.call_tool("export_report", {"year": 2025}, raise_on_error=False)
         payload = rejection(result)
-        assert payload["code"] == "TOOL_NOT_EXECUTABLE"
-        assert "free_plan" in payload["message"] and payload["executed"] is False
+        # never shown: refused as not offered, its predicate unsaid (the gateway re-listed
+        # first, on fresh state, in case it had become visible since)
+        assert payload["code"] == "TOOL_NOT_OFFERED"
+        assert "free" not in payload["message"] and payload["executed"] is False
 
     run_gateway(site, scenario)
     assert "export_report" not in site.upstream_calls()
     with open_log(str(site.log)) as log:
         decisions = [(r["tool"], r["code"]) for r in log.iter_action_decisions()]
         turns = list(log.iter_turns())
-    assert decisions == [("export_report", "TOOL_NOT_EXECUTABLE")]
+    assert decisions == [("export_report", "TOOL_NOT_OFFERED")]
     listing = turns[0]["pairs"]  # the tools/list is a logged turn: what was hidden, and why
     hidden = [p for p in listing if not p["visible"]]
     assert [p["skill"] for p in hidden] == ["export_report"]

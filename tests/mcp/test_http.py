@@ -176,9 +176,9 @@ def test_each_token_sees_its_own_account_across_a_stdio_and_an_http_upstream(
         "add_note", "convert_time", "export_notes", "get_current_time", "list_notes"
     ]  # fmt: skip
     assert got["free"] == ["add_note", "get_current_time", "list_notes"]
-    assert got["blocked"]["code"] == "TOOL_NOT_EXECUTABLE"
-    assert "paid plan" in got["blocked"]["message"]
-    assert got["hidden"] == "TOOL_NOT_EXECUTABLE"
+    assert got["blocked"]["code"] == "TOOL_NOT_OFFERED"  # never listed for this account
+    assert "paid plan" not in got["blocked"]["message"]  # a hidden tool's predicate unsaid
+    assert got["hidden"] == "TOOL_NOT_OFFERED"
     assert got["now"] == "Europe/London"  # through the stdio upstream
     assert got["exported"] == "1 notes as pdf"  # through the HTTP upstream, acme's own call
     assert deployment.calls == ["add_note", "export_notes"]  # globex's never reached it
@@ -189,8 +189,8 @@ def test_each_token_sees_its_own_account_across_a_stdio_and_an_http_upstream(
     assert len({r["session_id"] for r in decisions}) == 2  # one session per sessionless token
     by_tenant = {(r["session_id"].split("-")[0], r["tool"], r["code"]) for r in decisions}
     assert by_tenant == {
-        ("globex", "export_notes", "TOOL_NOT_EXECUTABLE"),
-        ("globex", "convert_time", "TOOL_NOT_EXECUTABLE"),
+        ("globex", "export_notes", "TOOL_NOT_OFFERED"),
+        ("globex", "convert_time", "TOOL_NOT_OFFERED"),
         ("globex", "get_current_time", "OK"),
         ("acme", "add_note", "OK"),
         ("acme", "export_notes", "OK"),

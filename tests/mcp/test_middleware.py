@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -22,6 +23,7 @@ class _BrokenLogKeeper:
     """A gatekeeper whose decision log refuses the write."""
 
     found = None
+    lock = threading.Lock()
 
     def check(self, name: str, arguments: Any) -> Any:
         raise LogError("database is locked")

@@ -65,7 +65,7 @@ def test_meta_decision_id_matches_the_log_row_for_allowed_and_rejected(site: Sit
     assert (rows[ids["allowed"]]["tool"], rows[ids["allowed"]]["verdict"]) == ("get_plan", "allow")
     assert (rows[ids["rejected"]]["tool"], rows[ids["rejected"]]["code"]) == (
         HIDDEN,
-        "TOOL_NOT_EXECUTABLE",
+        "TOOL_NOT_OFFERED",
     )
     for row in rows.values():  # the logged call id is never empty, though the client gave none
         assert json.loads(row["decision_json"])["call"]["id"]

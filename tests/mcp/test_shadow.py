@@ -58,7 +58,7 @@ def test_shadowed_rules_are_logged_under_their_own_session_and_never_block(site:
     enforced = {(r["tool"], r["code"]) for r in rows if not r["session_id"].endswith("-shadow")}
     assert enforced == {("export_report", "OK"), ("upgrade", "OK"), ("get_plan", "ARGS_INVALID")}
     assert shadow == {
-        ("export_report", "TOOL_NOT_EXECUTABLE"),
+        ("export_report", "TOOL_NOT_OFFERED"),
         ("upgrade", "SHOP_OTHER_ACCOUNT"),
         ("get_plan", "ARGS_INVALID"),
     }

@@ -12,12 +12,15 @@ over those engines.
   every upstream tool, in the upstreams' order (:class:`EveryTool`), so the executability gate
   decides each one on one fresh state snapshot and the decision log keeps the turn: which tools
   were hidden, and which predicate fired with the values it read. No model text is involved.
-* **A call is re-checked, never trusted to the list.** :meth:`Gatekeeper.check` offers the
-  session every tool it may know of before asking :meth:`Maitred.check`, so the action gate
-  re-evaluates the exit predicates on fresh state: a hidden tool named anyway is
-  ``TOOL_NOT_EXECUTABLE`` with the predicate that hides it (a message the model can act on),
-  a name no upstream listed is ``TOOL_UNKNOWN``; then the arguments meet the schema and the
-  call policies run. The decision is in the log (flushed) before it is returned.
+* **A call is decided against the latest committed listing, and re-checked.**
+  :meth:`Gatekeeper.check` asks :meth:`Maitred.check`, which decides against the session's
+  latest committed turn -- its latest listing -- like every check. A tool that listing did not
+  show is first listed afresh (a logged turn on fresh state), so one that has become visible
+  since is offered; one still hidden is ``TOOL_NOT_OFFERED``, its predicates unsaid (what the
+  session was not shown stays unseen). A shown tool has its exit predicates re-evaluated on
+  fresh state (``TOOL_NOT_EXECUTABLE``, ``STATE_UNAVAILABLE``), a name no upstream listed is
+  ``TOOL_UNKNOWN``; then the arguments meet the schema and the call policies run. The
+  decision is in the log (flushed) before it is returned.
 * **A write can change what is visible.** After an allowed mutating call succeeded,
   :meth:`Gatekeeper.after_call` records it in the session and re-lists; it answers True when
   the visible set differs from the one last shown, and the server then sends
@@ -59,6 +62,7 @@ Nothing here imports an MCP library.
 from __future__ import annotations
 
 import sys
+import threading
 import uuid
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import replace
@@ -270,7 +274,9 @@ class Gates:
             verdicts: dict[str, bool] = {}
             for keeper in group:
                 try:
-                    if keeper.refresh(snapshot, verdicts, seen):
+                    with keeper.lock:
+                        refreshed = keeper.refresh(snapshot, verdicts, seen)
+                    if refreshed:
                         changed.append(keeper)
                 except MaitredError as exc:
                     print(
@@ -360,6 +366,9 @@ class Gatekeeper:
         self.listed: tuple[str, ...] | None = None
         #: the state the watch last found ``listed`` right for (see :meth:`refresh`)
         self.checked: str | None = None
+        #: one request of this session at a time (its listing, found set and reads are its own);
+        #: sessions run side by side, on the engine shared by all of them
+        self.lock = threading.Lock()
 
     @property
     def tool_names(self) -> tuple[str, ...]:
@@ -435,13 +444,20 @@ class Gatekeeper:
         return self.visible() != before
 
     def check(self, name: str, arguments: Mapping[str, Any] | None) -> Decision:
-        """May ``name(arguments)`` reach the upstream now? (logged, flushed, then returned)."""
+        """May ``name(arguments)`` reach the upstream now? (logged, flushed, then returned).
+
+        The call is decided against this session's latest *committed* listing, like every
+        check (:meth:`Maitred.check`). A tool the session may know of but that its latest
+        listing did not show (never listed, or hidden then) is first listed afresh -- a logged
+        turn on fresh state -- so a tool that has become visible since is offered, and one
+        still hidden is ``TOOL_NOT_OFFERED``, its predicates unsaid; a tool the listing showed
+        that cannot run now is ``TOOL_NOT_EXECUTABLE``.
+        """
         call = ToolCall(name, dict(arguments or {}))
-        offer = self._offerable()
+        if name in self._offerable() and name not in (self.listed or ()):
+            self.visible()
         if self.shadow is not None and self.shadow_session is not None:
-            self.shadow_session.offer(offer, self.shadow_session.turn_id)
             self.shadow.check(call, session=self.shadow_session)
-        self.session.offer(offer, self.session.turn_id)
         return self.engine.check(call, session=self.session)
 
     def mutates(self, name: str) -> bool:

@@ -51,8 +51,10 @@ Upstreams never see the client's headers (the proxies do not forward them), so a
 token is never passed on to an upstream; an HTTP upstream gets the ``headers`` its config
 names.
 
-The engine is synchronous (SQLite, file and SQL state); its calls run on a worker thread under
-one lock, as in the HTTP service, so the event loop never blocks on the log or the state store.
+The engine is synchronous (SQLite, file and SQL state); its calls run on worker threads, so the
+event loop never blocks on the log or the state store. Sessions run side by side on the one
+shared engine (ARCHITECTURE.md, "Concurrency"); each session's requests take that session's own
+lock (:attr:`Gatekeeper.lock`), since its listing and found set are its own.
 """
 
 from __future__ import annotations
@@ -61,7 +63,6 @@ import hashlib
 import json
 import socket
 import sys
-import threading
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -147,11 +148,16 @@ class GateMiddleware(Middleware):
         self.keepers: OrderedDict[tuple[str, ...], Gatekeeper] = OrderedDict()
         #: how to reach each session outside a request (the state watch's way out)
         self.channels = Channels()
-        self._lock = threading.Lock()
 
-    async def _engine(self, fn: Callable[[], T]) -> T:
+    @staticmethod
+    async def _engine(fn: Callable[[], T], keeper: Gatekeeper | None = None) -> T:
+        """Run ``fn`` on a worker thread: under ``keeper``'s own lock when it is one session's
+        request (the engine itself is shared by every session without a lock of ours)."""
+        if keeper is None:
+            return await anyio.to_thread.run_sync(fn)
+
         def locked() -> T:
-            with self._lock:
+            with keeper.lock:
                 return fn()
 
         return await anyio.to_thread.run_sync(locked)
@@ -210,7 +216,7 @@ class GateMiddleware(Middleware):
             if self.channels.reachable(key):
                 by_account.setdefault(keeper.account, []).append((key, keeper))
         told = 0
-        for group in by_account.values():  # one hop per account: requests get the lock between
+        for group in by_account.values():  # one hop per account
             changed = await self._engine(partial(self.gates.recheck, [k for _, k in group]))
             for key, keeper in group:
                 if any(keeper is c for c in changed) and await self.channels.notify(key):
@@ -242,7 +248,7 @@ class GateMiddleware(Middleware):
         if keeper is None:
             return []
         tools = await call_next(context)
-        visible = set(await self._engine(keeper.visible))
+        visible = set(await self._engine(keeper.visible, keeper))
         return [t for t in tools if t.name in visible]
 
     async def on_call_tool(
@@ -260,7 +266,7 @@ class GateMiddleware(Middleware):
         if name == FIND_TOOLS and keeper.found is not None:
             return await self._find(context, keeper, args)
         try:
-            decision = await self._engine(lambda: keeper.check(name, args))
+            decision = await self._engine(lambda: keeper.check(name, args), keeper)
         except MaitredError as exc:  # not decided, or not durable: the call must not run
             refusal = Rejection(
                 "GATE_UNAVAILABLE",
@@ -292,13 +298,13 @@ class GateMiddleware(Middleware):
         if result.is_error:
             return result
         output = result.structured_content  # an object, so `records: {creates: ...}` can read it
-        if keeper.mutates(name) or not self._lock.acquire(blocking=False):
-            changed = await self._engine(lambda: keeper.after_call(name, args, output))
+        if keeper.mutates(name) or not keeper.lock.acquire(blocking=False):
+            changed = await self._engine(lambda: keeper.after_call(name, args, output), keeper)
         else:  # a read only updates the session in memory: no second hop to the worker thread
             try:
                 changed = keeper.after_call(name, args, output)
             finally:
-                self._lock.release()
+                keeper.lock.release()
         if changed:
             await _list_changed(context)
         return result
@@ -319,7 +325,7 @@ class GateMiddleware(Middleware):
                 }
             )
         try:
-            answer, changed = await self._engine(lambda: keeper.find(need))
+            answer, changed = await self._engine(lambda: keeper.find(need), keeper)
         except MaitredError as exc:
             return _text_result(
                 {

@@ -3,10 +3,12 @@
 :class:`Service` is synchronous and knows nothing of HTTP; the app (:mod:`maitred.serve.app`)
 parses and authorises a request, then calls it on a worker thread.
 
-* **One engine call at a time.** ``turn()`` and ``check()`` run under one lock: the pipeline
-  is not written for concurrent turns, and serialising them keeps each turn's log rows, run id
-  and menu format together. The state fetch inside a call has its own deadline
-  (``state_timeout_s``), so one slow store cannot hold the lock for longer than that.
+* **Requests run side by side.** The engine is called from the app's worker threads without a
+  lock of this service's: what varies per request (the tenant's run, the menu format) is passed
+  with the call as a :class:`~maitred.context.CallContext`, never set on the engine (see
+  ARCHITECTURE.md, "Concurrency"). The one lock here guards this service's own session map, so
+  two first turns of one new session id cannot make two sessions. The state fetch inside a call
+  has its own deadline (``state_timeout_s``).
 * **Every decision is committed before it is answered (group commit).** The engine call only
   *buffers* its decision (``durable=False``); after the lock is released the request waits in
   ``log.flush()`` for the commit that holds its decision. While one commit runs, the next
@@ -17,10 +19,10 @@ parses and authorises a request, then calls it on a worker thread.
   commits within its age bound (``max_batch_seconds``, 1 s): faster, but a crash loses the
   decisions of about the last second, answered or not -- choose it only when the log is an
   audit trail you can afford to have gaps in.
-* **Menus in the requested format.** One :class:`~maitred.menu.render.MenuRenderer` per format
-  is built at start over the engine's catalog (entries and token counts cached); a turn swaps
-  the pipeline's renderer under the lock, so the menu handed back *and* the tokens logged are
-  those of the format the client asked for.
+* **Menus in the requested format.** The engine's pipeline keeps one
+  :class:`~maitred.menu.render.MenuRenderer` per format (built at start, entries and token
+  counts cached); a turn names its format in its context, so the menu handed back *and* the
+  tokens logged are those of the format the client asked for.
 * **One run per tenant, the tenant an identity.** At start each tenant gets a run in the
   decision log (``serve-<tenant>-<hex>``) recorded *with its tenant* (``runs.tenant``, stamped
   on every turn of the run), so ``GET /v1/funnel`` counts exactly that tenant's turns of this
@@ -39,8 +41,8 @@ parses and authorises a request, then calls it on a worker thread.
   account is a 409) and released if that commit fails. Without a log, the store is the only
   memory, as before: a forgotten session is a 404.
 * **The engine can be replaced while serving** (hot reload, :mod:`maitred.serve.reload`):
-  :meth:`Service.swap` installs a new engine and its menu renderers under the same lock the
-  engine calls take, so a request runs wholly on the old engine or wholly on the new one.
+  :meth:`Service.swap` installs a new engine (its menu renderers built first); a request reads
+  the engine once, at its start, so it runs wholly on the old engine or wholly on the new one.
   Sessions survive a swap (the names they were offered still apply; a tool the reload removed
   is then unknown to the action gate); the decision log is the same open log, and the tenants'
   run ids carry over.
@@ -63,11 +65,12 @@ from typing import Any, TypeVar
 from maitred.actions.model import ToolCall
 from maitred.actions.session import Session
 from maitred.analytics.funnel import funnel
+from maitred.context import CallContext
 from maitred.decision import Message
 from maitred.engine import Maitred
 from maitred.errors import MaitredError
 from maitred.log.base import DecisionLog
-from maitred.menu.render import RENDERERS, MenuRenderer
+from maitred.menu.render import RENDERERS
 from maitred.serve.config import Durability, Limits, Tenant
 from maitred.serve.metrics import Metrics
 from maitred.serve.requests import CheckRequest, Problem, TurnRequest
@@ -108,16 +111,15 @@ class Service:
         self.tenants = dict(tenants)
         self.sessions = SessionStore(limits.max_sessions, limits.session_idle_s)
         self.metrics = Metrics(lambda: len(self.sessions))
-        self._lock = threading.Lock()
-        self._default_format = engine.pipeline.renderer.format
-        self._renderers = _renderers(engine)
+        self._lock = threading.Lock()  # the session map's first turns, and engine swaps
+        _warm_renderers(engine)
         self.reload_error: str | None = None
         self.metrics.set_catalog(engine.catalog.version)
         self.run_ids: dict[str, str] = {}
         for name in sorted(self.tenants):
             run_id = f"serve-{name}-{uuid.uuid4().hex[:8]}"
             if engine.log is not None:
-                engine.pipeline.begin_run(run_id, tenant=name)
+                engine.begin_run(run_id, tenant=name)
             self.run_ids[name] = run_id
         if engine.log is not None:
             engine.log.flush()
@@ -126,26 +128,26 @@ class Service:
 
     def turn(self, tenant: Tenant, req: TurnRequest) -> dict[str, Any]:
         """Route one message in a session (created on first use) and remember its menu."""
-        fmt = req.format or self._default_format
         with self._lock:  # two first turns of one new session id must not make two sessions
-            engine, pipeline = self.engine, self.engine.pipeline
+            engine = self.engine
             session = self._session_for(tenant, req)
             new = session.offered is None and not session.turn_id  # opened by this turn
-            message = Message(
-                id=uuid.uuid4().hex[:16],
-                text=req.text,
-                account=req.account,
-                conversation=session.id,
-            )
-            pipeline.run_id = self.run_ids[tenant.name]
-            pipeline.renderer = self._renderers[fmt]
-            try:
-                turn = self._engine_call(
-                    lambda: engine.turn(message, session=session, durable=False)
-                )
-            finally:
-                pipeline.renderer = self._renderers[self._default_format]
             self.sessions.put(tenant.name, session)  # a second first turn finds this one
+        message = Message(
+            id=uuid.uuid4().hex[:16],
+            text=req.text,
+            account=req.account,
+            conversation=session.id,
+        )
+        context = CallContext(run_id=self.run_ids[tenant.name], menu_format=req.format)
+        try:
+            turn = self._engine_call(
+                lambda: engine.turn(message, session=session, durable=False, context=context)
+            )
+        except Problem:
+            if new:  # nothing of it reached the log: nor does the session
+                self.sessions.forget(tenant.name, session)
+            raise
         if engine.log is not None:
             try:
                 self._commit(engine.log)
@@ -184,10 +186,9 @@ class Service:
         Its menu renderers are built before the lock is taken, so requests wait only for the
         reference swap, never for the token counting of a new catalog.
         """
-        renderers = _renderers(engine)
+        _warm_renderers(engine)
         with self._lock:
             self.engine = engine
-            self._renderers = renderers
             self.reload_error = None
         self.metrics.reloads.labels("applied").inc()
         self.metrics.set_catalog(engine.catalog.version)
@@ -229,9 +230,8 @@ class Service:
                 field="session_id",
             )
         call = ToolCall(req.name, dict(req.arguments), req.call_id)
-        with self._lock:
-            engine = self.engine
-            decision = self._engine_call(lambda: engine.check(call, session=session, durable=False))
+        engine = self.engine  # one engine for the whole request, even across a swap
+        decision = self._engine_call(lambda: engine.check(call, session=session, durable=False))
         self._commit(engine.log)
         self.metrics.observe_decision(decision)
         return {
@@ -260,13 +260,12 @@ class Service:
                 "this server keeps no decision log (set 'log' in its config)",
             )
         run = run_id or self.run_ids[tenant.name]
-        with self._lock:
-            try:
-                return funnel(log, run, tenant=tenant.name).to_json()
-            except MaitredError as exc:
-                if "is not in the decision log" in str(exc):
-                    raise _no_run(run) from None
-                raise self._unavailable(exc) from None
+        try:
+            return funnel(log, run, tenant=tenant.name).to_json()
+        except MaitredError as exc:
+            if "is not in the decision log" in str(exc):
+                raise _no_run(run) from None
+            raise self._unavailable(exc) from None
 
     def ready(self) -> dict[str, Check]:
         """Catalog loaded, decision log writable, state provider reachable (in that order)."""
@@ -280,9 +279,8 @@ class Service:
                 + rejected,
             )
         }
-        with self._lock:
-            checks["log"] = self._log_check()
-            checks["state"] = self._state_check()
+        checks["log"] = self._log_check()
+        checks["state"] = self._state_check()
         return checks
 
     def _log_check(self) -> Check:
@@ -338,12 +336,11 @@ class Service:
         )
 
 
-def _renderers(engine: Maitred) -> dict[str, MenuRenderer]:
-    """One renderer per menu format over the engine's catalog (its own for its format)."""
-    own = engine.pipeline.renderer
-    return {
-        fmt: own if fmt == own.format else MenuRenderer(engine.catalog, fmt) for fmt in RENDERERS
-    }
+def _warm_renderers(engine: Maitred) -> None:
+    """Build the engine's renderer of every menu format before it serves (a first request in a
+    format then counts no tokens of the whole catalog)."""
+    for fmt in RENDERERS:
+        engine.pipeline.renderer_for(fmt)
 
 
 def _no_run(run: str) -> Problem:
