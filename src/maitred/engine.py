@@ -192,6 +192,23 @@ class Maitred:
     def policy(self) -> Policy:
         return self.gate.policy
 
+    def now(self) -> float:
+        """The gates' clock (unix seconds)."""
+        return self.pipeline.clock()
+
+    def read_state(self, account: str, names: Sequence[str]) -> Snapshot:
+        """One batched read of every key ``names``' exit predicates declare, for ``account``
+        (stage 2's read; a provider that fails gives the all-missing snapshot with the
+        provider-error marker, on which the kernel hides every tool that reads state)."""
+        return self.pipeline.gate.fetch(account, names)[0]
+
+    def executable(self, name: str, snapshot: Snapshot, now: float | None = None) -> bool:
+        """Whether the kernel finds ``name`` executable on ``snapshot`` at ``now`` (the engine's
+        clock by default): stage 2's verdict, not logged (the gateway's state watch probes with
+        it before it re-lists)."""
+        at = self.now() if now is None else now
+        return self.pipeline.gate.decide(name, snapshot, at).visible
+
     def begin_run(self, run_id: str | None = None, *, tenant: str = "") -> str:
         """Record a run in the log and return its id, without making it the engine's own run:
         a caller that serves several runs at once (the service: one per tenant) names the run

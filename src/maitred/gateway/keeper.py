@@ -266,10 +266,9 @@ class Gates:
         for keeper in keepers:
             if keeper.listed is not None:
                 by_account.setdefault(keeper.account, []).append(keeper)
-        gate = self.engine.pipeline.gate
         changed: list[Gatekeeper] = []
         for account, group in by_account.items():
-            snapshot, _ = gate.fetch(account, self.tool_names)
+            snapshot = self.engine.read_state(account, self.tool_names)
             seen = None if self.timed else state_fingerprint(snapshot)
             verdicts: dict[str, bool] = {}
             for keeper in group:
@@ -414,12 +413,11 @@ class Gatekeeper:
         ``verdicts`` (tool -> visible on this snapshot) is filled as tools are decided, so the
         sessions of one account share one decision per tool in a watch pass.
         """
-        gate = self.engine.pipeline.gate
-        at = gate.clock()
+        at = self.engine.now()
         known = {} if verdicts is None else verdicts
         for name in self._offerable():
             if name not in known:
-                known[name] = gate.decide(name, snapshot, at).visible
+                known[name] = self.engine.executable(name, snapshot, at)
         shown = tuple(n for n in self._offerable() if known[n])
         return (FIND_TOOLS, *shown) if self.found is not None else shown
 
