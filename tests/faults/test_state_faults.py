@@ -239,8 +239,10 @@ def throwaway_pg(pg_server: str) -> Iterator[str]:
     with psycopg.connect(pg_server, autocommit=True) as admin:
         admin.execute(f'CREATE DATABASE "{name}"')
     with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute("CREATE TABLE accounts (account_id TEXT PRIMARY KEY, plan TEXT)")
-        conn.execute("INSERT INTO accounts VALUES ('acct-1', 'premium')")
+        conn.execute(
+            "CREATE TABLE accounts (account_id TEXT PRIMARY KEY, plan TEXT, registrar_lock BOOLEAN)"
+        )
+        conn.execute("INSERT INTO accounts VALUES ('acct-1', 'premium', FALSE)")
     yield url
     with psycopg.connect(pg_server, autocommit=True) as admin:
         admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
@@ -273,8 +275,10 @@ def test_a_postgres_store_killed_and_dropped_mid_run_fails_closed(
 def test_a_sqlite_store_locked_mid_run_fails_closed_then_recovers(tmp_path: Path) -> None:
     db = tmp_path / "state.sqlite"
     with sqlite3.connect(db) as conn:
-        conn.execute("CREATE TABLE accounts (account_id TEXT PRIMARY KEY, plan TEXT)")
-        conn.execute("INSERT INTO accounts VALUES ('acct-1', 'premium')")
+        conn.execute(
+            "CREATE TABLE accounts (account_id TEXT PRIMARY KEY, plan TEXT, registrar_lock BOOLEAN)"
+        )
+        conn.execute("INSERT INTO accounts VALUES ('acct-1', 'premium', FALSE)")
     conn.close()
     holder = sqlite3.connect(db, isolation_level=None)
 

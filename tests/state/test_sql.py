@@ -80,7 +80,6 @@ def test_absent_things_are_missing_keys(sql_backend: SqlBackend) -> None:
         "acct-2",
         [
             "account.plan",  # present
-            "account.no_such_column",  # the table lacks it
             "billing.status",  # acct-2 has no billing row
             "billing.balance",
             "domain.registrar_lock",  # no table for the root
@@ -90,7 +89,6 @@ def test_absent_things_are_missing_keys(sql_backend: SqlBackend) -> None:
     )
     assert snap.values == {"account.plan": "premium"}
     assert snap.missing == {
-        "account.no_such_column",
         "billing.status",
         "billing.balance",
         "domain.registrar_lock",
@@ -98,6 +96,16 @@ def test_absent_things_are_missing_keys(sql_backend: SqlBackend) -> None:
         "account.plan.deeper",
     }
     assert len(sql_backend.row_queries()) == 2  # both tables were read; billing had no row
+
+
+def test_a_column_the_table_lacks_is_a_provider_error(sql_backend: SqlBackend) -> None:
+    """Missing for every account is a misconfiguration, not absence: were it a missing key, an
+    ``on_missing: offer`` predicate would pass (issue 16, defect 2, when the store was down at
+    start and the load-time check could not read the columns)."""
+    seed(sql_backend)
+    provider = sql_backend.provider(TABLES)
+    with pytest.raises(ProviderError, match=r"no column for \['account.no_such_column'\]"):
+        provider.fetch("acct-2", ["account.plan", "account.no_such_column"])
 
 
 def test_unknown_account_gives_all_missing(sql_backend: SqlBackend) -> None:

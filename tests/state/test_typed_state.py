@@ -235,3 +235,25 @@ def test_a_value_unfit_for_its_type_is_refused_at_stage_5_too(tmp_path: Path) ->
         decision = engine.check({"name": "push_commit", "arguments": {}}, session=session)
         assert decision.reject and decision.code == "TOOL_NOT_EXECUTABLE"
         assert [o.status for o in decision.outcomes] == ["error"]
+
+
+def test_a_store_down_at_start_still_fails_closed_on_a_column_it_lacks(tmp_path: Path) -> None:
+    """The load-time check cannot read a store that is down; the engine starts (with a
+    warning), and once the store answers, a key whose column the table lacks is
+    ``state_unavailable`` on every read, never a missing key an ``on_missing: offer`` passes."""
+    tools, url = _shop(tmp_path, "BOOLEAN")
+    db = tmp_path / "state.db"
+    db.rename(tmp_path / "away.db")  # the store is not there at start
+    db.write_bytes(b"not a database")
+    with pytest.warns(RuntimeWarning, match="typed-state checks skipped"):
+        engine = _open(tools, url)
+    with engine:
+        down = engine.turn("push my commit", account="open-1")
+        assert "push_commit" not in down.exposed and down.record.cause == "state_unavailable"
+        db.unlink()
+        (tmp_path / "away.db").rename(db)
+        with sqlite3.connect(db) as conn:  # back, but without the column the predicate reads
+            conn.execute("ALTER TABLE repos DROP COLUMN frozen")
+        back = engine.turn("push my commit", account="open-1")
+        assert "push_commit" not in back.exposed and back.record.cause == "state_unavailable"
+        assert "has no column for ['repo.frozen']" in back.record.provider_error

@@ -12,6 +12,8 @@ from __future__ import annotations
 import errno
 import logging
 import sys
+import warnings
+from typing import TextIO
 
 import typer
 from rich.markup import escape
@@ -88,9 +90,22 @@ tune_cmd.register(app, eval_app)
 app.add_typer(eval_app, name="eval")
 
 
+def _show_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: TextIO | None = None,
+    line: str | None = None,
+) -> None:
+    """A library warning as one line for people (``maitred: warning: ...``), no source line."""
+    typer.echo(f"maitred: warning: {message}", err=True)
+
+
 def main() -> None:
     """Console entry point."""
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    warnings.showwarning = _show_warning
     try:
         code = app(standalone_mode=False)
     except NoArgsIsHelpError as exc:  # a bare group: its help, as click shows it

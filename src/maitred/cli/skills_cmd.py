@@ -41,7 +41,8 @@ def validate(
         "--state",
         metavar="URL|PATH",
         help="Also check the contracts against this state store (as `route` opens it): every "
-        "key read must exist, every CEL predicate must type-check against its columns.",
+        "key read must exist, every CEL predicate must type-check against its columns "
+        "(default: the contracts alone, without a store).",
     ),
     tables: Path | None = TABLES_OPT,
 ) -> None:

@@ -24,10 +24,12 @@ Invariants:
   exist in the table, checked against the table's real columns (read once per table and cached).
   The account id is always a bound parameter. Names are double-quoted, so they are matched
   exactly as stored (PostgreSQL stores unquoted names in lower case).
-* **Absence is data, misconfiguration is an error.** A root with no table, a column the table
-  lacks, a key that is not ``root.column`` and an account with no row give *missing* keys; a
-  table that does not exist, an ``id_column`` / ``updated_column`` it lacks, two rows for one
-  account, a driver failure or a timeout raise :class:`~maitred.errors.ProviderError` /
+* **Absence is data, misconfiguration is an error.** A root with no table (refused at load by
+  coverage), a key that is not ``root.column`` and an account with no row give *missing* keys;
+  a table that does not exist, a column a requested key names that it lacks (the same for every
+  account, so the gate fails closed with ``state_unavailable`` instead of letting ``on_missing:
+  offer`` pass), an ``id_column`` / ``updated_column`` it lacks, two rows for one account, a
+  driver failure or a timeout raise :class:`~maitred.errors.ProviderError` /
   :class:`~maitred.errors.ProviderTimeout` naming the provider, the account and the keys.
 * **Values are typed**: each column's type is read from the table's declared column types
   (SQLite ``PRAGMA table_info``; PostgreSQL the result's type OIDs) or declared in the
@@ -396,8 +398,14 @@ class SqlStateProvider:
         spec = plan.spec
         columns = self._table_columns(conn, dialect, spec)
         self._check_spec_columns(plan.root, spec, columns)
-        wanted = sorted(c for c in plan.columns if c in columns)
-        read.missing.update(key for c, key in plan.columns.items() if c not in columns)
+        lacking = sorted(key for c, key in plan.columns.items() if c not in columns)
+        if lacking:  # the same for every account: a misconfiguration, never "no such record"
+            raise ProviderError(
+                f"SQL state provider {self.name!r}: table {spec.table!r} (key root "
+                f"{plan.root!r}) has no column for {lacking}; it has {sorted(columns)}: add the "
+                "column or map the root to a table that has it"
+            )
+        wanted = sorted(plan.columns)
         if not wanted:
             return
         plan.queried = True
