@@ -222,8 +222,11 @@ def allowed(
 
 
 @st.composite
-def preds(draw: st.DrawFn, name: str, *, fail_open: bool = True) -> Pred:
-    key = draw(st.sampled_from(sorted(FIELDS)))
+def preds(
+    draw: st.DrawFn, name: str, *, fail_open: bool = True, keys: tuple[str, ...] = ()
+) -> Pred:
+    """One predicate of the grammar over one of ``keys`` (every field by default)."""
+    key = draw(st.sampled_from(sorted(keys or FIELDS)))
     kind = FIELDS[key]
     modes: list[FailMode] = ["block", "offer"] if fail_open else ["block"]
     if kind == "bool":
@@ -246,7 +249,10 @@ def preds(draw: st.DrawFn, name: str, *, fail_open: bool = True) -> Pred:
 
 
 @st.composite
-def catalogs(draw: st.DrawFn, *, min_tools: int = 2, max_tools: int = 5) -> CatalogSpec:
+def catalogs(
+    draw: st.DrawFn, *, min_tools: int = 2, max_tools: int = 5, keys: tuple[str, ...] = ()
+) -> CatalogSpec:
+    """Tools with distinct names, 0-2 predicates each over ``keys``, an optional policy."""
     names = draw(st.lists(st.sampled_from(NAMES), min_size=min_tools, max_size=max_tools,
                           unique=True))  # fmt: skip
     tools = []
@@ -256,7 +262,7 @@ def catalogs(draw: st.DrawFn, *, min_tools: int = 2, max_tools: int = 5) -> Cata
             ToolSpec(
                 name,
                 draw(st.booleans()),
-                tuple(draw(preds(f"{name}_stop_{i}")) for i in range(n)),
+                tuple(draw(preds(f"{name}_stop_{i}", keys=keys)) for i in range(n)),
                 draw(st.one_of(st.none(), st.integers(0, 5))),
             )
         )
