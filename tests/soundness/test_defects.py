@@ -64,6 +64,7 @@ def _world(values: dict[str, object]) -> spec.World:
 
 @pytest.mark.xfail(
     strict=True,
+    raises=AssertionError,
     reason="issue 16 defect 1: SQLite's BOOLEAN 1 reaches CEL as int; `repo.frozen == true` "
     "never fires, so a frozen repo is offered and allowed its write tool",
 )
@@ -89,6 +90,7 @@ def test_a_sqlite_boolean_stored_as_0_leaves_the_tool_runnable(tmp_path: Path) -
 
 @pytest.mark.xfail(
     strict=True,
+    raises=AssertionError,
     reason="issue 16 defect 2: a column the table lacks reads as missing state, so an "
     "`on_missing: offer` predicate lets the tool through instead of a load error",
 )
@@ -113,6 +115,7 @@ OPEN_ON_MISSING = spec.Pred("on_free", "eq", "account.plan", "free", on_missing=
 @pytest.mark.parametrize("mutates", [True, False], ids=["mutating", "read-only"])
 @pytest.mark.xfail(
     strict=True,
+    raises=AssertionError,
     reason="issue 16 defect 3: stage 2 hides the tool for an unknown account "
     "(account_not_found), stage 5 drops the cause and allows it (on_missing: offer)",
 )
@@ -139,6 +142,7 @@ def test_defect_3_stage_5_allows_what_stage_2_hid_for_an_unknown_account(
 
 @pytest.mark.xfail(
     strict=True,
+    raises=AssertionError,
     reason="issue 16 defect 3: with the store down stage 2 hides every tool that reads state "
     "(state_unavailable); stage 5 fails closed only for writes and allows the read-only one",
 )
@@ -163,6 +167,7 @@ def test_defect_3_stage_5_allows_a_read_only_tool_while_the_store_is_down(
 
 @pytest.mark.xfail(
     strict=True,
+    raises=AssertionError,
     reason="issue 16 defect 6: TOOL_UNKNOWN lists every tool of the catalog to the model, the "
     "ones the session was not offered included",
 )
@@ -186,6 +191,7 @@ def test_defect_6_a_rejection_never_names_a_tool_the_session_was_not_offered(
 
 @pytest.mark.xfail(
     strict=True,
+    raises=AssertionError,
     reason="issue 16 item 3: sessions live in the process, not in the log; after a restart a "
     "session looked up by id has forgotten the turn it was offered",
 )
