@@ -146,6 +146,9 @@ class ServiceMachine(RuleBasedStateMachine):
             r = self._http().post("/v1/turns", json=body, headers=auth(tenant))
         if refused:
             assert r.status_code == 503, r.text
+            if (tenant, sid) in self.accounts:  # a client that calls on after the 503
+                for name in sorted(self.catalog.names):
+                    self._check(tenant, sid, name, 0, refused=False)
             return
         assert r.status_code == 200, r.text
         turn = r.json()
@@ -164,6 +167,9 @@ class ServiceMachine(RuleBasedStateMachine):
         offer = sorted(self.offers.get((tenant, sid), ()))
         pool = spec.NAMES if self.domain.unknown_tools else sorted(self.catalog.names)
         name = data.draw(st.sampled_from(offer if offer and data.draw(st.booleans()) else pool))
+        self._check(tenant, sid, name, n, refused)
+
+    def _check(self, tenant: str, sid: str, name: str, n: int, refused: bool) -> None:
         body = {"session_id": sid, "call": {"name": name, "arguments": {"n": n}, "id": "c1"}}
         with refusing_commits(self.log_path) if refused else _nothing():
             r = self._http().post("/v1/calls/check", json=body, headers=auth(tenant))
