@@ -192,6 +192,33 @@ def test_defect_6_a_rejection_never_names_a_tool_the_session_was_not_offered(
 @pytest.mark.xfail(
     strict=True,
     raises=AssertionError,
+    reason="issue 16 defect 6: after a reload removed a tool the session was offered, the "
+    "TOOL_UNKNOWN rejection lists the new catalog, hidden tools included",
+)
+def test_defect_6_a_tool_removed_by_a_reload_is_refused_without_naming_hidden_ones(
+    tmp_path: Path,
+) -> None:
+    """defect 6, as the state machine found it: the session was offered archive_items; a
+    reload drops it; the call is refused, and the refusal names deploy_site, which is hidden."""
+    hidden = spec.ToolSpec(
+        "deploy_site", True, (spec.Pred("on_free", "eq", "account.plan", "free"),)
+    )
+    before = spec.CatalogSpec((spec.ToolSpec("archive_items", False, ()), hidden))
+    after = spec.CatalogSpec((hidden, spec.ToolSpec("export_ledger", False, ())))
+    world = _world({"account.plan": "free"})
+    with _engine(tmp_path / "v1", before, Store(world)) as engine:
+        session = engine.session("acc-a")
+        offered = engine.turn(spec.message_for(before), session=session).exposed
+        assert offered == ("archive_items",)
+    with _engine(tmp_path / "v2", after, Store(world)) as engine:
+        decision = engine.check({"name": "archive_items", "arguments": {"n": 0}}, session=session)
+        assert not decision.allow
+        assert names_in(payload_text(decision), after.names) <= set(offered)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
     reason="issue 16 item 3: sessions live in the process, not in the log; after a restart a "
     "session looked up by id has forgotten the turn it was offered",
 )

@@ -180,3 +180,26 @@ def test_the_whole_promise_holds_through_the_mcp_gateway(
 ) -> None:
     """Untyped values, an account that may not exist, and a call to a made-up tool name."""
     _through_the_gateway(catalog, world, junk=True)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="issue 16 defect 6: the gateway's TOOL_UNKNOWN rejection lists every upstream tool, "
+    "the ones tools/list hid included",
+)
+def test_defect_6_a_gateway_rejection_never_names_a_hidden_tool() -> None:
+    """defect 6 through MCP: export_report is hidden (free plan); a call to a made-up name
+    must not name it to the model."""
+    hidden = spec.Pred("on_free", "eq", "account.plan", "free")
+    catalog = spec.CatalogSpec(
+        (
+            spec.ToolSpec("get_plan", False, ()),
+            spec.ToolSpec("export_report", False, (hidden,)),
+            spec.ToolSpec("upgrade", True, ()),
+        )
+    )
+    world = spec.World()
+    world.roots["acc-1"] = {"account"}
+    world.accounts["acc-1"] = {"account.plan": "free"}
+    _through_the_gateway(catalog, world, junk=True)
