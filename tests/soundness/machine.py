@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -167,7 +168,7 @@ class LibraryMachine(RuleBasedStateMachine):
             session = self.sessions[sid] = engine.session(account, id=f"{sid}-{self.generation}")
             self.offers[session.id] = None
         try:
-            with refusing_commits(self.log_path) if refused else _nothing():
+            with refusing_commits(self.log_path) if refused else nullcontext():
                 turn = engine.turn(spec.message_for(self.catalog), session=session)
         except MaitredError:
             assert refused, "a turn failed although its commit was not refused"
@@ -213,7 +214,7 @@ class LibraryMachine(RuleBasedStateMachine):
         engine = self._engine()
         args: dict[str, Any] = {"n": n} if n >= 0 else {"n": "many"}
         try:
-            with refusing_commits(self.log_path) if refused else _nothing():
+            with refusing_commits(self.log_path) if refused else nullcontext():
                 decision = engine.check({"name": name, "arguments": args}, session=session)
         except MaitredError:
             assert refused, "a call check failed although its commit was not refused"
@@ -289,14 +290,6 @@ class LibraryMachine(RuleBasedStateMachine):
     def _engine(self) -> Maitred:
         assert self.engine is not None
         return self.engine
-
-
-class _nothing:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None
 
 
 class CoreMachine(LibraryMachine):

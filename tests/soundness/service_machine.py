@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import shutil
 import tempfile
+from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -142,7 +143,7 @@ class ServiceMachine(RuleBasedStateMachine):
 
     def _turn(self, tenant: str, sid: str, account: str, refused: bool) -> None:
         body = {"text": spec.message_for(self.catalog), "account": account, "session_id": sid}
-        with refusing_commits(self.log_path) if refused else _nothing():
+        with refusing_commits(self.log_path) if refused else nullcontext():
             r = self._http().post("/v1/turns", json=body, headers=auth(tenant))
         if refused:
             assert r.status_code == 503, r.text
@@ -171,7 +172,7 @@ class ServiceMachine(RuleBasedStateMachine):
 
     def _check(self, tenant: str, sid: str, name: str, n: int, refused: bool) -> None:
         body = {"session_id": sid, "call": {"name": name, "arguments": {"n": n}, "id": "c1"}}
-        with refusing_commits(self.log_path) if refused else _nothing():
+        with refusing_commits(self.log_path) if refused else nullcontext():
             r = self._http().post("/v1/calls/check", json=body, headers=auth(tenant))
         if refused:
             assert r.status_code == 503, r.text
@@ -245,14 +246,6 @@ class ServiceMachine(RuleBasedStateMachine):
         self.log.flush()
         problems = self.ledger.problems(self.log)
         assert not problems, "\n".join(problems)
-
-
-class _nothing:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None
 
 
 class CoreServiceMachine(ServiceMachine):
