@@ -5,7 +5,8 @@
 * ``MAITRED_SOUNDNESS_EXAMPLES=10000 pytest tests/soundness``: that many examples for the
   library-level properties; the HTTP service gets 40% of it and the MCP gateway 2% (each of
   its examples launches an upstream MCP server). Set ``MAITRED_SOUNDNESS_SEED=random`` to
-  explore new inputs instead of the derandomised ones.
+  explore new inputs instead of the derandomised ones. With the variable set, interleavings
+  are longer (30 steps instead of 12) and failures are shrunk.
 
 Every test reads its budget through :func:`examples`, so the flag scales all of them at once.
 """
