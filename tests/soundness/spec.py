@@ -53,6 +53,8 @@ NAMES = (
 )  # fmt: skip
 FailMode = Literal["block", "offer"]
 MISSING: Any = object()
+#: a row's change time that is unknown (NULL in SQL): infinitely old, so every bound is past
+UNKNOWN_AGE = 0.0
 
 
 @dataclass(frozen=True)
@@ -341,7 +343,8 @@ _SQL_TYPES = {"bool": "BOOLEAN", "int": "INTEGER", "str": "TEXT"}
 
 def write_sqlite(path: Path, world: World, *, dropped: frozenset[str] = frozenset()) -> None:
     """The world as SQLite tables ``accounts`` and ``repos`` (declared column types, NULLs,
-    an ``updated_at`` per row); a key in ``dropped`` is a column the table lacks."""
+    an ``updated_at`` per row, NULL for :data:`UNKNOWN_AGE`); a key in ``dropped`` is a
+    column the table lacks."""
     with sqlite3.connect(path) as conn:
         for root, table in (("account", "accounts"), ("repo", "repos")):
             cols = [k.partition(".")[2] for k in FIELDS if k.startswith(root + ".")]
@@ -356,7 +359,9 @@ def write_sqlite(path: Path, world: World, *, dropped: frozenset[str] = frozense
                 if root not in roots:
                     continue
                 values = world.accounts.get(account, {})
-                stamp = world.stamps.get(account, {}).get(root, world.now)
+                stamp: float | None = world.stamps.get(account, {}).get(root, world.now)
+                if stamp == UNKNOWN_AGE:
+                    stamp = None  # NULL: when the row changed is unknown
                 row = [account, stamp, *(values.get(f"{root}.{c}") for c in cols)]
                 marks = ", ".join("?" for _ in row)
                 conn.execute(

@@ -12,7 +12,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from maitred import Maitred, PipelineOptions
@@ -41,8 +41,10 @@ def stores(draw: st.DrawFn, *, drop_columns: bool) -> spec.World:
             for k in spec.FIELDS
             if k.partition(".")[0] in world.roots[account]
         }
+        ages = st.sampled_from([0.0, 120.0, 7200.0, None])  # None: updated_at is NULL
         world.stamps[account] = {
-            r: world.now - draw(st.sampled_from([0.0, 120.0, 7200.0])) for r in ("account", "repo")
+            r: spec.UNKNOWN_AGE if (age := draw(ages)) is None else world.now - age
+            for r in ("account", "repo")
         }
     if drop_columns:
         world.unservable = draw(st.frozensets(st.sampled_from(sorted(spec.FIELDS)), max_size=2))
@@ -98,8 +100,21 @@ def _one_account(
 def test_typed_columns_nulls_missing_rows_and_stale_rows_keep_the_promise(
     catalog: spec.CatalogSpec, world: spec.World
 ) -> None:
-    """INTEGER and TEXT columns, NULLs, an account missing from a table or from all, stale rows."""
+    """INTEGER and TEXT columns, NULLs, an account missing from a table or from all, stale rows
+    (and rows whose ``updated_at`` is NULL: unknown, so infinitely old)."""
     _differential(catalog, world)
+
+
+def _one(values: dict[str, object], dropped: frozenset[str] = frozenset()) -> spec.World:
+    world = spec.World()
+    world.roots["acc-a"] = {"account", "repo"}
+    world.accounts["acc-a"] = {k: values.get(k) for k in spec.FIELDS}
+    world.unservable = dropped
+    return world
+
+
+_FROZEN = spec.Pred("is_frozen", "eq", "repo.frozen", True, on_missing="offer")
+_FREEZE = spec.CatalogSpec((spec.ToolSpec("freeze_branch", True, (_FROZEN,)),))
 
 
 @pytest.mark.xfail(
@@ -109,6 +124,8 @@ def test_typed_columns_nulls_missing_rows_and_stale_rows_keep_the_promise(
 )
 @settings(SOUNDNESS, max_examples=examples())
 @given(catalog=spec.catalogs(), world=stores(drop_columns=True))
+@example(catalog=_FREEZE, world=_one({"repo.frozen": 1}))  # defect 1
+@example(catalog=_FREEZE, world=_one({}, frozenset({"repo.frozen"})))  # defect 2
 def test_boolean_columns_and_absent_columns_keep_the_promise(
     catalog: spec.CatalogSpec, world: spec.World
 ) -> None:
