@@ -1,0 +1,236 @@
+"""The minimal counterexamples the soundness properties found, kept as named regression tests.
+
+Each test is the smallest input (one or two tools, one account) on which the library breaks the
+promise, written against the reference model of :mod:`tests.soundness.spec`. The ones marked
+``xfail(strict=True)`` fail on the code as it stands because of the issue-16 defect their
+reason names; the fix removes the mark (strict: a fix that lands makes the test pass, which
+fails the run until the mark goes).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from maitred import Maitred, PipelineOptions
+from maitred.errors import MaitredError
+from maitred.state.sql import TableSpec
+
+from . import spec
+from .harness import Store, names_in, payload_text
+
+OPTIONS = PipelineOptions(method="bm25", top_k=20)
+
+
+def _engine(tmp: Path, catalog: spec.CatalogSpec, state: object, **kw: object) -> Maitred:
+    tools = spec.write_catalog(tmp / "catalog", catalog)
+    return Maitred.open(
+        [str(tools)], state, OPTIONS, log=str(tmp / "log.sqlite"), cache_dir=tmp / "cache", **kw
+    )  # type: ignore[arg-type]
+
+
+def _sqlite_engine(tmp: Path, catalog: spec.CatalogSpec, world: spec.World,
+                   dropped: frozenset[str] = frozenset()) -> Maitred:  # fmt: skip
+    db = tmp / "state.db"
+    spec.write_sqlite(db, world, dropped=dropped)
+    tables = {
+        "account": TableSpec("accounts", updated_column="updated_at"),
+        "repo": TableSpec("repos", updated_column="updated_at"),
+    }
+    return _engine(tmp, catalog, f"sqlite:///{db}", tables=tables, clock=lambda: world.now)
+
+
+def _both_stages(engine: Maitred, catalog: spec.CatalogSpec, account: str, tool: str) -> tuple[
+    bool, bool
+]:  # fmt: skip
+    """(stage 2 shows ``tool``, stage 5 allows a call to it from the session that saw it)."""
+    session = engine.session(account)
+    turn = engine.turn(spec.message_for(catalog), session=session)
+    decision = engine.check({"name": tool, "arguments": {"n": 0}}, session=session)
+    return tool in turn.exposed, decision.allow
+
+
+FROZEN = spec.Pred("is_frozen", "eq", "repo.frozen", True)
+FREEZE = spec.CatalogSpec((spec.ToolSpec("freeze_branch", True, (FROZEN,)),))
+
+
+def _world(values: dict[str, object]) -> spec.World:
+    world = spec.World()
+    world.roots["acc-a"] = {"account", "repo"}
+    world.accounts["acc-a"] = {k: values.get(k) for k in spec.FIELDS}
+    return world
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="issue 16 defect 1: SQLite's BOOLEAN 1 reaches CEL as int; `repo.frozen == true` "
+    "never fires, so a frozen repo is offered and allowed its write tool",
+)
+def test_defect_1_a_sqlite_boolean_stored_as_1_fires_the_predicate(tmp_path: Path) -> None:
+    """defect 1: untyped state fails open (`repo.frozen == true` over a BOOLEAN column of 1)."""
+    world = _world({"repo.frozen": 1})
+    assert not spec.executable(FREEZE.tools[0], "acc-a", world)
+    try:
+        engine = _sqlite_engine(tmp_path, FREEZE, world)
+    except MaitredError:
+        return  # refusing the contract at load is sound too
+    with engine:
+        assert _both_stages(engine, FREEZE, "acc-a", "freeze_branch") == (False, False)
+
+
+def test_a_sqlite_boolean_stored_as_0_leaves_the_tool_runnable(tmp_path: Path) -> None:
+    """The other half of defect 1's table: 0 is false, and the tool runs (both stages)."""
+    world = _world({"repo.frozen": 0})
+    assert spec.executable(FREEZE.tools[0], "acc-a", world)
+    with _sqlite_engine(tmp_path, FREEZE, world) as engine:
+        assert _both_stages(engine, FREEZE, "acc-a", "freeze_branch") == (True, True)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="issue 16 defect 2: a column the table lacks reads as missing state, so an "
+    "`on_missing: offer` predicate lets the tool through instead of a load error",
+)
+def test_defect_2_a_column_the_table_lacks_is_not_missing_state(tmp_path: Path) -> None:
+    """defect 2: `repos` has no `frozen` column; the predicate can never be asked."""
+    pred = spec.Pred("is_frozen", "eq", "repo.frozen", True, on_missing="offer")
+    catalog = spec.CatalogSpec((spec.ToolSpec("freeze_branch", True, (pred,)),))
+    world = _world({})
+    world.unservable = frozenset({"repo.frozen"})
+    assert not spec.executable(catalog.tools[0], "acc-a", world)
+    try:
+        engine = _sqlite_engine(tmp_path, catalog, world, dropped=world.unservable)
+    except MaitredError:
+        return  # the fix: a load error naming the key, the table and the tool
+    with engine:
+        assert _both_stages(engine, catalog, "acc-a", "freeze_branch") == (False, False)
+
+
+OPEN_ON_MISSING = spec.Pred("on_free", "eq", "account.plan", "free", on_missing="offer")
+
+
+@pytest.mark.parametrize("mutates", [True, False], ids=["mutating", "read-only"])
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="issue 16 defect 3: stage 2 hides the tool for an unknown account "
+    "(account_not_found), stage 5 drops the cause and allows it (on_missing: offer)",
+)
+def test_defect_3_stage_5_allows_what_stage_2_hid_for_an_unknown_account(
+    tmp_path: Path, mutates: bool
+) -> None:
+    """defect 3: the account was deleted after its turn; a fail-open predicate then lets
+    stage 5 allow the call that stage 2, on the same state, hides."""
+    catalog = spec.CatalogSpec((spec.ToolSpec("charge_card", mutates, (OPEN_ON_MISSING,)),))
+    world = _world({"account.plan": "pro"})
+    store = Store(world)
+    with _engine(tmp_path, catalog, store) as engine:
+        session = engine.session("acc-a")
+        assert "charge_card" in engine.turn(spec.message_for(catalog), session=session).exposed
+        world.roots["acc-a"] = set()  # the account is gone
+        store.refresh()
+        assert not spec.executable(catalog.tools[0], "acc-a", world)
+        hidden = (
+            "charge_card" not in engine.turn(spec.message_for(catalog), account="acc-a").exposed
+        )
+        decision = engine.check({"name": "charge_card", "arguments": {"n": 0}}, session=session)
+        assert (hidden, decision.allow) == (True, False)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="issue 16 defect 3: with the store down stage 2 hides every tool that reads state "
+    "(state_unavailable); stage 5 fails closed only for writes and allows the read-only one",
+)
+def test_defect_3_stage_5_allows_a_read_only_tool_while_the_store_is_down(
+    tmp_path: Path,
+) -> None:
+    """defect 3: the store went down after the turn; stage 2 hides the tool, stage 5 runs it."""
+    catalog = spec.CatalogSpec((spec.ToolSpec("export_ledger", False, (OPEN_ON_MISSING,)),))
+    world = _world({"account.plan": "pro"})
+    store = Store(world)
+    with _engine(tmp_path, catalog, store) as engine:
+        session = engine.session("acc-a")
+        assert "export_ledger" in engine.turn(spec.message_for(catalog), session=session).exposed
+        world.down = True
+        assert not spec.executable(catalog.tools[0], "acc-a", world)
+        hidden = (
+            "export_ledger" not in engine.turn(spec.message_for(catalog), account="acc-a").exposed
+        )
+        decision = engine.check({"name": "export_ledger", "arguments": {"n": 0}}, session=session)
+        assert (hidden, decision.allow) == (True, False)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="issue 16 defect 6: TOOL_UNKNOWN lists every tool of the catalog to the model, the "
+    "ones the session was not offered included",
+)
+def test_defect_6_a_rejection_never_names_a_tool_the_session_was_not_offered(
+    tmp_path: Path,
+) -> None:
+    """defect 6: a call to a made-up name is answered with the names of hidden tools."""
+    hidden = spec.Pred("on_free", "eq", "account.plan", "free")
+    catalog = spec.CatalogSpec(
+        (spec.ToolSpec("deploy_site", True, (hidden,)), spec.ToolSpec("export_ledger", False, ()))
+    )
+    world = _world({"account.plan": "free"})
+    with _engine(tmp_path, catalog, Store(world)) as engine:
+        session = engine.session("acc-a")
+        turn = engine.turn(spec.message_for(catalog), session=session)
+        assert turn.exposed == ("export_ledger",)
+        decision = engine.check({"name": "junk_mail", "arguments": {}}, session=session)
+        assert decision.code == "TOOL_UNKNOWN"
+        assert names_in(payload_text(decision), catalog.names) <= set(turn.exposed)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="issue 16 defect 6: after a reload removed a tool the session was offered, the "
+    "TOOL_UNKNOWN rejection lists the new catalog, hidden tools included",
+)
+def test_defect_6_a_tool_removed_by_a_reload_is_refused_without_naming_hidden_ones(
+    tmp_path: Path,
+) -> None:
+    """defect 6, as the state machine found it: the session was offered archive_items; a
+    reload drops it; the call is refused, and the refusal names deploy_site, which is hidden."""
+    hidden = spec.ToolSpec(
+        "deploy_site", True, (spec.Pred("on_free", "eq", "account.plan", "free"),)
+    )
+    before = spec.CatalogSpec((spec.ToolSpec("archive_items", False, ()), hidden))
+    after = spec.CatalogSpec((hidden, spec.ToolSpec("export_ledger", False, ())))
+    world = _world({"account.plan": "free"})
+    with _engine(tmp_path / "v1", before, Store(world)) as engine:
+        session = engine.session("acc-a")
+        offered = engine.turn(spec.message_for(before), session=session).exposed
+        assert offered == ("archive_items",)
+    with _engine(tmp_path / "v2", after, Store(world)) as engine:
+        decision = engine.check({"name": "archive_items", "arguments": {"n": 0}}, session=session)
+        assert not decision.allow
+        assert names_in(payload_text(decision), after.names) <= set(offered)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="issue 16 item 3: sessions live in the process, not in the log; after a restart a "
+    "session looked up by id has forgotten the turn it was offered",
+)
+def test_item_3_a_session_survives_a_restart(tmp_path: Path) -> None:
+    """item 3: a check after a restart is decided against the turn committed before it."""
+    catalog = spec.CatalogSpec((spec.ToolSpec("export_ledger", False, ()),))
+    world = _world({})
+    with _engine(tmp_path, catalog, Store(world)) as engine:
+        session = engine.session("acc-a", id="sess-1")
+        turn = engine.turn(spec.message_for(catalog), session=session)
+        assert turn.exposed == ("export_ledger",)
+    with _engine(tmp_path, catalog, Store(world)) as engine:
+        again = engine.session("acc-a", id="sess-1")
+        decision = engine.check({"name": "export_ledger", "arguments": {"n": 0}}, session=again)
+        assert (decision.allow, decision.turn_id) == (True, turn.turn_id)

@@ -1,0 +1,186 @@
+"""The promise through the HTTP service (see :mod:`tests.soundness.service_machine`), and the
+minimal counterexamples found there, kept as named regression tests."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import settings
+from hypothesis.stateful import run_state_machine_as_test
+from starlette.testclient import TestClient
+
+from maitred import Maitred
+from maitred.serve import Service, create_app
+
+from . import spec
+from .conftest import SOUNDNESS, examples
+from .harness import Store, names_in, refusing_commits
+from .machine import OPTIONS
+from .service_machine import LIMITS, CoreServiceMachine, FullServiceMachine, auth, tenants
+
+HTTP_SHARE = 0.4
+
+
+def test_the_core_promise_holds_over_http() -> None:
+    """Two tenants, turns, calls (some whose commit fails), reloads and restarts over HTTP."""
+    run_state_machine_as_test(
+        CoreServiceMachine, settings=settings(SOUNDNESS, max_examples=examples(HTTP_SHARE))
+    )
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="issue 16 defects 1, 4, 5 and 6 over HTTP: a 503 turn still becomes the session's "
+    "offer, tenant 'acme' opens 'acme-eu''s runs, TOOL_UNKNOWN lists hidden tools",
+)
+def test_the_whole_promise_holds_over_http() -> None:
+    """The same with failed turn commits, calls to unknown tools, cross-tenant run ids and
+    untyped values."""
+    run_state_machine_as_test(
+        FullServiceMachine, settings=settings(SOUNDNESS, max_examples=examples(HTTP_SHARE))
+    )
+
+
+# -- minimal counterexamples ------------------------------------------------------------------
+
+PAID = spec.Pred("on_free", "eq", "account.plan", "free")
+SHOP = spec.CatalogSpec(
+    (spec.ToolSpec("deploy_site", True, (PAID,)), spec.ToolSpec("export_ledger", False, ()))
+)
+
+
+def _client(tmp: Path, world: spec.World) -> tuple[TestClient, Service]:
+    tools = spec.write_catalog(tmp / "catalog", SHOP)
+    engine = Maitred.open(
+        [str(tools)], Store(world), OPTIONS, log=str(tmp / "log.sqlite"), cache_dir=tmp / "cache"
+    )
+    service = Service(engine, tenants(), LIMITS)
+    return TestClient(create_app(service, LIMITS), raise_server_exceptions=False), service
+
+
+def _world(plan: str) -> spec.World:
+    world = spec.World()
+    for account in ("acc-a", "eu-1"):
+        world.roots[account] = {"account"}
+        world.accounts[account] = {"account.plan": plan}
+    return world
+
+
+def _turn(client: TestClient, sid: str = "s1", tenant: str = "acme", account: str = "acc-a"):  # type: ignore[no-untyped-def]
+    body = {"text": spec.message_for(SHOP), "account": account, "session_id": sid}
+    return client.post("/v1/turns", json=body, headers=auth(tenant))
+
+
+def _check(client: TestClient, name: str, sid: str = "s1", tenant: str = "acme"):  # type: ignore[no-untyped-def]
+    body = {"session_id": sid, "call": {"name": name, "arguments": {"n": 0}, "id": "c1"}}
+    return client.post("/v1/calls/check", json=body, headers=auth(tenant))
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="issue 16 defect 4: POST /v1/turns answers 503 when its commit fails, yet the "
+    "session's offer is the failed turn's menu, so a tool the client never saw is allowed",
+)
+def test_defect_4_a_turn_whose_commit_failed_never_becomes_the_offer(tmp_path: Path) -> None:
+    """defect 4: free plan -> turn 1 offers export_ledger only; the plan becomes paid; turn 2's
+    commit fails (503); deploy_site, never shown, must still be TOOL_NOT_OFFERED."""
+    world = _world("free")
+    client, service = _client(tmp_path, world)
+    with client:
+        assert _turn(client).json()["exposed"] == ["export_ledger"]
+        world.accounts["acc-a"]["account.plan"] = "pro"
+        service.engine.provider.refresh()  # type: ignore[attr-defined]
+        with refusing_commits(tmp_path / "log.sqlite"):
+            assert _turn(client).status_code == 503
+        decision = _check(client, "deploy_site").json()
+        assert (decision["allow"], decision["code"]) == (False, "TOOL_NOT_OFFERED")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="issue 16 defect 5: run ownership is a name prefix, so tenant 'acme' reads tenant "
+    "'acme-eu''s funnel through /v1/funnel?run_id=",
+)
+def test_defect_5_a_tenant_whose_name_is_a_prefix_cannot_read_the_other_s_runs(
+    tmp_path: Path,
+) -> None:
+    """defect 5: 'acme' is a prefix of 'acme-eu'; acme's token must not open acme-eu's run."""
+    client, service = _client(tmp_path, _world("pro"))
+    with client:
+        assert _turn(client, tenant="acme-eu", account="eu-1").status_code == 200
+        run = service.run_ids["acme-eu"]
+        r = client.get("/v1/funnel", params={"run_id": run}, headers=auth("acme"))
+        assert r.status_code == 404, r.text
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="issue 16 defect 6: the service's TOOL_UNKNOWN rejection lists every tool, the "
+    "hidden ones included, to the model",
+)
+def test_defect_6_an_http_rejection_never_names_a_hidden_tool(tmp_path: Path) -> None:
+    """defect 6: deploy_site is hidden (free plan); a call to a made-up name must not name it."""
+    client, _ = _client(tmp_path, _world("free"))
+    with client:
+        assert _turn(client).json()["exposed"] == ["export_ledger"]
+        out = _check(client, "junk_mail").json()
+        said = f"{out['message_for_model']}\n{json.dumps(out['tool_result'])}"
+        assert out["code"] == "TOOL_UNKNOWN"
+        assert names_in(said, SHOP.names) <= {"export_ledger"}
+
+
+def _edge(why: str, body: str) -> object:
+    return pytest.param(
+        body,
+        id=why,
+        marks=pytest.mark.xfail(
+            strict=True, raises=AssertionError, reason=f"issue 16 edge case (item 7): {why}"
+        ),
+    )
+
+
+_CALL = '{"session_id": "s1", "call": {"name": "export_ledger", "arguments": {"n": %s}}}'
+EDGES = [
+    _edge(
+        "JSON nested 1,100 deep is a 500 RecursionError",
+        '{"session_id": "s1", "call": {"name": "export_ledger", "arguments": '
+        + '{"a": ' * 1100
+        + "1"
+        + "}" * 1100
+        + "}}",
+    ),
+    _edge(
+        "a lone surrogate in call.name is a 500 UnicodeEncodeError",
+        '{"session_id": "s1", "call": {"name": "\\ud800", "arguments": {}}}',
+    ),
+    _edge("a lone surrogate in an argument is a 500", _CALL % '"\\udfff"'),
+    _edge("NaN in an argument is a 503 engine_unavailable", _CALL % "NaN"),
+    _edge("1e400 in an argument is a 503 engine_unavailable", _CALL % "1e400"),
+    _edge(
+        "duplicate JSON keys are accepted",
+        '{"session_id": "s1", "call": {"name": "export_ledger", "name": "export_ledger", '
+        '"arguments": {"n": 0}}}',
+    ),
+]
+
+
+@pytest.mark.parametrize("body", EDGES)
+def test_bad_input_to_a_check_is_a_4xx_and_decides_nothing(tmp_path: Path, body: str) -> None:
+    """issue 16 item 7: a client's error is a 4xx, never a 500 or 503 (no decision logged)."""
+    client, service = _client(tmp_path, _world("pro"))
+    with client:
+        assert _turn(client).status_code == 200
+        r = client.post(
+            "/v1/calls/check",
+            content=body.encode("utf-8", "surrogatepass"),
+            headers={**auth("acme"), "Content-Type": "application/json"},
+        )
+        assert 400 <= r.status_code < 500, (r.status_code, r.text[:300])
+        assert service.engine.log is not None
+        assert list(service.engine.log.iter_action_decisions()) == []
