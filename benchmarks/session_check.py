@@ -10,7 +10,7 @@ in rounds so a shared machine loads them alike; ratios printed.
   (no logged turn), which is exactly the path every check took before sessions lived in the
   log;
 * ``log, cached`` -- a session whose offer is its committed turn: each check reads that
-  session's latest committed turn id (one probe of the ``turns_session`` index, on the log's
+  session's latest committed turn id (one probe of the ``turns_session_order`` index, on the log's
   reader connection) and, as it is still the cached turn, decides against the cached menu;
 * ``log, cold`` -- a fresh ``Session`` object per check (a restart, or another replica's turn):
   the probe, then the turn's menu read from the log. Shown, not a goal.

@@ -108,3 +108,30 @@ def test_a_turn_is_logged_under_its_session(files: dict[str, Path]) -> None:
         log = engine.log
         assert log is not None
         assert log.committed_turn("", "conv-9") == turn.turn_id
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_the_last_turn_written_is_the_offer_when_the_clock_stands_still(
+    files: dict[str, Path], backend: str, request: pytest.FixtureRequest
+) -> None:
+    """Two turns of one session in one clock tick (a business clock that stands still, a fast
+    client): the offer is the turn written last, never the one whose id sorts last. Found by
+    tests/soundness' state machine, where turns ordered by ``(ts, turn_id)`` picked at random."""
+    if backend == "postgres":
+        server, schema = request.getfixturevalue("pg_schema")
+        log: str = f"{server}?schema={schema}"
+    else:
+        log = str(files["log"])
+    options = PipelineOptions(method="bm25", top_k=5)
+    with Maitred.open(
+        [files["tools"]], str(files["accounts"]), options, log=log, clock=lambda: 1_000.0
+    ) as engine:
+        for _ in range(6):  # each round: the domain turn, then the listing turn, same tick
+            session = engine.session("acc-1")
+            offered = engine.turn(DOMAIN_TEXT, session=session)
+            assert "connect_custom_domain" in offered.exposed
+            listed = engine.turn(LIST_TEXT, session=session)
+            assert listed.exposed == ("list_domains",)
+            fresh = engine.session("acc-1", id=session.id)  # nothing cached: read the log
+            refused = engine.check(CONNECT, session=fresh)
+            assert (refused.code, refused.turn_id) == ("TOOL_NOT_OFFERED", listed.turn_id)

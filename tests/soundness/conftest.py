@@ -44,9 +44,8 @@ settings.register_profile(
     database=None,
     print_blob=True,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-    # a strict-xfail property fails on purpose until its fix lands: in the default budget it
-    # reports the first counterexample unshrunk (the named regression tests are the minimal
-    # ones); the deep run shrinks
+    # the default budget reports a first counterexample unshrunk (the named regression tests
+    # are the minimal ones); the deep run shrinks
     phases=tuple(Phase) if _deep else (Phase.explicit, Phase.reuse, Phase.generate),
     stateful_step_count=30 if _deep else 12,
 )

@@ -21,9 +21,15 @@ from typing import Any
 from maitred.log import verify
 from maitred.log.base import DecisionLog
 from maitred.state.memory import MemoryStateProvider
+from maitred.state.schema import KeySchema, StateType
 from maitred.state.snapshot import Snapshot
 
-from .spec import World, tree_of
+from .spec import FIELDS, World, tree_of
+
+#: the spec's field types as the store declares them
+STORE_TYPES: dict[str, StateType] = {
+    key: "string" if kind == "str" else kind for key, kind in FIELDS.items()
+}
 
 _GUARDED = ("turns", "action_decisions")
 
@@ -42,7 +48,13 @@ class Store:
         w = self.world
         data = {a: tree_of(w.accounts.get(a, {}), roots) for a, roots in w.roots.items() if roots}
         stamps = {a: {r: t for r, t in s.items()} for a, s in w.stamps.items() if a in data}
-        self._inner = MemoryStateProvider(data, key_as_of=stamps, clock=lambda: w.now)
+        self._inner = MemoryStateProvider(
+            data, key_as_of=stamps, clock=lambda: w.now, types=STORE_TYPES
+        )
+
+    def schema(self, keys: Collection[str]) -> KeySchema:
+        """The declared types of the fields (a typed store, as the issue asks of every one)."""
+        return self._inner.schema(keys)
 
     def fetch(self, account: str, keys: Collection[str]) -> Snapshot:
         if self.world.down:

@@ -1,10 +1,8 @@
 """The minimal counterexamples the soundness properties found, kept as named regression tests.
 
 Each test is the smallest input (one or two tools, one account) on which the library breaks the
-promise, written against the reference model of :mod:`tests.soundness.spec`. The ones marked
-``xfail(strict=True)`` fail on the code as it stands because of the issue-16 defect their
-reason names; the fix removes the mark (strict: a fix that lands makes the test pass, which
-fails the run until the mark goes).
+promise, written against the reference model of :mod:`tests.soundness.spec`. Each failed on
+the code before issue 16's fix of the defect its name gives, and passes since.
 """
 
 from __future__ import annotations
@@ -62,12 +60,6 @@ def _world(values: dict[str, object]) -> spec.World:
     return world
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="issue 16 defect 1: SQLite's BOOLEAN 1 reaches CEL as int; `repo.frozen == true` "
-    "never fires, so a frozen repo is offered and allowed its write tool",
-)
 def test_defect_1_a_sqlite_boolean_stored_as_1_fires_the_predicate(tmp_path: Path) -> None:
     """defect 1: untyped state fails open (`repo.frozen == true` over a BOOLEAN column of 1)."""
     world = _world({"repo.frozen": 1})
@@ -88,12 +80,6 @@ def test_a_sqlite_boolean_stored_as_0_leaves_the_tool_runnable(tmp_path: Path) -
         assert _both_stages(engine, FREEZE, "acc-a", "freeze_branch") == (True, True)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="issue 16 defect 2: a column the table lacks reads as missing state, so an "
-    "`on_missing: offer` predicate lets the tool through instead of a load error",
-)
 def test_defect_2_a_column_the_table_lacks_is_not_missing_state(tmp_path: Path) -> None:
     """defect 2: `repos` has no `frozen` column; the predicate can never be asked."""
     pred = spec.Pred("is_frozen", "eq", "repo.frozen", True, on_missing="offer")
@@ -113,12 +99,6 @@ OPEN_ON_MISSING = spec.Pred("on_free", "eq", "account.plan", "free", on_missing=
 
 
 @pytest.mark.parametrize("mutates", [True, False], ids=["mutating", "read-only"])
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="issue 16 defect 3: stage 2 hides the tool for an unknown account "
-    "(account_not_found), stage 5 drops the cause and allows it (on_missing: offer)",
-)
 def test_defect_3_stage_5_allows_what_stage_2_hid_for_an_unknown_account(
     tmp_path: Path, mutates: bool
 ) -> None:
@@ -140,12 +120,6 @@ def test_defect_3_stage_5_allows_what_stage_2_hid_for_an_unknown_account(
         assert (hidden, decision.allow) == (True, False)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="issue 16 defect 3: with the store down stage 2 hides every tool that reads state "
-    "(state_unavailable); stage 5 fails closed only for writes and allows the read-only one",
-)
 def test_defect_3_stage_5_allows_a_read_only_tool_while_the_store_is_down(
     tmp_path: Path,
 ) -> None:
@@ -165,12 +139,6 @@ def test_defect_3_stage_5_allows_a_read_only_tool_while_the_store_is_down(
         assert (hidden, decision.allow) == (True, False)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="issue 16 defect 6: TOOL_UNKNOWN lists every tool of the catalog to the model, the "
-    "ones the session was not offered included",
-)
 def test_defect_6_a_rejection_never_names_a_tool_the_session_was_not_offered(
     tmp_path: Path,
 ) -> None:
@@ -189,12 +157,6 @@ def test_defect_6_a_rejection_never_names_a_tool_the_session_was_not_offered(
         assert names_in(payload_text(decision), catalog.names) <= set(turn.exposed)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="issue 16 defect 6: after a reload removed a tool the session was offered, the "
-    "TOOL_UNKNOWN rejection lists the new catalog, hidden tools included",
-)
 def test_defect_6_a_tool_removed_by_a_reload_is_refused_without_naming_hidden_ones(
     tmp_path: Path,
 ) -> None:
@@ -216,12 +178,6 @@ def test_defect_6_a_tool_removed_by_a_reload_is_refused_without_naming_hidden_on
         assert names_in(payload_text(decision), after.names) <= set(offered)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="issue 16 item 3: sessions live in the process, not in the log; after a restart a "
-    "session looked up by id has forgotten the turn it was offered",
-)
 def test_item_3_a_session_survives_a_restart(tmp_path: Path) -> None:
     """item 3: a check after a restart is decided against the turn committed before it."""
     catalog = spec.CatalogSpec((spec.ToolSpec("export_ledger", False, ()),))

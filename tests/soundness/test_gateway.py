@@ -168,11 +168,6 @@ def test_the_core_promise_holds_through_the_mcp_gateway(
     _through_the_gateway(catalog, world, junk=False)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 16 defects 1 and 6 through the gateway: JSON state of 0/1 for a bool field "
-    "fails open; the TOOL_UNKNOWN rejection names tools the session was not listed",
-)
 @MCP
 @given(catalog=contracts(), world=worlds(untyped=True, unknown=True))
 def test_the_whole_promise_holds_through_the_mcp_gateway(
@@ -182,12 +177,6 @@ def test_the_whole_promise_holds_through_the_mcp_gateway(
     _through_the_gateway(catalog, world, junk=True)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="issue 16 defect 6: the gateway's TOOL_UNKNOWN rejection lists every upstream tool, "
-    "the ones tools/list hid included",
-)
 def test_defect_6_a_gateway_rejection_never_names_a_hidden_tool() -> None:
     """defect 6 through MCP: export_report is hidden (free plan); a call to a made-up name
     must not name it to the model."""

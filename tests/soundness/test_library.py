@@ -3,7 +3,6 @@ random interleavings (see :mod:`tests.soundness.machine` for the rules and the i
 
 from __future__ import annotations
 
-import pytest
 from hypothesis import settings
 from hypothesis.stateful import run_state_machine_as_test
 
@@ -17,11 +16,6 @@ def test_the_core_promise_holds_under_random_interleavings() -> None:
     run_state_machine_as_test(CoreMachine, settings=settings(SOUNDNESS, max_examples=examples()))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 16 defects 1, 3 and 6: untyped 0/1 state fails open, stage 5 allows what "
-    "stage 2 hid (unknown account, store down), TOOL_UNKNOWN lists hidden tools",
-)
 def test_the_whole_promise_holds_under_random_interleavings() -> None:
     """The same machine with every input the promise covers: SQLite-style 0/1 and junk values,
     accounts that do not exist, a store that goes down, calls to tools that do not exist."""

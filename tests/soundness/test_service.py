@@ -30,12 +30,6 @@ def test_the_core_promise_holds_over_http() -> None:
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="issue 16 defects 1, 4, 5 and 6 over HTTP: a 503 turn still becomes the session's "
-    "offer, tenant 'acme' opens 'acme-eu''s runs, TOOL_UNKNOWN lists hidden tools",
-)
 def test_the_whole_promise_holds_over_http() -> None:
     """The same with failed turn commits, calls to unknown tools, cross-tenant run ids and
     untyped values."""
@@ -79,12 +73,6 @@ def _check(client: TestClient, name: str, sid: str = "s1", tenant: str = "acme")
     return client.post("/v1/calls/check", json=body, headers=auth(tenant))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="issue 16 defect 4: POST /v1/turns answers 503 when its commit fails, yet the "
-    "session's offer is the failed turn's menu, so a tool the client never saw is allowed",
-)
 def test_defect_4_a_turn_whose_commit_failed_never_becomes_the_offer(tmp_path: Path) -> None:
     """defect 4: free plan -> turn 1 offers export_ledger only; the plan becomes paid; turn 2's
     commit fails (503); deploy_site, never shown, must still be TOOL_NOT_OFFERED."""
@@ -100,12 +88,6 @@ def test_defect_4_a_turn_whose_commit_failed_never_becomes_the_offer(tmp_path: P
         assert (decision["allow"], decision["code"]) == (False, "TOOL_NOT_OFFERED")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="issue 16 defect 5: run ownership is a name prefix, so tenant 'acme' reads tenant "
-    "'acme-eu''s funnel through /v1/funnel?run_id=",
-)
 def test_defect_5_a_tenant_whose_name_is_a_prefix_cannot_read_the_other_s_runs(
     tmp_path: Path,
 ) -> None:
@@ -118,12 +100,6 @@ def test_defect_5_a_tenant_whose_name_is_a_prefix_cannot_read_the_other_s_runs(
         assert r.status_code == 404, r.text
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="issue 16 defect 6: the service's TOOL_UNKNOWN rejection lists every tool, the "
-    "hidden ones included, to the model",
-)
 def test_defect_6_an_http_rejection_never_names_a_hidden_tool(tmp_path: Path) -> None:
     """defect 6: deploy_site is hidden (free plan); a call to a made-up name must not name it."""
     client, _ = _client(tmp_path, _world("free"))
@@ -136,13 +112,7 @@ def test_defect_6_an_http_rejection_never_names_a_hidden_tool(tmp_path: Path) ->
 
 
 def _edge(why: str, body: str) -> object:
-    return pytest.param(
-        body,
-        id=why,
-        marks=pytest.mark.xfail(
-            strict=True, raises=AssertionError, reason=f"issue 16 edge case (item 7): {why}"
-        ),
-    )
+    return pytest.param(body, id=why)
 
 
 _CALL = '{"session_id": "s1", "call": {"name": "export_ledger", "arguments": {"n": %s}}}'

@@ -11,7 +11,6 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -117,11 +116,6 @@ _FROZEN = spec.Pred("is_frozen", "eq", "repo.frozen", True, on_missing="offer")
 _FREEZE = spec.CatalogSpec((spec.ToolSpec("freeze_branch", True, (_FROZEN,)),))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 16 defects 1 and 2: BOOLEAN columns reach CEL as 0/1 and never equal "
-    "true/false; a column the table lacks reads as missing and fail-open predicates pass",
-)
 @settings(SOUNDNESS, max_examples=examples())
 @given(catalog=spec.catalogs(), world=stores(drop_columns=True))
 @example(catalog=_FREEZE, world=_one({"repo.frozen": 1}))  # defect 1

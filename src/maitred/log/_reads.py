@@ -18,7 +18,8 @@ from typing import Any, Literal
 from maitred.decision import RunInfo
 from maitred.errors import LogError
 from maitred.log.action_rows import ACTION_DECISION_COLUMNS
-from maitred.log.offers import EXPOSED_SQL, LATEST_TURN_ACCOUNT_SQL, LATEST_TURN_SQL, CommittedOffer
+from maitred.log.migrations import Dialect
+from maitred.log.offers import EXPOSED_SQL, CommittedOffer, latest_turn_sql
 from maitred.log.rows import (
     DEPTH_COLUMNS,
     PAIR_COLUMNS,
@@ -47,6 +48,7 @@ class SqlReads:
     """Reads over a SQL decision log (see the module docstring)."""
 
     location: str
+    dialect: Dialect
     read_only: bool
     _closed: bool
     _in_snapshot: bool
@@ -219,7 +221,7 @@ class SqlReads:
         """
         if self._closed:
             raise LogError(f"read: the decision log at {self.location} is closed")
-        rows = self._session_query(LATEST_TURN_SQL, (tenant, session_id))
+        rows = self._session_query(latest_turn_sql(self.dialect), (tenant, session_id))
         return str(rows[0][0]) if rows else None
 
     def has_turn(self, turn_id: str) -> bool:
@@ -232,7 +234,9 @@ class SqlReads:
         """What the session's latest committed turn offered (None: the session has no turn)."""
         if self._closed:
             raise LogError(f"read: the decision log at {self.location} is closed")
-        rows = self._session_query(LATEST_TURN_ACCOUNT_SQL, (tenant, session_id))
+        rows = self._session_query(
+            latest_turn_sql(self.dialect, with_account=True), (tenant, session_id)
+        )
         if not rows:
             return None
         turn_id, account = str(rows[0][0]), str(rows[0][1])

@@ -298,6 +298,17 @@ _TENANTS_SESSIONS = (
     "CREATE INDEX turns_session ON turns (tenant, conversation_id, ts, turn_id)",
 )
 
+#: ``0010_turn_order``: a session's turns in the order they were written, whatever their clocks
+#: said (turns of one session in the same clock tick, a business clock that stands still, two
+#: replicas whose clocks disagree). SQLite's ``rowid`` is that order already (the log only
+#: appends); PostgreSQL gets ``turns.turn_seq`` from a sequence. Each has an index answering
+#: "the session's last turn" in one probe.
+_TURN_ORDER_SQLITE = ("CREATE INDEX turns_session_order ON turns (tenant, conversation_id)",)
+_TURN_ORDER_POSTGRES = (
+    "ALTER TABLE turns ADD COLUMN turn_seq BIGSERIAL",
+    "CREATE INDEX turns_session_order ON turns (tenant, conversation_id, turn_seq)",
+)
+
 #: Every migration, in the order it is applied. Append only; never edit a released one.
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
@@ -328,6 +339,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration("0007_action_turn_link", sqlite=_TURN_LINK, postgres=_TURN_LINK),
     Migration("0008_hash_chain", sqlite=_hash_chain("sqlite"), postgres=_hash_chain("postgres")),
     Migration("0009_tenants_sessions", sqlite=_TENANTS_SESSIONS, postgres=_TENANTS_SESSIONS),
+    Migration("0010_turn_order", sqlite=_TURN_ORDER_SQLITE, postgres=_TURN_ORDER_POSTGRES),
 )
 
 

@@ -1,22 +1,23 @@
 """What a session was offered, as the decision log holds it.
 
-A session's offer is **the last turn of that session committed to the log**: the turn row with
-the session's ``(tenant, conversation_id)`` and the greatest ``(ts, turn_id)``, and that turn's
-exposed pairs. Nothing else decides it -- not a process's memory, not a turn that was decided
-but whose commit failed (its rows were discarded, so it is not there), not a turn buffered but
-not yet committed. That is what lets a session survive a restart and be served by any replica
-on one log.
+A session's offer is **the last turn of that session committed to the log**: of the turn rows
+with the session's ``(tenant, conversation_id)``, the one written last (``rowid`` in SQLite,
+``turn_seq`` in PostgreSQL: the order of writing, never the turns' own clock, which two turns of
+one tick or two replicas can share or disagree on), and that turn's exposed pairs. Nothing else
+decides it -- not a process's memory, not a turn that was decided but whose commit failed (its
+rows were discarded, so it is not there), not a turn buffered but not yet committed. That is
+what lets a session survive a restart and be served by any replica on one log.
 
 The tenant is matched exactly (``tenant = ?``): two tenants whose names are prefixes of each
 other (``acme``, ``acme-eu``) never see each other's sessions, even under the same session id.
 
-Two reads, both one probe of the ``turns_session`` index (``0009_tenants_sessions``):
+Two reads, both one probe of the ``turns_session_order`` index (``0010_turn_order``):
 
-* :data:`LATEST_TURN_SQL` -- the id of the latest committed turn: cheap enough to run on every
+* :func:`latest_turn_sql` -- the id of the latest committed turn: cheap enough to run on every
   check, so a cached offer is used only while it is still the latest (another replica may
   have committed a newer turn of the same session);
-* :data:`LATEST_TURN_ACCOUNT_SQL` and :data:`EXPOSED_SQL` -- that turn's account and exposed
-  tools, to fill the cache.
+* ``latest_turn_sql(..., with_account=True)`` and :data:`EXPOSED_SQL` -- that turn's account
+  and exposed tools, to fill the cache.
 """
 
 from __future__ import annotations
@@ -43,15 +44,20 @@ class CommittedOffer:
     offered: frozenset[str]
 
 
-#: the latest committed turn of ``(tenant, conversation_id)``: ``turn_id``
-LATEST_TURN_SQL = (
-    "SELECT turn_id FROM turns WHERE tenant = ? AND conversation_id = ? "
-    "ORDER BY ts DESC, turn_id DESC LIMIT 1"
-)
-#: the same turn with its account
-LATEST_TURN_ACCOUNT_SQL = (
-    "SELECT turn_id, account_id FROM turns WHERE tenant = ? AND conversation_id = ? "
-    "ORDER BY ts DESC, turn_id DESC LIMIT 1"
-)
+#: the column that orders turns as they were written, by dialect (migration ``0010_turn_order``):
+#: never the turns' clock, which two turns of one tick, or two replicas, can share or disagree on
+TURN_ORDER = {"sqlite": "rowid", "postgres": "turn_seq"}
+
+
+def latest_turn_sql(dialect: str, *, with_account: bool = False) -> str:
+    """The latest committed turn of ``(tenant, conversation_id)``: ``turn_id`` (and
+    ``account_id`` when ``with_account``)."""
+    cols = "turn_id, account_id" if with_account else "turn_id"
+    return (
+        f"SELECT {cols} FROM turns WHERE tenant = ? AND conversation_id = ? "
+        f"ORDER BY {TURN_ORDER[dialect]} DESC LIMIT 1"
+    )
+
+
 #: a turn's exposed pairs (``?`` twice: the turn id, then the dialect's true)
 EXPOSED_SQL = "SELECT skill FROM pairs WHERE turn_id = ? AND exposed = ?"

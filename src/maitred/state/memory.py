@@ -143,6 +143,9 @@ class MemoryStateProvider:
             keys without an entry are taken as current at the snapshot's ``as_of``.
         version: the version marker every snapshot carries.
         clock: the snapshot time source (defaults to the wall clock).
+        types: key -> declared type (as a JSON file's ``$types``): values reach predicates as
+            that type, a value that does not fit is marked invalid, and the provider is
+            schema-aware (a key it does not declare is a load error). ``None``: untyped.
 
     Raises:
         ConfigError: a field path given twice or as both a value and a group, or a value
@@ -156,8 +159,10 @@ class MemoryStateProvider:
         key_as_of: Mapping[str, Mapping[str, float]] | None = None,
         version: str = "",
         clock: Callable[[], float] = now,
+        types: Mapping[str, StateType] | None = None,
     ) -> None:
         self._trees = _normalise_accounts(data, "memory state", ConfigError)
+        self._types = dict(types) if types is not None else None
         self._key_as_of = {
             str(account): {str(k): float(v) for k, v in stamps.items()}
             for account, stamps in (key_as_of or {}).items()
@@ -181,7 +186,21 @@ class MemoryStateProvider:
             as_of=self._clock(),
             key_as_of=self._key_as_of.get(account),
             version=self.version,
+            types=self._types,
         )
+
+    def schema(self, keys: Collection[str]) -> KeySchema:
+        """The declared ``types`` of ``keys`` (every key untyped when none were given; a key
+        missing from them has no source when they were)."""
+        if self._types is None:
+            return KeySchema({key: "any" for key in keys})
+        declared = self._types
+        absent = {
+            key: f"the memory state declares no type for it (it declares {sorted(declared)})"
+            for key in keys
+            if key not in declared
+        }
+        return KeySchema({k: declared[k] for k in keys if k in declared}, absent)
 
 
 class JsonStateProvider:
