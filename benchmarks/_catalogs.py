@@ -35,7 +35,7 @@ from metatool_routing import load_tools
 from numpy.typing import NDArray
 
 from maitred.contract import Contract
-from maitred.contract.predicate import CelPredicate, Policy
+from maitred.contract.predicate import CelPredicate, FailMode
 from maitred.decision import Message
 from maitred.recall.dense import Embedder, Progress
 from maitred.skills.model import Catalog, Skill
@@ -48,7 +48,7 @@ DAY = 86_400
 
 # fmt: off
 #: (name, CEL expression, keys read, on_missing, max_age_s, message)
-PREDICATES: tuple[tuple[str, str, tuple[str, ...], Policy, float | None, str], ...] = (
+PREDICATES: tuple[tuple[str, str, tuple[str, ...], FailMode, float | None, str], ...] = (
     ("on_free_plan", 'account.plan == "free"', ("account.plan",), "block", None,
      "This needs a paid plan."),
     ("below_premium", 'account.plan in ["free", "basic"]', ("account.plan",), "block", None,

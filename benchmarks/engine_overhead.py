@@ -119,7 +119,7 @@ def call_overhead(n: int) -> dict[str, Any]:
     for _ in range(0, n, 100):
         t0 = time.perf_counter()
         for _ in range(100):
-            engine.gate.check(call, snap, session, offered=session.offered)
+            engine.action_gate.check(call, snap, session, offered=session.offered)
         gate_s += time.perf_counter() - t0
         t0 = time.perf_counter()
         for _ in range(100):

@@ -46,8 +46,8 @@ _EXPORTS: dict[str, str] = {
     "Message": "maitred.decision",
     "Pipeline": "maitred.pipeline",
     "PipelineOptions": "maitred.build",
-    "Policy": "maitred.actions.policy",
     "ProcedureContext": "maitred.contract.procedure",
+    "Rulebook": "maitred.actions.rules",
     "Session": "maitred.actions.session",
     "Skill": "maitred.skills.model",
     "SkillExit": "maitred.contract.procedure",
@@ -85,8 +85,8 @@ __all__ = [
     "Message",
     "Pipeline",
     "PipelineOptions",
-    "Policy",
     "ProcedureContext",
+    "Rulebook",
     "Session",
     "Skill",
     "SkillExit",
@@ -125,7 +125,7 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerly
     from maitred.actions.gate import ActionGate
     from maitred.actions.model import Decision, ToolCall
-    from maitred.actions.policy import Policy
+    from maitred.actions.rules import Rulebook
     from maitred.actions.session import Session
     from maitred.actions.wrap import GatedRegistry, gate_tool
     from maitred.build import PipelineOptions, build_pipeline

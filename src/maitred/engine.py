@@ -24,7 +24,7 @@
   restart and any process on the same log decides its checks alike. Without a log, the
   session's memory is the offer.
 * :meth:`Maitred.check` is the action gate (an :class:`~maitred.actions.ActionGate` over
-  :meth:`Policy.from_catalog <maitred.actions.Policy.from_catalog>`): the same catalog, the same
+  :meth:`Rulebook.from_catalog <maitred.actions.Rulebook.from_catalog>`): the same catalog, the same
   contracts. A call to anything the session's latest turn did not offer is
   ``TOOL_NOT_OFFERED``; a hidden tool named anyway is re-checked (``TOOL_NOT_EXECUTABLE``); the
   arguments meet the tool's schema; then its call policies run. The decision carries the
@@ -55,7 +55,7 @@ from maitred.actions.document import ActionState, SnapshotState
 from maitred.actions.gate import ActionGate
 from maitred.actions.model import Decision, ToolCall, new_call_id
 from maitred.actions.packs import Pack, load_pack
-from maitred.actions.policy import Policy, ToolPolicy
+from maitred.actions.rules import Rulebook, ToolRules
 from maitred.actions.session import Session
 from maitred.build import PipelineOptions, build_pipeline
 from maitred.context import DEFAULT, CallContext
@@ -83,17 +83,21 @@ class Maitred:
 
     Args:
         pipeline: stages 1-4 over the catalog (its provider and log are the engine's).
-        gate: stage 5 over the same catalog; defaults to one built from the catalog's contracts
-            with the pipeline's clock and log.
+        action_gate: stage 5 over the same catalog; defaults to one built from the catalog's
+            contracts with the pipeline's clock and log.
         owns_log: close the log when the engine is closed (:meth:`open` sets it).
     """
 
     def __init__(
-        self, pipeline: Pipeline, gate: ActionGate | None = None, *, owns_log: bool = False
+        self,
+        pipeline: Pipeline,
+        action_gate: ActionGate | None = None,
+        *,
+        owns_log: bool = False,
     ) -> None:
         self.pipeline = pipeline
-        self.gate = gate or ActionGate(
-            Policy.from_catalog(pipeline.catalog), clock=pipeline.clock, log=pipeline.log
+        self.action_gate = action_gate or ActionGate(
+            Rulebook.from_catalog(pipeline.catalog), clock=pipeline.clock, log=pipeline.log
         )
         self._owns_log = owns_log
 
@@ -171,7 +175,7 @@ class Maitred:
             log=log,
             clock=clock,
         )
-        policy = Policy.from_catalog(catalog, found.name, found.settings(settings))
+        policy = Rulebook.from_catalog(catalog, found.name, found.settings(settings))
         return cls(pipeline, ActionGate(policy, clock=clock, log=log))
 
     # -- what it holds ------------------------------------------------------------------------
@@ -182,15 +186,15 @@ class Maitred:
 
     @property
     def provider(self) -> StateProvider:
-        return self.pipeline.gate.provider
+        return self.pipeline.executability_gate.provider
 
     @property
     def log(self) -> DecisionLog | None:
         return self.pipeline.log
 
     @property
-    def policy(self) -> Policy:
-        return self.gate.policy
+    def rulebook(self) -> Rulebook:
+        return self.action_gate.rulebook
 
     def now(self) -> float:
         """The gates' clock (unix seconds)."""
@@ -200,14 +204,14 @@ class Maitred:
         """One batched read of every key ``names``' exit predicates declare, for ``account``
         (stage 2's read; a provider that fails gives the all-missing snapshot with the
         provider-error marker, on which the kernel hides every tool that reads state)."""
-        return self.pipeline.gate.fetch(account, names)[0]
+        return self.pipeline.executability_gate.fetch(account, names)[0]
 
     def executable(self, name: str, snapshot: Snapshot, now: float | None = None) -> bool:
         """Whether the kernel finds ``name`` executable on ``snapshot`` at ``now`` (the engine's
         clock by default): stage 2's verdict, not logged (the gateway's state watch probes with
         it before it re-lists)."""
         at = self.now() if now is None else now
-        return self.pipeline.gate.decide(name, snapshot, at).visible
+        return self.pipeline.executability_gate.decide(name, snapshot, at).visible
 
     def begin_run(self, run_id: str | None = None, *, tenant: str = "") -> str:
         """Record a run in the log and return its id, without making it the engine's own run:
@@ -341,9 +345,9 @@ class Maitred:
         if not tc.id:  # the logged call id is never empty: one the client can quote back
             tc = dataclasses.replace(tc, id=new_call_id())
         offered, turn_id = self._offer(session)
-        tool = self.policy.tools.get(tc.name)
+        tool = self.rulebook.tools.get(tc.name)
         src = state if state is not None or tool is None else self._fetch(tool, session.account)
-        decision = self.gate.check(
+        decision = self.action_gate.check(
             tc, src if src is not None else {}, session, offered=offered, turn_id=turn_id
         )
         if durable and self.log is not None:
@@ -381,10 +385,10 @@ class Maitred:
     def record(self, call: ToolCall | Mapping[str, Any], result: Any, *, session: Session) -> None:
         """Tell the session that an allowed call ran and succeeded (reads, writes, creations)."""
         tc = call if isinstance(call, ToolCall) else _tool_call(call)
-        tool = self.policy.tools.get(tc.name)
-        session.record(tc, result, self.policy.tracking, mutates=bool(tool and tool.mutates))
+        tool = self.rulebook.tools.get(tc.name)
+        session.record(tc, result, self.rulebook.tracking, mutates=bool(tool and tool.mutates))
 
-    def _fetch(self, tool: ToolPolicy, account: str) -> SnapshotState:
+    def _fetch(self, tool: ToolRules, account: str) -> SnapshotState:
         """The keys ``tool``'s predicates declare, for ``account``, in one provider call.
 
         The provider's snapshot is kept whole (its ``account_found``), and a provider that

@@ -152,7 +152,7 @@ class Pipeline:
         self.family_mode = family_mode
         self.depth = depth or ExposeAll()
         self.renderer = renderer or MenuRenderer(catalog)
-        self.gate = ExecutabilityGate(catalog, provider, clock)
+        self.executability_gate = ExecutabilityGate(catalog, provider, clock)
         self.log = log
         self.clock = clock
         self.config = dict(config or {})
@@ -221,7 +221,7 @@ class Pipeline:
         candidates = self.candidates(ranked)
         names = [c.name for c in candidates]
         t1 = time.perf_counter_ns()
-        gate = self.gate.check(message.account, names) if names else None
+        gate = self.executability_gate.check(message.account, names) if names else None
         t2 = time.perf_counter_ns()
         outcomes = {o.skill: o for o in gate.outcomes} if gate else {}
         visible = [

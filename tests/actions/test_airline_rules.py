@@ -56,7 +56,7 @@ def test_insurance_without_a_reason_is_not_enough_by_default(db: Any) -> None:
     assert check(strict, db, "cancel_reservation", other, reservation_id="INS").reject
     lax = tau2_airline.make_gate({"now": NOW, "insurance_needs_reason": False})
     assert check(lax, db, "cancel_reservation", reservation_id="INS").allow
-    assert lax.policy.version != strict.policy.version
+    assert lax.rulebook.version != strict.rulebook.version
 
 
 @pytest.mark.parametrize(

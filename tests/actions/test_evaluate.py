@@ -208,5 +208,5 @@ def test_the_evaluated_gate_is_the_one_the_engine_holds(
 
     monkeypatch.setattr(Maitred, "for_pack", staticmethod(spy))
     gate = load_domain(pack).make_gate()
-    assert [e.gate for e in built] == [gate]
-    assert gate.policy.name == pack
+    assert [e.action_gate for e in built] == [gate]
+    assert gate.rulebook.name == pack

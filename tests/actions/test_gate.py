@@ -11,7 +11,7 @@ import pytest
 from maitred.actions import (
     ActionGate,
     DocumentState,
-    Policy,
+    Rulebook,
     Session,
     SnapshotState,
     ToolCall,
@@ -33,7 +33,7 @@ def _tool(name: str, mutates: bool, required: tuple[str, ...] = ()) -> Skill:
     return Skill(name, name, kind="tool", parameters=schema, contract=Contract(mutates=mutates))
 
 
-def _refund_policy(*extra: Any) -> Policy:
+def _refund_policy(*extra: Any) -> Rulebook:
     @policy_rule(code="SHOP_REFUND_TOO_LARGE", tools=["refund"],
                  reads=["args.amount", "state.orders[args.order_id]"])  # fmt: skip
     def refund_too_large(view: StateView) -> Violation | None:
@@ -43,7 +43,7 @@ def _refund_policy(*extra: Any) -> Policy:
         return None
 
     specs = [_tool("refund", True, ("order_id", "amount")), _tool("lookup", False)]
-    return Policy.build("shop", specs, [refund_too_large, *extra])
+    return Rulebook.build("shop", specs, [refund_too_large, *extra])
 
 
 DOC = {"orders": {"o1": {"paid": 40, "status": "open"}}}
@@ -85,7 +85,7 @@ def test_stale_state_fails_closed() -> None:
     tool = policy.tools["refund"]
     pred = tool.predicates[0]
     fresh_bound = type(pred.predicate)(**{**pred.predicate.__dict__, "max_age_s": 60.0})
-    stale_policy = Policy.build(
+    stale_policy = Rulebook.build(
         "shop", [tool.tool], [type(pred)(fresh_bound, pred.code, pred.tools, explain=pred.explain)]
     )
     gate = ActionGate(stale_policy, clock=lambda: 1000.0)
@@ -154,7 +154,7 @@ def test_declaration_errors_name_the_fix() -> None:
         cel_rule("true", name="x", code="bad code", tools=["t"], reads=["args.a"], message="")
     with pytest.raises(ContractError, match="choose one of"):
         rule = cel_rule("true", name="x", code="X", tools=["t"], reads=["args.a"], message="")
-        Policy.build("p", [_tool("u", True)], [rule])
+        Rulebook.build("p", [_tool("u", True)], [rule])
 
 
 def test_the_gate_does_not_change_state_or_session(gate: ActionGate, db: Any) -> None:

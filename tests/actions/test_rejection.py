@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from maitred.actions import ActionGate, Decision, Policy, ToolCall
+from maitred.actions import ActionGate, Decision, Rulebook, ToolCall
 from maitred.actions.sink import MemorySink
 from maitred.contract import CelPredicate, Contract
 from maitred.skills import Skill
@@ -19,7 +19,7 @@ SHOWN = "lookup_order"
 FROZEN = CelPredicate("account.frozen", "account_frozen", ("account.frozen",))
 
 
-def _policy() -> Policy:
+def _policy() -> Rulebook:
     tools = [
         Skill(SHOWN, "Look an order up.", kind="tool", contract=Contract()),
         Skill(
@@ -30,7 +30,7 @@ def _policy() -> Policy:
         ),
         Skill("close_account", "Close it.", kind="tool", contract=Contract(mutates=True)),
     ]
-    return Policy.build("bank", tools, [])
+    return Rulebook.build("bank", tools, [])
 
 
 STATE: dict[str, Any] = {"account": {"frozen": True}}

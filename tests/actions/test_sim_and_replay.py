@@ -31,7 +31,7 @@ def _replay(db: dict[str, Any], items: list[dict[str, Any]]) -> tuple[list[Any],
 
     def make(work: dict[str, Any]) -> Any:
         kept["db"] = work
-        return make_executor("tau2-airline", work, gate.policy.settings)
+        return make_executor("tau2-airline", work, gate.rulebook.settings)
 
     return list(replay(gate, db, items, make, carry_state=True)), kept["db"]
 
@@ -150,7 +150,7 @@ def test_each_trajectory_starts_from_the_initial_database() -> None:
     items = [{"id": "first", "calls": [read, cancel]}, {"id": "second", "calls": [read, cancel]}]
 
     def make(work: dict[str, Any]) -> Any:
-        return make_executor("tau2-airline", work, gate.policy.settings)
+        return make_executor("tau2-airline", work, gate.rulebook.settings)
 
     fresh = [r.code for r in replay(gate, db, items, make)]
     carried = [r.code for r in replay(gate, db, items, make, carry_state=True)]

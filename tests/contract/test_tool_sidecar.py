@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from maitred.actions import ActionGate, Policy, Session, ToolCall
+from maitred.actions import ActionGate, Rulebook, Session, ToolCall
 from maitred.errors import ContractError, SidecarError
 from maitred.skills import load_catalog
 from maitred.skills.catalog import load_catalog_report
@@ -109,11 +109,11 @@ def test_a_tools_file_gets_contracts_from_its_sidecar(tmp_path: Path) -> None:
 
 
 def test_the_gate_built_from_the_catalog_applies_every_rule(tmp_path: Path) -> None:
-    gate = ActionGate(Policy.from_catalog(load_catalog([_write(tmp_path)]), "shop"))
+    gate = ActionGate(Rulebook.from_catalog(load_catalog([_write(tmp_path)]), "shop"))
     session = Session()
     call = ToolCall("refund", {"order_id": "o1", "amount": 50})
     assert gate.check(call, DOC, session).code == "SHOP_MUST_READ"
-    session.record(ToolCall("get_order", {"order_id": "o1"}), {}, gate.policy.tracking)
+    session.record(ToolCall("get_order", {"order_id": "o1"}), {}, gate.rulebook.tracking)
     assert gate.check(call, DOC, session).allow
     big = ToolCall("refund", {"order_id": "o1", "amount": 90})
     assert gate.check(big, DOC, session).code == "SHOP_REFUND_TOO_LARGE"
@@ -128,7 +128,7 @@ def test_settings_fill_factories_and_change_their_version(tmp_path: Path) -> Non
     assert default.version != low.version
     session = Session()
     session.mark_read("get_order", "o1")
-    gate = ActionGate(Policy.from_catalog(load_catalog([path], settings={"limit": 10})))
+    gate = ActionGate(Rulebook.from_catalog(load_catalog([path], settings={"limit": 10})))
     d = gate.check(ToolCall("refund", {"order_id": "o1", "amount": 50}), DOC, session)
     assert d.code == "SHOP_OVER_LIMIT" and "above 10" in d.message_for_model
     with pytest.raises(ContractError, match="declares the setting"):

@@ -144,7 +144,7 @@ def test_state_store_down_fails_closed_with_its_own_code(shop: dict[str, Path]) 
     with _engine(shop) as engine:
         session = engine.session("acc-1")
         engine.turn("connect my custom domain name to my website", session=session)
-        engine.pipeline.gate.provider = _Down()
+        engine.pipeline.executability_gate.provider = _Down()
         d = engine.check(ToolCall("connect_custom_domain", {"domain": "a.com"}), session=session)
         assert d.code == "STATE_UNAVAILABLE" and "refused" in d.message
 
@@ -166,8 +166,8 @@ def test_an_engine_over_a_policy_pack_uses_its_clock_and_rules() -> None:
     from maitred.actions.packs.tau2_airline._common import wall_seconds
 
     engine = Maitred.for_pack("tau2-airline")
-    assert engine.policy.name == "tau2-airline"
-    assert engine.gate.clock() == wall_seconds(tau2_airline.DEFAULT_NOW)
+    assert engine.rulebook.name == "tau2-airline"
+    assert engine.action_gate.clock() == wall_seconds(tau2_airline.DEFAULT_NOW)
     session = engine.session("user")
     session.offer(engine.catalog.names)  # a front end that lists every tool says so
     call = ToolCall("cancel_reservation", {"reservation_id": "NOPE"})

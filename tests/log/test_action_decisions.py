@@ -38,7 +38,7 @@ def _write_sessions(log: Any) -> tuple[int, dict[str, Any]]:
     """Gold tasks and violating trajectories through a logging gate; (decisions, db)."""
     db = generate_db(seed=3, n_users=12)
     gate = tau2_airline.make_gate()
-    logged = ActionGate(gate.policy, gate.clock, log=log)
+    logged = ActionGate(gate.rulebook, gate.clock, log=log)
     n = 0
     for task in make_tasks(db, seed=3):
         n += _run_session(logged, copy.deepcopy(db), task.calls, task.id)
@@ -75,7 +75,7 @@ def test_decisions_are_batched(tmp_path: Path) -> None:
     # the age bound is set far out: only the row bound may commit here, however slow the machine
     with open_log(tmp_path / "log.db", batch_pairs=3, max_batch_seconds=3600) as log:
         assert isinstance(log, SqlLog)
-        logged = ActionGate(gate.policy, gate.clock, log=log)
+        logged = ActionGate(gate.rulebook, gate.clock, log=log)
         for i in range(5):
             logged.check(ToolCall("cancel_reservation", {"reservation_id": f"X{i}"}), db)
         # three landed in one batch; two wait for the next batch or flush
@@ -96,7 +96,7 @@ def test_registry_log_and_double_logging_refused(tmp_path: Path) -> None:
     with open_log(tmp_path / "log.db") as log:
         reg = GatedRegistry(AirlineSim(db).tools, gate, lambda: db, Session(id="s"), log=log)
         reg.call("cancel_reservation", {"reservation_id": "nope"})
-        logged = ActionGate(gate.policy, gate.clock, log=log)
+        logged = ActionGate(gate.rulebook, gate.clock, log=log)
         with pytest.raises(ConfigError, match="pass the log to one of them only"):
             GatedRegistry({}, logged, lambda: db, Session(), log=log)
         rows = list(log.iter_action_decisions())
@@ -183,7 +183,7 @@ def test_later_tables_are_append_only(opener: Opener, table: str) -> None:
         assert isinstance(log, SqlLog)
         if table == "action_decisions":
             gate = tau2_airline.make_gate()
-            ActionGate(gate.policy, gate.clock, log=log).check(ToolCall("x"), {})
+            ActionGate(gate.rulebook, gate.clock, log=log).check(ToolCall("x"), {})
         else:
             log.begin_run(make_run())
             log.write(make_turn(0))

@@ -1,8 +1,8 @@
 """Stage 5, the action gate: deterministic policy checks before a mutating tool call runs.
 
 * :mod:`.model` -- :class:`ToolCall` in, :class:`Decision` out (data, never exceptions);
-* :mod:`.policy` -- policy predicates over ``args.*``, ``state.*``, ``session.*``, attached to
-  tools (:func:`policy_rule`, :func:`cel_rule`, :class:`Policy`);
+* :mod:`.rules` -- a catalog's tools with their call policies (predicates over ``args.*``,
+  ``state.*``, ``session.*``; :func:`policy_rule`, :func:`cel_rule`), as one :class:`Rulebook`;
 * :mod:`.gate` -- :class:`ActionGate`, pure and read-only, fail-closed for mutating calls;
 * :mod:`.session` -- what a session read (:class:`Session`, :func:`must_read_before_write`);
 * :mod:`.wrap` -- the gate in front of a function, a registry, an OpenAI/Anthropic loop;
@@ -17,10 +17,10 @@ log: :meth:`Decision.to_json` is the row it will take.
 from maitred.actions.document import ActionState, DocumentState, SnapshotState
 from maitred.actions.gate import ActionGate
 from maitred.actions.model import Decision, ToolCall
-from maitred.actions.policy import (
-    Policy,
+from maitred.actions.rules import (
     PolicyPredicate,
-    ToolPolicy,
+    Rulebook,
+    ToolRules,
     Tracking,
     Violation,
     cel_rule,
@@ -36,12 +36,12 @@ __all__ = [
     "DocumentState",
     "GatedRegistry",
     "Outcome",
-    "Policy",
     "PolicyPredicate",
+    "Rulebook",
     "Session",
     "SnapshotState",
     "ToolCall",
-    "ToolPolicy",
+    "ToolRules",
     "Tracking",
     "Violation",
     "cel_rule",

@@ -50,7 +50,7 @@ from maitred.actions.model import (
     ToolCall,
     new_call_id,
 )
-from maitred.actions.policy import Policy, PolicyPredicate, ToolPolicy
+from maitred.actions.rules import PolicyPredicate, Rulebook, ToolRules
 from maitred.actions.session import Session
 from maitred.actions.sink import DecisionSink
 from maitred.contract.evaluate import PredicateOutcome, evaluate
@@ -123,10 +123,10 @@ class _Resolver:
 
 
 class ActionGate:
-    """Decides whether tool calls may run, under one :class:`Policy`.
+    """Decides whether tool calls may run, under one :class:`Rulebook`.
 
     Args:
-        policy: the tools and their policy predicates (a built policy pack).
+        rulebook: the tools and their call policies (a catalog's, or a built policy pack's).
         clock: the gate's "now" in unix seconds; packs with a business clock pass a fixed one.
         log: where every decision is recorded (a decision log or another sink); ``None``: not
             recorded.
@@ -134,23 +134,23 @@ class ActionGate:
 
     def __init__(
         self,
-        policy: Policy,
+        rulebook: Rulebook,
         clock: Callable[[], float] = time.time,
         *,
         log: DecisionSink | None = None,
     ) -> None:
-        self.policy = policy
+        self.rulebook = rulebook
         self.clock = clock
         self.log = log
         self._reads: dict[str, _Read] = {}
         self._arguments: dict[str, ArgumentChecker] = {}
-        for tool in policy.tools.values():
+        for tool in rulebook.tools.values():
             for pred in tool.predicates:
                 for key in pred.reads:
                     self._reads.setdefault(key, compile_read(key))
             if tool.schema:
                 self._arguments[tool.name] = ArgumentChecker(tool.name, tool.schema)
-        self._label = f"{policy.name}@{policy.version}"
+        self._label = f"{rulebook.name}@{rulebook.version}"
 
     def check(
         self,
@@ -190,7 +190,7 @@ class ActionGate:
         now: float | None,
     ) -> Decision:
         at = self.clock() if now is None else now
-        tool = self.policy.tools.get(call.name)
+        tool = self.rulebook.tools.get(call.name)
         if tool is None or (offered is not None and call.name not in offered):
             # the same words for both: the model learns nothing of tools it was not shown
             return self._reject(
@@ -226,7 +226,7 @@ class ActionGate:
         return self._policy_decision(call, tool, src, session or Session(), at)
 
     def _policy_decision(
-        self, call: ToolCall, tool: ToolPolicy, state: ActionState, session: Session, at: float
+        self, call: ToolCall, tool: ToolRules, state: ActionState, session: Session, at: float
     ) -> Decision:
         snapshot = self._snapshot(call, tool.predicates, state, session, at)
         outcomes = tuple(evaluate(p.predicate, snapshot, at) for p in tool.predicates)
@@ -291,7 +291,7 @@ class ActionGate:
             invalid=invalid,
         )
 
-    def _exit_verdict(self, tool: ToolPolicy, state: ActionState, at: float) -> ExitVerdict:
+    def _exit_verdict(self, tool: ToolRules, state: ActionState, at: float) -> ExitVerdict:
         """The kernel's verdict on ``tool`` over one snapshot of its exit-predicate keys.
 
         The snapshot keeps what the state read knew about the read itself: a provider's
@@ -330,7 +330,7 @@ class ActionGate:
         return decide_exit(contract, snap, at)
 
     def _not_executable(
-        self, call: ToolCall, tool: ToolPolicy, verdict: ExitVerdict, down: str, at: float
+        self, call: ToolCall, tool: ToolRules, verdict: ExitVerdict, down: str, at: float
     ) -> Decision:
         """The rejection of a call to a tool the kernel hides (one mapping, see the module)."""
         if verdict.cause == "state_unavailable":

@@ -142,7 +142,7 @@ def _step(
     raw: Mapping[str, Any],
 ) -> ReplayRow | None:
     call = ToolCall(str(raw["name"]), dict(raw.get("arguments") or {}))
-    tool = gate.policy.tools.get(call.name)
+    tool = gate.rulebook.tools.get(call.name)
     decision = gate.check(call, work, session)
     mutates = tool is None or tool.mutates
     if decision.reject:
@@ -157,7 +157,7 @@ def _step(
         return ReplayRow(
             tid, index, call.name, "allow", decision.code, f"allowed; the tool then failed: {exc}"
         )
-    session.record(call, result, gate.policy.tracking)
+    session.record(call, result, gate.rulebook.tracking)
     if not mutates:
         return None
     return ReplayRow(tid, index, call.name, "allow", decision.code, decision.message)

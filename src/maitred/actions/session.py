@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from maitred.actions.model import ToolCall
-from maitred.actions.policy import Tracking
+from maitred.actions.rules import Tracking
 from maitred.contract.policy import PolicyPredicate, Violation, policy_rule
 from maitred.contract.predicate import StateView
 

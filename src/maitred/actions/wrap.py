@@ -104,7 +104,7 @@ class GatedRegistry:
             result = tool(**tc.arguments)
         except Exception as exc:
             return Outcome(decision, error=f"{type(exc).__name__}: {exc}")
-        self.session.record(tc, result, self.gate.policy.tracking)
+        self.session.record(tc, result, self.gate.rulebook.tracking)
         return Outcome(decision, result)
 
     def openai_tool_messages(self, tool_calls: Any) -> list[dict[str, Any]]:
@@ -161,7 +161,7 @@ def gate_tool(
         if decision.reject:
             return decision.tool_result()
         result = fn(**arguments)
-        session.record(tc, result, gate.policy.tracking)
+        session.record(tc, result, gate.rulebook.tracking)
         return result
 
     return gated

@@ -22,8 +22,8 @@ import typer
 from rich.markup import escape
 
 from maitred.actions.packs import load_pack, pack_names
-from maitred.actions.policy import Policy
 from maitred.actions.replay import load_trajectories, replay
+from maitred.actions.rules import Rulebook
 from maitred.cli._common import API_KEY_ENV_HELP, console, dump_json, err_console
 from maitred.cli._conventions import App
 from maitred.engine import Maitred
@@ -44,7 +44,7 @@ from maitred.lab.sim import make_executor
 from maitred.log.base import open_log
 
 
-def _load_db(path: Path, policy: Policy) -> dict[str, Any]:
+def _load_db(path: Path, policy: Rulebook) -> dict[str, Any]:
     """The state document at ``path``, refused unless it has every collection ``policy`` reads.
 
     The required top-level collections are the ``state.<name>`` roots the pack's policy
@@ -117,12 +117,12 @@ def check(
     """
     settings: dict[str, Any] = {"now": now} if now else {}
     engine = Maitred.for_pack(load_pack(pack), settings)
-    state = _load_db(db, engine.policy)
+    state = _load_db(db, engine.rulebook)
     bad: list[InputError] = []
     items = load_trajectories(trajectories, on_error=bad.append)
-    full = engine.policy.settings
+    full = engine.rulebook.settings
     rows = replay(
-        engine.gate,
+        engine.action_gate,
         state,
         items,
         lambda work: make_executor(pack, work, full),

@@ -67,7 +67,7 @@ def evaluate(predicate: Predicate, snapshot: Snapshot, now: float) -> PredicateO
             predicate.on_missing == "block",
             "missing",
             values,
-            f"missing state: {', '.join(missing)} (policy: {predicate.on_missing})",
+            f"missing state: {', '.join(missing)} (on_missing: {predicate.on_missing})",
         )
     bounds = predicate.max_age_s
     stale = (
@@ -87,7 +87,7 @@ def evaluate(predicate: Predicate, snapshot: Snapshot, now: float) -> PredicateO
             "stale",
             values,
             f"stale state (older than its freshness bound): {', '.join(stale)} "
-            f"(policy: {predicate.on_stale})",
+            f"(on_stale: {predicate.on_stale})",
         )
     try:
         held = predicate.holds(

@@ -40,7 +40,7 @@ nothing is connected"); the sitecare and airline skills rely on it for writes. A
 missing for *every* account (a table mapping that lacks it) is refused when the engine is
 built (:func:`~maitred.gate.executability.require_coverage`), not decided here. Call policies
 over ``args``/``state``/``session`` are stricter: a fail-open one on a mutating tool is refused
-when the policy is built (:class:`~maitred.actions.Policy`).
+when the policy is built (:class:`~maitred.actions.Rulebook`).
 
 The verdict keeps every predicate outcome that decided it (``fired``) and every one that did not
 hold only because a fail-open policy decided (``soft``), so a log row can say exactly why.

@@ -30,7 +30,7 @@ names the tools a rule applies to when it is declared once for several (a sideca
 ``policies`` list); a rule declared under one tool applies to that tool.
 
 Every predicate on a *mutating* tool must fail closed (``on_missing`` and ``on_stale`` are
-``"block"``): :class:`~maitred.actions.Policy` refuses anything else, so a silent wrong state
+``"block"``): :class:`~maitred.actions.Rulebook` refuses anything else, so a silent wrong state
 cannot come from a missing key.
 """
 

@@ -461,7 +461,7 @@ class Gatekeeper:
     def mutates(self, name: str) -> bool:
         """Whether ``name`` may change the account's state (only then can a call to it change
         what is visible; a read's :meth:`after_call` touches the session in memory only)."""
-        tool = self.engine.policy.tools.get(name)
+        tool = self.engine.rulebook.tools.get(name)
         return tool is not None and tool.mutates
 
     def after_call(self, name: str, arguments: Mapping[str, Any] | None, result: Any) -> bool:

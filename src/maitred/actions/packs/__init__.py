@@ -19,7 +19,7 @@ from typing import Any
 
 import maitred.plugins as plugins
 from maitred.actions.gate import ActionGate
-from maitred.actions.policy import Policy
+from maitred.actions.rules import Rulebook
 from maitred.errors import ConfigError
 from maitred.skills.catalog import load_catalog
 from maitred.skills.model import Catalog
@@ -68,9 +68,9 @@ class Pack:
         rules = {k: v for k, v in self.settings(overrides).items() if k != "now"}
         return load_catalog([self.tools_file], strict=True, settings=rules)
 
-    def policy(self, overrides: Mapping[str, Any] | None = None) -> Policy:
-        """The pack as the action gate's :class:`Policy`."""
-        return Policy.from_catalog(self.catalog(overrides), self.name, self.settings(overrides))
+    def rulebook(self, overrides: Mapping[str, Any] | None = None) -> Rulebook:
+        """The pack as the action gate's :class:`Rulebook`."""
+        return Rulebook.from_catalog(self.catalog(overrides), self.name, self.settings(overrides))
 
     def now(self, overrides: Mapping[str, Any] | None = None) -> Callable[[], float] | None:
         """The gates' clock under these settings (``None``: the wall clock)."""
@@ -82,7 +82,7 @@ class Pack:
     def make_gate(self, overrides: Mapping[str, Any] | None = None) -> ActionGate:
         """An :class:`ActionGate` for the pack, on the pack's clock."""
         clock = self.now(overrides)
-        policy = self.policy(overrides)
+        policy = self.rulebook(overrides)
         return ActionGate(policy) if clock is None else ActionGate(policy, clock=clock)
 
 

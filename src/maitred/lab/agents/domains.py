@@ -76,7 +76,7 @@ class Domain:
 
 def _pack_gate(name: str) -> Callable[[], ActionGate]:
     """The pack's gate as the engine holds it (``Maitred.for_pack``), as `actions check` uses."""
-    return lambda: Maitred.for_pack(name).gate
+    return lambda: Maitred.for_pack(name).action_gate
 
 
 def _airline() -> Domain:

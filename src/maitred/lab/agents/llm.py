@@ -25,7 +25,7 @@ from maitred.lab.agents.domains import Domain, EvalTask
 def tool_schemas(domain: Domain) -> list[dict[str, Any]]:
     """OpenAI ``tools`` for every tool of the domain's policy, with the tools' own schemas."""
     out = []
-    for name, tool in sorted(domain.make_gate().policy.tools.items()):
+    for name, tool in sorted(domain.make_gate().rulebook.tools.items()):
         kind = "changes data" if tool.mutates else "reads data"
         schema = dict(tool.schema or {"type": "object", "properties": {}})
         out.append(
@@ -81,7 +81,7 @@ class LLMAgent:
         self.domain, self.base_url, self.model = domain, base_url.rstrip("/"), model
         self.api_key, self.max_steps, self.timeout_s = api_key, max_steps, timeout_s
         self.tools = tool_schemas(domain)
-        policy = domain.make_gate().policy
+        policy = domain.make_gate().rulebook
         self.read_tools = {n for n, t in policy.tools.items() if not t.mutates}
 
     def run(self, task: EvalTask, tools: GatedRegistry, rng: random.Random) -> None:

@@ -35,7 +35,7 @@ class UngatedRegistry(GatedRegistry):
 
     def call(self, name: str, arguments: Mapping[str, Any], call_id: str = "") -> Outcome:
         tc = ToolCall(name, dict(arguments), call_id)
-        tool = self.gate.policy.tools.get(name)
+        tool = self.gate.rulebook.tools.get(name)
         decision = Decision(tc, "allow", OK, "gates off", mutates=tool is None or tool.mutates)
         self.decisions.append(decision)
         fn = self.tools.get(name)
@@ -45,7 +45,7 @@ class UngatedRegistry(GatedRegistry):
             result = fn(**tc.arguments)
         except Exception as exc:
             return Outcome(decision, error=f"{type(exc).__name__}: {exc}")
-        self.session.record(tc, result, self.gate.policy.tracking)
+        self.session.record(tc, result, self.gate.rulebook.tracking)
         return Outcome(decision, result)
 
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from maitred.actions.gate import ActionGate
 from maitred.actions.packs import Pack
-from maitred.actions.policy import Policy, PolicyPredicate, Violation, policy_rule
+from maitred.actions.rules import PolicyPredicate, Rulebook, Violation, policy_rule
 from maitred.contract.predicate import StateView
 
 NAME = "retail-control"
@@ -127,9 +127,9 @@ PACK = Pack(NAME, TOOLS_FILE)
 """The pack (entry point ``retail-control`` of ``maitred.policy_packs``); it has no settings."""
 
 
-def build_policy(overrides: Mapping[str, Any] | None = None) -> Policy:
-    """The pack as a :class:`Policy` (it has no settings)."""
-    return PACK.policy(overrides)
+def build_policy(overrides: Mapping[str, Any] | None = None) -> Rulebook:
+    """The pack as a :class:`Rulebook` (it has no settings)."""
+    return PACK.rulebook(overrides)
 
 
 def make_gate(overrides: Mapping[str, Any] | None = None) -> ActionGate:

@@ -31,7 +31,7 @@ from typing import Any
 from maitred.actions.gate import ActionGate
 from maitred.actions.packs import Pack
 from maitred.actions.packs.tau2_airline._common import DEFAULT_NOW, wall_seconds
-from maitred.actions.policy import Policy, Tracking
+from maitred.actions.rules import Rulebook, Tracking
 from maitred.errors import ConfigError
 from maitred.skills.model import Catalog
 
@@ -64,9 +64,9 @@ def load_tools(overrides: Mapping[str, Any] | None = None) -> Catalog:
     return PACK.catalog(overrides)
 
 
-def build_policy(overrides: Mapping[str, Any] | None = None) -> Policy:
-    """The pack as a :class:`Policy` (settings as in :func:`settings_with`)."""
-    return PACK.policy(overrides)
+def build_policy(overrides: Mapping[str, Any] | None = None) -> Rulebook:
+    """The pack as a :class:`Rulebook` (settings as in :func:`settings_with`)."""
+    return PACK.rulebook(overrides)
 
 
 def make_gate(overrides: Mapping[str, Any] | None = None) -> ActionGate:

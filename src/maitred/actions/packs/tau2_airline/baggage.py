@@ -9,7 +9,7 @@ must be in the user's profile. Passengers: the count may not change.
 from __future__ import annotations
 
 from maitred.actions.packs.tau2_airline._common import FREE_BAGS, RES, expected_nonfree
-from maitred.actions.policy import PolicyPredicate, Violation, policy_rule
+from maitred.actions.rules import PolicyPredicate, Violation, policy_rule
 from maitred.contract.predicate import StateView
 
 BAGS = ("update_reservation_baggages",)

@@ -16,7 +16,7 @@ from maitred.actions.packs.tau2_airline._common import (
     any_status,
     wall_seconds,
 )
-from maitred.actions.policy import PolicyPredicate, Violation, policy_rule
+from maitred.actions.rules import PolicyPredicate, Violation, policy_rule
 from maitred.contract.predicate import StateView
 
 TOOLS = ("cancel_reservation",)

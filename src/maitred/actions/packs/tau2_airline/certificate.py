@@ -9,7 +9,7 @@ segment of it was cancelled, else 50 x passengers if one was delayed; otherwise 
 from __future__ import annotations
 
 from maitred.actions.packs.tau2_airline._common import any_status
-from maitred.actions.policy import PolicyPredicate, Violation, policy_rule
+from maitred.actions.rules import PolicyPredicate, Violation, policy_rule
 from maitred.contract.predicate import StateView
 
 TOOLS = ("send_certificate",)

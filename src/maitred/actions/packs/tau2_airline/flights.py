@@ -20,7 +20,7 @@ from maitred.actions.packs.tau2_airline._common import (
     route_problem,
     seat_problem,
 )
-from maitred.actions.policy import PolicyPredicate, Violation, policy_rule
+from maitred.actions.rules import PolicyPredicate, Violation, policy_rule
 from maitred.contract.predicate import StateView
 
 TOOLS = ("update_reservation_flights",)

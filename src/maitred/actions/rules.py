@@ -1,6 +1,6 @@
 """The action gate's policy: the tools it knows and the call policies attached to each.
 
-A :class:`Policy` is built from a catalog (:meth:`Policy.from_catalog`): every entry, its
+A :class:`Rulebook` is built from a catalog (:meth:`Rulebook.from_catalog`): every entry, its
 argument schema and its contract (``mutates``, exit predicates, call policies, records). The
 policy predicates themselves -- named, versioned rules over ``args.*``, ``state.*`` and
 ``session.*`` -- are part of the contract model (:mod:`maitred.contract.policy`); they are
@@ -35,7 +35,7 @@ from maitred.skills.model import Catalog, Skill
 class Tracking:
     """How a session learns what was read: read tool -> id argument; creating tool ->
     (read tool it counts as, result key holding the new record's id). Derived from the tools'
-    :class:`~maitred.contract.model.Records` by :meth:`Policy.from_catalog`."""
+    :class:`~maitred.contract.model.Records` by :meth:`Rulebook.from_catalog`."""
 
     reads: Mapping[str, str] = field(default_factory=dict)
     creates: Mapping[str, tuple[str, str]] = field(default_factory=dict)
@@ -54,7 +54,7 @@ class Tracking:
 
 
 @dataclass(frozen=True)
-class ToolPolicy:
+class ToolRules:
     """One tool (a catalog entry, with its contract) and the policy predicates attached to it,
     in evaluation order."""
 
@@ -86,7 +86,7 @@ class ToolPolicy:
 
 
 @dataclass(frozen=True)
-class Policy:
+class Rulebook:
     """The tools an action gate knows and the policy predicates attached to each.
 
     Built from a catalog (:meth:`from_catalog`: each tool's contract carries its policies), or
@@ -94,7 +94,7 @@ class Policy:
 
     Attributes:
         name: the policy's name (``tau2-airline``, or the catalog's).
-        tools: tool name -> :class:`ToolPolicy`.
+        tools: tool name -> :class:`ToolRules`.
         tracking: what sessions record (see :class:`Tracking`).
         settings: the settings the rules were built with (``now`` ...).
         version: content hash of every tool's schema and every predicate's name, code and
@@ -102,7 +102,7 @@ class Policy:
     """
 
     name: str
-    tools: Mapping[str, ToolPolicy]
+    tools: Mapping[str, ToolRules]
     tracking: Tracking = field(default_factory=Tracking)
     settings: Mapping[str, Any] = field(default_factory=dict)
     version: str = ""
@@ -113,7 +113,7 @@ class Policy:
         catalog: Catalog,
         name: str = "",
         settings: Mapping[str, Any] | None = None,
-    ) -> Policy:
+    ) -> Rulebook:
         """Every entry of ``catalog`` with the policies its contract declares."""
         label = name or f"catalog-{catalog.version[:12]}"
         attached = {s.name: list(s.contract.policies) for s in catalog}
@@ -127,7 +127,7 @@ class Policy:
         predicates: Iterable[PolicyPredicate],
         tracking: Tracking | None = None,
         settings: Mapping[str, Any] | None = None,
-    ) -> Policy:
+    ) -> Rulebook:
         """Attach each predicate to the tools it names (plus what the tools' contracts hold)."""
         listed = list(tools)
         by_tool = {t.name: t for t in listed}
@@ -152,7 +152,7 @@ class Policy:
         attached: Mapping[str, list[PolicyPredicate]],
         tracking: Tracking,
         settings: Mapping[str, Any] | None,
-    ) -> Policy:
+    ) -> Rulebook:
         """Refuse fail-open rules on writes, then freeze the policy and its version."""
         for tool in tools:
             for pred in attached[tool.name]:
@@ -165,7 +165,7 @@ class Policy:
                         f"tool {tool.name!r}; mutating calls fail closed: set on_missing and "
                         "on_stale to 'block'"
                     )
-        table = {t.name: ToolPolicy(t, tuple(attached[t.name])) for t in tools}
+        table = {t.name: ToolRules(t, tuple(attached[t.name])) for t in tools}
         signature: list[Any] = [
             [t, table[t].mutates, table[t].schema, p.name, p.code, p.version]
             for t in sorted(table)
@@ -175,7 +175,7 @@ class Policy:
         signature.append(dict(settings or {}))
         return cls(name, table, tracking, dict(settings or {}), content_hash(signature))
 
-    def with_exit_predicates(self, tool: str, predicates: Iterable[Predicate]) -> Policy:
+    def with_exit_predicates(self, tool: str, predicates: Iterable[Predicate]) -> Rulebook:
         """A copy in which ``tool`` also re-checks these executability predicates per call."""
         if tool not in self.tools:
             raise ContractError(
@@ -189,10 +189,10 @@ class Policy:
 
 __all__ = [
     "ROOTS",
-    "Policy",
     "PolicyPredicate",
     "Rule",
-    "ToolPolicy",
+    "Rulebook",
+    "ToolRules",
     "Tracking",
     "Violation",
     "cel_rule",
