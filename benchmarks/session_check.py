@@ -43,6 +43,7 @@ import sys
 import tarfile
 import tempfile
 import time
+import tomllib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -178,7 +179,37 @@ def _baseline_src(rev: str, into: Path) -> Path:
     ).stdout
     with tarfile.open(fileobj=io.BytesIO(blob)) as tar:
         tar.extractall(into, filter="data")
+    _entry_points_of(rev, into / "src")
     return into / "src"
+
+
+def _entry_points_of(rev: str, src: Path) -> None:
+    """Give an unpacked revision the entry points its ``pyproject.toml`` declared.
+
+    Revisions before the built-ins were listed in code (``maitred.plugins.BUILTINS``) found
+    even their own state providers and log backends through installed metadata; a
+    ``.dist-info`` folder beside the unpacked package is where ``importlib.metadata`` finds
+    them for that tree alone.
+    """
+    text = subprocess.run(
+        ["git", "-C", str(REPO), "show", f"{rev}:pyproject.toml"],
+        capture_output=True,
+        check=True,
+        text=True,
+    ).stdout
+    groups = tomllib.loads(text)["project"].get("entry-points", {})
+    if not groups:
+        return
+    info = src / "maitred_baseline-0.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: maitred-baseline\nVersion: 0.0\n", encoding="utf-8"
+    )
+    lines = [
+        f"[{group}]\n" + "".join(f"{name} = {value}\n" for name, value in entries.items())
+        for group, entries in groups.items()
+    ]
+    (info / "entry_points.txt").write_text("\n".join(lines), encoding="utf-8")
 
 
 def _free_port() -> int:
