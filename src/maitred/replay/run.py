@@ -30,7 +30,8 @@ from typing import Any, Protocol
 
 from maitred.errors import ConfigError, ReplayError
 from maitred.replay.cohort import Cohort, ReplayTurn, sample
-from maitred.replay.models import ChoiceModel, MenuItem
+from maitred.replay.models import ChoiceModel
+from maitred.replay.prompt import MenuItem
 from maitred.skills.model import Catalog
 from maitred.stats import wilson_interval
 
