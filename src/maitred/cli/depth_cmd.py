@@ -54,12 +54,17 @@ def _read(path: Path, bad: list[InputError]) -> list[DepthTask]:
     try:  # a repeated id refuses the file, after every other bad line was reported
         tasks = load_tasks(path, on_error=found.append, repeated="refuse")
     finally:
-        for err in found[:10]:
-            err_console.print(f"[yellow]skipped:[/] {escape(str(err))}", highlight=False)
-        if len(found) > 10:
-            err_console.print(f"  ... and {len(found) - 10} more bad line(s) in {path}")
+        _report_bad(found, path)
     bad.extend(found)
     return tasks
+
+
+def _report_bad(found: list[InputError], path: Path) -> None:
+    """The first ten bad lines of ``path`` on stderr, then how many more there were."""
+    for err in found[:10]:
+        err_console.print(f"[yellow]skipped:[/] {escape(str(err))}", highlight=False)
+    if len(found) > 10:
+        err_console.print(f"  ... and {len(found) - 10} more bad line(s) in {path}")
 
 
 def _exit_if_bad(bad: list[InputError]) -> None:
@@ -183,10 +188,7 @@ def make_tasks_cmd(
     try:  # a repeated id refuses the file, after every other bad line was reported
         labelled = load_queries(queries, on_error=bad.append, repeated="refuse")
     finally:
-        for err in bad[:10]:
-            err_console.print(f"[yellow]skipped:[/] {escape(str(err))}", highlight=False)
-        if len(bad) > 10:
-            err_console.print(f"  ... and {len(bad) - 10} more bad line(s) in {queries}")
+        _report_bad(bad, queries)
     recaller = make_recaller(method, cat, cache_dir=cache_dir, progress=index_progress(True))
     per_skill = catalog_costs(cat, cost_model, dispersion=dispersion, seed=seed)
     tasks, skipped = make_tasks(cat, labelled, recaller, top=top, costs=per_skill)
