@@ -104,20 +104,7 @@ def build_pipeline(
         )
     cat = catalog if isinstance(catalog, Catalog) else load_catalog(list(catalog))
     prov = open_provider(provider, tables) if isinstance(provider, str) else provider
-    require_coverage(cat, prov)
-    try:
-        require_typed_state(cat, prov)
-    except ProviderError as exc:
-        # the store does not answer now: start anyway (every turn that reads state fails closed
-        # with state_unavailable until it does, and a column a key lacks is then refused per
-        # read); the types still come from the columns, on the first read that succeeds
-        warnings.warn(
-            f"typed-state checks skipped: {exc}; they run against the store with "
-            "`maitred skills validate --state`",
-            RuntimeWarning,
-            stacklevel=2,
-        )
-    require_policy_arguments(cat)
+    check_against_state(cat, prov)
     recaller = make_recaller(opts.method, cat, cache_dir=cache_dir, progress=progress)
     return Pipeline(
         cat,
@@ -131,3 +118,30 @@ def build_pipeline(
         clock=clock or now,
         config=opts.to_json(),
     )
+
+
+def check_against_state(catalog: Catalog, provider: StateProvider) -> None:
+    """The load-time checks of a catalog against its state store, for every engine built.
+
+    Every key root has a source (:func:`~maitred.gate.executability.require_coverage`); in a
+    typed store every key read has a column and every CEL predicate type-checks
+    (:func:`~maitred.contract.typecheck.require_typed_state`); a call policy's ``args.x`` is an
+    argument of its tool (:func:`~maitred.contract.typecheck.require_policy_arguments`). A store
+    that does not answer now skips the typed check with a warning: the engine starts, every
+    turn that reads state fails closed until it answers, and a column a key lacks is then
+    refused on each read.
+
+    Raises:
+        ConfigError: naming each problem (key, table, skills, file and line).
+    """
+    require_coverage(catalog, provider)
+    try:
+        require_typed_state(catalog, provider)
+    except ProviderError as exc:
+        warnings.warn(
+            f"typed-state checks skipped: {exc}; they run against the store with "
+            "`maitred skills validate --state`",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+    require_policy_arguments(catalog)

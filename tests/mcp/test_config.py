@@ -146,3 +146,33 @@ def test_an_unknown_find_method_is_named_with_the_field(tmp_path: Path) -> None:
     config = parse_config(data, "gw.yaml", base=tmp_path)
     with pytest.raises(ConfigError, match=r"gw\.yaml: field 'find':.*bm26"):
         Gates.open(config, {"time": TOOLS})
+
+
+@pytest.mark.parametrize("disclosure", ["all", "find_tools"])
+def test_a_column_the_state_table_lacks_is_a_start_error_in_every_mode(
+    tmp_path: Path, disclosure: str
+) -> None:
+    """The gateway's listing engine runs the load-time checks every engine runs (issue 16,
+    defect 2): with ``disclosure: all`` it used to start and hide the tool on every listing."""
+    import sqlite3
+
+    from maitred.gateway import Gates
+
+    with sqlite3.connect(tmp_path / "state.db") as conn:
+        conn.execute("CREATE TABLE accounts (account_id TEXT PRIMARY KEY, plan TEXT)")
+    sidecar = tmp_path / "shop.maitred.yaml"
+    sidecar.write_text(
+        "tools:\n  upgrade:\n    mutates: true\n    exit_predicates:\n"
+        "      - {name: locked, expr: account.locked, reads: [account.locked]}\n",
+        encoding="utf-8",
+    )
+    data = {
+        **GOOD,
+        "state": f"sqlite:///{tmp_path / 'state.db'}",
+        "tables": {"account": "accounts"},
+        "disclosure": disclosure,
+        "upstreams": [{"name": "shop", "command": "x", "contracts": str(sidecar)}],
+    }
+    config = parse_config(data, "gw.yaml", base=tmp_path)
+    with pytest.raises(ConfigError, match=r"gw\.yaml: the upstreams' contracts: .*account\.locked"):
+        Gates.open(config, {"shop": TOOLS})

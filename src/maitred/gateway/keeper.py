@@ -71,7 +71,7 @@ from typing import Any
 
 from maitred._canonical import content_hash
 from maitred.actions.model import Decision, ToolCall
-from maitred.build import PipelineOptions, build_pipeline
+from maitred.build import PipelineOptions, build_pipeline, check_against_state
 from maitred.context import CallContext
 from maitred.contract.tool_sidecar import SUFFIX, load_tool_contracts
 from maitred.engine import Maitred
@@ -226,6 +226,10 @@ class Gates:
         """
         full, enforced, owners = _join(config, tools)
         provider = open_provider(config.state, config.tables)
+        try:  # the same load-time checks as every engine: keys exist, predicates type-check
+            check_against_state(full, provider)
+        except ConfigError as exc:
+            raise ConfigError(f"{config.source}: the upstreams' contracts: {exc}") from None
         log = open_log(config.log) if config.log else None
         try:
             finder = None
