@@ -184,9 +184,9 @@ def fires(pred: Pred, account: str, world: World) -> bool:
     if pred.key in world.unservable:
         return True
     values = world.accounts.get(account, {})
-    if pred.key not in values:
-        return pred.on_missing == "block"
     root = pred.key.partition(".")[0]
+    if pred.key not in values or root not in world.roots.get(account, set()):
+        return pred.on_missing == "block"  # no such value, or its table has no row for it
     stamp = world.stamps.get(account, {}).get(root)
     if pred.max_age_s is not None and stamp is not None and world.now - stamp > pred.max_age_s:
         return pred.on_stale == "block"

@@ -39,3 +39,18 @@ def test_the_model_reads_sqlite_booleans_as_their_declared_type() -> None:
     assert spec.holds_on(frozen, 7), "a value that does not fit its type is an error, which holds"
     assert not spec.holds_on(frozen, None), "null == true is false in CEL"
     assert spec.holds_on(spec.Pred("p", "not", "repo.frozen"), None), "!null is an error"
+
+
+def test_a_value_whose_row_was_deleted_is_missing_to_the_model() -> None:
+    """Found by the 10,000-example run: after ``delete_rows`` kept only the account's
+    ``account`` row, the model still read ``repo.frozen`` (a NULL) from its world and called an
+    ``on_missing: offer`` predicate an error, while the store -- rightly -- served the key as
+    missing. The model was wrong, not the engine."""
+    world = spec.World(
+        accounts={"acc-a": {"account.plan": "free", "repo.frozen": None}},
+        roots={"acc-a": {"account"}},
+    )
+    lenient = spec.Pred("p", "is", "repo.frozen", on_missing="offer")
+    strict = spec.Pred("p", "is", "repo.frozen", on_missing="block")
+    assert not spec.fires(lenient, "acc-a", world)
+    assert spec.fires(strict, "acc-a", world)
