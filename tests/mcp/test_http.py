@@ -24,6 +24,7 @@ from fastmcp import Client
 from tests.mcp.conftest import NOTES, Process, child_env, sha256
 
 from maitred.log.base import open_log
+from maitred.log.verify import verify
 
 pytestmark = pytest.mark.slow  # each test starts two or three servers as subprocesses
 
@@ -184,8 +185,16 @@ def test_each_token_sees_its_own_account_across_a_stdio_and_an_http_upstream(
     assert deployment.calls == ["add_note", "export_notes"]  # globex's never reached it
     with open_log(str(deployment.root / "gateway.sqlite")) as log:
         decisions = list(log.iter_action_decisions())
-        accounts = {t["account_id"] for t in log.iter_turns()}
+        turns = list(log.iter_turns())
+        accounts = {t["account_id"] for t in turns}
+        assert verify(log).ok  # every decision's turn is of its session and tenant
     assert accounts == {"acc-pro", "acc-free"}
+    # the tenant is stored with every turn and decision, not only in the session id's prefix
+    assert {(t["account_id"], t["tenant"]) for t in turns} == {
+        ("acc-pro", "acme"),
+        ("acc-free", "globex"),
+    }
+    assert all(r["tenant"] == r["session_id"].split("-")[0] for r in decisions)
     assert len({r["session_id"] for r in decisions}) == 2  # one session per sessionless token
     by_tenant = {(r["session_id"].split("-")[0], r["tool"], r["code"]) for r in decisions}
     assert by_tenant == {

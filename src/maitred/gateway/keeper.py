@@ -211,6 +211,8 @@ class Gates:
         self.shadow = shadow
         #: some exit predicate has a freshness bound, so time alone can change a verdict and
         #: the watch may never skip a session whose account's state looks the same
+        self._runs: dict[tuple[int, str], str] = {}
+        self._runs_lock = threading.Lock()
         self.timed = any(
             p.max_age_s is not None for s in engine.catalog for p in s.contract.exit_predicates
         )
@@ -289,6 +291,21 @@ class Gates:
                     )
         return changed
 
+    def run_for(self, engine: Maitred, tenant: str) -> str:
+        """The run ``engine`` logs ``tenant``'s turns under: its own run for no tenant, else one
+        run per tenant (``<run>-<tenant>``, recorded with the tenant on first use), so every
+        turn and decision of a tenant's sessions is stored with that tenant."""
+        if not tenant:
+            return ""
+        key = (id(engine), tenant)
+        with self._runs_lock:
+            run = self._runs.get(key)
+            if run is None:
+                base = engine.pipeline.run_id or "mcp"
+                run = engine.begin_run(f"{base}-{tenant}", tenant=tenant)
+                self._runs[key] = run
+        return run
+
     def keeper(self, account: str, *, tenant: str = "") -> Gatekeeper:
         """A new session for ``account`` (``tenant`` prefixes its id in the log)."""
         return Gatekeeper(self, account, tenant=tenant)
@@ -359,10 +376,14 @@ class Gatekeeper:
         self.account = account
         self.tenant = tenant
         sid = uuid.uuid4().hex[:16]
-        self.session = self.engine.session(account, id=f"{tenant}-{sid}" if tenant else sid)
+        self.session = self.engine.session(
+            account, id=f"{tenant}-{sid}" if tenant else sid, tenant=tenant
+        )
         self.shadow = gates.shadow
         self.shadow_session = (
-            self.shadow.session(account, id=f"{self.session.id}-shadow") if self.shadow else None
+            self.shadow.session(account, id=f"{self.session.id}-shadow", tenant=tenant)
+            if self.shadow
+            else None
         )
         #: names disclosed by find_tools (``None``: every tool may be listed)
         self.found: set[str] | None = set() if gates.finder is not None else None
@@ -404,9 +425,14 @@ class Gatekeeper:
         self.checked = None  # listed on state the watch has not seen
         return exposed
 
-    @staticmethod
-    def _listing(engine: Maitred, scope: Collection[str] | None, session: Any) -> tuple[str, ...]:
-        return engine.turn(LIST_TEXT, session=session, context=CallContext.scoped(scope)).exposed
+    def _listing(
+        self, engine: Maitred, scope: Collection[str] | None, session: Any
+    ) -> tuple[str, ...]:
+        context = CallContext(
+            run_id=self.gates.run_for(engine, self.tenant),
+            scope=None if scope is None else frozenset(scope),
+        )
+        return engine.turn(LIST_TEXT, session=session, context=context).exposed
 
     def would_list(
         self, snapshot: Snapshot, verdicts: dict[str, bool] | None = None
@@ -498,7 +524,8 @@ class Gatekeeper:
         if finder is None or self.found is None:
             raise ConfigError("find_tools needs 'disclosure: find_tools' in the gateway config")
         before = self.listed
-        turn = finder.turn(need, session=self.session)
+        context = CallContext(run_id=self.gates.run_for(finder, self.tenant))
+        turn = finder.turn(need, session=self.session, context=context)
         self.found.update(turn.exposed)
         catalog = finder.catalog
         answer: dict[str, Any] = {
