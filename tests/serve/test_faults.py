@@ -108,7 +108,8 @@ def test_a_sqlite_store_locked_under_load_fails_closed_is_counted_and_recovers(
     tmp_path: Path,
 ) -> None:
     base, proc = start_server(tmp_path)  # state_timeout_s: 0.2
-    holder = sqlite3.connect(tmp_path / "accounts.db", timeout=0, isolation_level=None)
+    # the holder waits for readers in flight (requests now read side by side, without a lock)
+    holder = sqlite3.connect(tmp_path / "accounts.db", timeout=5, isolation_level=None)
 
     def down() -> None:  # every read now waits past its deadline
         holder.execute("BEGIN EXCLUSIVE")
