@@ -204,6 +204,13 @@ def test_each_token_sees_its_own_account_across_a_stdio_and_an_http_upstream(
         ("acme", "add_note", "OK"),
         ("acme", "export_notes", "OK"),
     }
+    # the operator's routes need no token; /metrics counts each call under its outcome
+    base = deployment.url.rsplit("/", 1)[0]
+    assert httpx2.get(f"{base}/healthz").json() == {"status": "ok"}
+    metrics = httpx2.get(f"{base}/metrics").text
+    assert 'maitred_gateway_calls_total{code="TOOL_NOT_OFFERED"} 2.0' in metrics
+    assert 'maitred_gateway_calls_total{code="ALLOWED"} 3.0' in metrics
+    assert "maitred_gateway_listings_total 2.0" in metrics
 
 
 def test_the_official_mcp_sdk_client_gets_a_session_of_its_own_per_mcp_session(

@@ -82,6 +82,8 @@ from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from starlette.middleware import Middleware as AsgiMiddleware  # FastMCP's HTTP app is Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
 
 from maitred.actions.model import Rejection
 from maitred.errors import ConfigError, MaitredError
@@ -89,6 +91,7 @@ from maitred.gateway.channels import Channels
 from maitred.gateway.config import GatewayConfig, HttpServer, Token, Upstream
 from maitred.gateway.keeper import FIND_TOOLS, FIND_TOOLS_DESCRIPTION, Gatekeeper, Gates
 from maitred.gateway.limits import BodyLimit, argument_fault
+from maitred.gateway.metrics import CONTENT_TYPE, GatewayMetrics
 
 T = TypeVar("T")
 
@@ -148,6 +151,8 @@ class GateMiddleware(Middleware):
         self.keepers: OrderedDict[tuple[str, ...], Gatekeeper] = OrderedDict()
         #: how to reach each session outside a request (the state watch's way out)
         self.channels = Channels()
+        #: what ``GET /metrics`` shows (over HTTP)
+        self.metrics = GatewayMetrics(lambda: len(self.keepers))
 
     @staticmethod
     async def _engine(fn: Callable[[], T], keeper: Gatekeeper | None = None) -> T:
@@ -249,6 +254,7 @@ class GateMiddleware(Middleware):
             return []
         tools = await call_next(context)
         visible = set(await self._engine(keeper.visible, keeper))
+        self.metrics.listings.inc()
         return [t for t in tools if t.name in visible]
 
     async def on_call_tool(
@@ -256,15 +262,26 @@ class GateMiddleware(Middleware):
         context: MiddlewareContext[mt.CallToolRequestParams],
         call_next: CallNext[mt.CallToolRequestParams, ToolResult],
     ) -> ToolResult:
+        code, result = await self._call(context, call_next)
+        self.metrics.count_call(code)
+        return result
+
+    async def _call(
+        self,
+        context: MiddlewareContext[mt.CallToolRequestParams],
+        call_next: CallNext[mt.CallToolRequestParams, ToolResult],
+    ) -> tuple[str, ToolResult]:
+        """The call's result and the code it is counted under (``ALLOWED``: it reached the
+        upstream, whatever the upstream answered)."""
         name, args = context.message.name, dict(context.message.arguments or {})
         keeper = self._keeper(context)
         if keeper is None:
-            return _text_result(_AUTH_REQUIRED)
+            return "AUTH_REQUIRED", _text_result(_AUTH_REQUIRED)
         refused = argument_fault(name, args)  # NaN, a lone surrogate...: never decided
         if refused is not None:
-            return _text_result(refused)
+            return str(refused["code"]), _text_result(refused)
         if name == FIND_TOOLS and keeper.found is not None:
-            return await self._find(context, keeper, args)
+            return "FIND_TOOLS", await self._find(context, keeper, args)
         try:
             decision = await self._engine(lambda: keeper.check(name, args), keeper)
         except MaitredError as exc:  # not decided, or not durable: the call must not run
@@ -274,16 +291,17 @@ class GateMiddleware(Middleware):
                 f"{exc}); it was not executed. Try again later",
                 error="gate_unavailable",
             )
-            return _text_result(refusal.to_json())
+            return refusal.code, _text_result(refusal.to_json())
         if not decision.allow:
             payload = decision.tool_result()
             if keeper.found is not None and decision.code == "TOOL_NOT_OFFERED":
                 payload["hint"] = f"call {FIND_TOOLS} with what you need to do first"
-            return _text_result(payload, decision.decision_id)
+            return decision.code, _text_result(payload, decision.decision_id)
         upstream = keeper.upstream_of(name)
         try:
             result = await call_next(context)
         except Exception as exc:  # the upstream failed; the gateway must answer and stay up
+            self.metrics.upstream_failures.labels(upstream).inc()
             failed = Rejection(
                 "UPSTREAM_FAILED",
                 f"the upstream MCP server {upstream!r} failed on {name}: "
@@ -293,10 +311,11 @@ class GateMiddleware(Middleware):
                 error="upstream_failed",
                 executed=None,
             )
-            return _text_result({**failed.to_json(), "upstream": upstream}, decision.decision_id)
+            payload = {**failed.to_json(), "upstream": upstream}
+            return failed.code, _text_result(payload, decision.decision_id)
         result = _with_decision_id(result, decision.decision_id)
         if result.is_error:
-            return result
+            return "ALLOWED", result
         output = result.structured_content  # an object, so `records: {creates: ...}` can read it
         if keeper.mutates(name) or not keeper.lock.acquire(blocking=False):
             changed = await self._engine(lambda: keeper.after_call(name, args, output), keeper)
@@ -307,7 +326,7 @@ class GateMiddleware(Middleware):
                 keeper.lock.release()
         if changed:
             await _list_changed(context)
-        return result
+        return "ALLOWED", result
 
     async def _find(
         self,
@@ -472,11 +491,27 @@ async def open_gateway(config: GatewayConfig, *, http: bool = False) -> tuple[Fa
 
         server.tool(find_tools, name=FIND_TOOLS, description=FIND_TOOLS_DESCRIPTION)
     server.add_middleware(gate)
+    if http:
+        _add_routes(server, gate)
     # served by the SDK's low-level server: FastMCP 4 has no hook of its own for this method
     server._mcp_server.add_request_handler(
         "subscriptions/listen", mt.SubscriptionsListenRequestParams, gate.listen
     )
     return server, gates
+
+
+def _add_routes(server: FastMCP[Any], gate: GateMiddleware) -> None:
+    """The HTTP gateway's operator routes, beside the MCP endpoint and without its token:
+    ``GET /metrics`` (Prometheus text, :mod:`maitred.gateway.metrics`) and ``GET /healthz``
+    (the process serves). Both are for the operator's network, like the service's."""
+
+    @server.custom_route("/metrics", methods=["GET"], include_in_schema=False)
+    async def metrics(request: Request) -> Response:
+        return Response(gate.metrics.render(), media_type=CONTENT_TYPE)
+
+    @server.custom_route("/healthz", methods=["GET"], include_in_schema=False)
+    async def healthz(request: Request) -> Response:
+        return JSONResponse({"status": "ok"})
 
 
 async def serve_stdio(config: GatewayConfig) -> None:

@@ -1,0 +1,73 @@
+"""What the HTTP gateway's ``GET /metrics`` exposes, in the Prometheus text format.
+
+Each gateway has its own :class:`~prometheus_client.CollectorRegistry` (never the process-global
+one), so two gateways in one process -- tests, a benchmark -- count apart. Over stdio there is
+no HTTP endpoint; the counters are kept all the same (a test, or an embedding program, can read
+them from :attr:`GatewayMetrics.registry`).
+
+=====================================  ======================================================
+``maitred_gateway_calls_total``        ``tools/call`` outcomes by code: ``ALLOWED`` for a
+                                       call forwarded upstream, else the refusal's code
+                                       (``TOOL_NOT_OFFERED``, ``GATE_UNAVAILABLE``...)
+``maitred_gateway_listings_total``     ``tools/list`` answers served
+``maitred_gateway_upstream_failures``  calls allowed whose upstream then failed, by upstream
+``maitred_gateway_sessions``           gatekeepers (sessions) held in memory
+=====================================  ======================================================
+
+A capability that refuses calls for a reason of its own (rate limits, changed definitions)
+counts them here under its code, so one series answers "what did the gateway refuse, and why".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    generate_latest,
+)
+
+#: the content type of :meth:`GatewayMetrics.render`'s output
+CONTENT_TYPE = CONTENT_TYPE_LATEST
+
+__all__ = ["CONTENT_TYPE", "GatewayMetrics"]
+
+
+class GatewayMetrics:
+    """The gateway's counters, in one registry of its own."""
+
+    def __init__(self, sessions: Callable[[], int]) -> None:
+        self.registry = CollectorRegistry()
+        reg = self.registry
+        self.calls = Counter(
+            "maitred_gateway_calls",
+            "tools/call outcomes by code (ALLOWED: forwarded upstream).",
+            ("code",),
+            registry=reg,
+        )
+        self.listings = Counter(
+            "maitred_gateway_listings", "tools/list answers served.", registry=reg
+        )
+        self.upstream_failures = Counter(
+            "maitred_gateway_upstream_failures",
+            "Allowed calls whose upstream failed, by upstream.",
+            ("upstream",),
+            registry=reg,
+        )
+        self.sessions = Gauge(
+            "maitred_gateway_sessions", "Gatekeepers (sessions) held in memory.", registry=reg
+        )
+        self.sessions.set_function(lambda: float(sessions()))
+        for code in ("ALLOWED", "TOOL_NOT_OFFERED", "GATE_UNAVAILABLE", "AUTH_REQUIRED"):
+            self.calls.labels(code)  # present at zero, so dashboards see the series
+
+    def count_call(self, code: str) -> None:
+        """Count one ``tools/call`` answered with ``code`` (``ALLOWED``: forwarded)."""
+        self.calls.labels(code).inc()
+
+    def render(self) -> bytes:
+        """The Prometheus text exposition of every metric."""
+        return generate_latest(self.registry)
