@@ -213,6 +213,7 @@ class Gates:
         #: the watch may never skip a session whose account's state looks the same
         self._runs: dict[tuple[int, str], str] = {}
         self._runs_lock = threading.Lock()
+        self._named: tuple[object, tuple[str, ...], frozenset[str]] | None = None
         self.timed = any(
             p.max_age_s is not None for s in engine.catalog for p in s.contract.exit_predicates
         )
@@ -255,7 +256,20 @@ class Gates:
 
     @property
     def tool_names(self) -> tuple[str, ...]:
-        return tuple(s.name for s in self.engine.catalog)
+        """Every tool of the enforced catalog, in the upstreams' order."""
+        return self._names()[0]
+
+    def knows(self, name: str) -> bool:
+        """Whether ``name`` is a tool of the enforced catalog (a set lookup: a call at 1,000
+        tools must not scan them)."""
+        return name in self._names()[1]
+
+    def _names(self) -> tuple[tuple[str, ...], frozenset[str]]:
+        catalog = self.engine.catalog
+        if self._named is None or self._named[0] is not catalog:  # built once per catalog
+            names = tuple(s.name for s in catalog)
+            self._named = (catalog, names, frozenset(names))
+        return self._named[1], self._named[2]
 
     def recheck(self, keepers: Sequence[Gatekeeper]) -> list[Gatekeeper]:
         """One pass of the state watch over ``keepers``: those whose visible set changed.
@@ -388,6 +402,7 @@ class Gatekeeper:
         #: names disclosed by find_tools (``None``: every tool may be listed)
         self.found: set[str] | None = set() if gates.finder is not None else None
         self.listed: tuple[str, ...] | None = None
+        self._listed_as_set: tuple[tuple[str, ...], frozenset[str]] = ((), frozenset())
         #: the state the watch last found ``listed`` right for (see :meth:`refresh`)
         self.checked: str | None = None
         #: one request of this session at a time (its listing, found set and reads are its own);
@@ -482,11 +497,19 @@ class Gatekeeper:
         that cannot run now is ``TOOL_NOT_EXECUTABLE``.
         """
         call = ToolCall(name, dict(arguments or {}))
-        if name in self._offerable() and name not in (self.listed or ()):
+        offerable = self.gates.knows(name) and (self.found is None or name in self.found)
+        if offerable and name not in self._listed_set():
             self.visible()
         if self.shadow is not None and self.shadow_session is not None:
             self.shadow.check(call, session=self.shadow_session)
         return self.engine.check(call, session=self.session)
+
+    def _listed_set(self) -> frozenset[str]:
+        """:attr:`listed` as a set, built once per listing."""
+        listed = self.listed or ()
+        if self._listed_as_set[0] is not listed:
+            self._listed_as_set = (listed, frozenset(listed))
+        return self._listed_as_set[1]
 
     def mutates(self, name: str) -> bool:
         """Whether ``name`` may change the account's state (only then can a call to it change
