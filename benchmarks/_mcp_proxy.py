@@ -5,25 +5,46 @@ proxy (``fastmcp.server.create_proxy`` over a kept-alive stdio transport, ``mode
 the difference the benchmark measures is maitred's middleware and nothing else.
 
     python benchmarks/_mcp_proxy.py -- python benchmarks/_mcp_upstream.py --tools 10
+    python benchmarks/_mcp_proxy.py --http 0 -- python benchmarks/_mcp_upstream.py --tools 10
+
+With ``--http PORT`` it serves streamable HTTP on 127.0.0.1 instead (0: a free port), without
+auth, and prints ``serving http://127.0.0.1:N/mcp`` on stderr once the socket is bound.
 """
 
 from __future__ import annotations
 
+import socket
 import sys
 
+import anyio
 from fastmcp.client.transports import StdioTransport
 from fastmcp.server import create_proxy
 
 
 def main() -> None:
     argv = sys.argv[1:]
+    port: int | None = None
+    if argv[:1] == ["--http"]:
+        port, argv = int(argv[1]), argv[2:]
     if argv[:1] == ["--"]:
         argv = argv[1:]
     if not argv:
-        sys.exit("usage: _mcp_proxy.py -- COMMAND [ARGS...]  (the upstream MCP server)")
+        sys.exit("usage: _mcp_proxy.py [--http PORT] -- COMMAND [ARGS...]  (the upstream)")
     transport = StdioTransport(argv[0], argv[1:], keep_alive=True)
-    create_proxy(transport, mode="auto", name="plain-proxy").run(
-        transport="stdio", show_banner=False
+    proxy = create_proxy(transport, mode="auto", name="plain-proxy")
+    if port is None:
+        proxy.run(transport="stdio", show_banner=False)
+        return
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", port))
+    sock.listen(128)
+    bound = sock.getsockname()[1]
+    print(f"serving http://127.0.0.1:{bound}/mcp", file=sys.stderr, flush=True)
+    anyio.run(
+        lambda: proxy.run_http_async(
+            show_banner=False, host="127.0.0.1", port=bound, log_level="warning", sockets=[sock]
+        )
     )
 
 

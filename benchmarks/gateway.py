@@ -16,26 +16,35 @@ call (a tool hidden for the account, answered by the gateway without the upstrea
 too, for reference. The account is on the free plan, so a fifth of the tools are hidden and
 the gateway's list is shorter than the proxy's: per-session filtering is part of its cost.
 
+With ``--transport http`` both sides serve streamable HTTP on loopback instead (each a
+subprocess; the proxy without auth, the gateway with a bearer token), which is how a team
+deploys a shared gateway.
+
 Bounded: ``--calls`` and ``--lists`` timed operations per side and size after a short warm-up
-(about two minutes on a shared 2-core machine); loopback pipes only.
+(about two minutes on a shared 2-core machine); loopback only.
 
     PYTHONPATH=src .venv/bin/python benchmarks/gateway.py
     PYTHONPATH=src .venv/bin/python benchmarks/gateway.py --sizes 10 --calls 100 --lists 20
+    PYTHONPATH=src .venv/bin/python benchmarks/gateway.py --transport http
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime as dt
+import hashlib
 import json
 import math
 import os
+import re
 import shlex
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -60,17 +69,29 @@ def _env() -> dict[str, str]:
     return {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(SRC)}
 
 
-def write_site(root: Path, tools: int) -> Path:
-    """Accounts, contracts and a gateway config for ``tools`` generated tools; the config."""
+#: the bearer token the HTTP gateway's client presents (only its hash is in the config)
+TOKEN = "bench-token-3f9a1c"
+
+
+def write_site(root: Path, tools: int, *, http: bool = False) -> Path:
+    """Accounts, contracts and a gateway config for ``tools`` generated tools; the config
+    (``http``: served on a free loopback port, for one bearer token)."""
     (root / "accounts.json").write_text(
         json.dumps({"acc-1": {"account": {"plan": "free", "status": "active"}}}),
         encoding="utf-8",
     )
     (root / "bench.maitred.yaml").write_text(sidecar(tools), encoding="utf-8")
     config = root / "gateway.yaml"
+    served = (
+        "server: {host: 127.0.0.1, port: 0}\n"
+        "tokens:\n"
+        f"  - {{token_sha256: {hashlib.sha256(TOKEN.encode()).hexdigest()}, "
+        "tenant: bench, account: acc-1}\n"
+        if http
+        else "account: acc-1\n"
+    )
     config.write_text(
-        "account: acc-1\n"
-        "state: accounts.json\n"
+        served + "state: accounts.json\n"
         "log: gateway.sqlite\n"
         "upstreams:\n"
         "  - name: bench\n"
@@ -103,6 +124,61 @@ def transports(root: Path, tools: int) -> dict[str, StdioTransport]:
             log_file=log,
         ),
     }
+
+
+def _served(args: list[str], log: Path) -> tuple[subprocess.Popen[str], str]:
+    """Start one HTTP side (``args``) and wait for the address it prints on stderr."""
+    with log.open("a", encoding="utf-8") as sink:
+        popen = subprocess.Popen(
+            args, env=_env(), stdin=subprocess.DEVNULL, stdout=sink, stderr=subprocess.PIPE,
+            text=True,
+        )  # fmt: skip
+    assert popen.stderr is not None
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        line = popen.stderr.readline()
+        if not line:
+            raise RuntimeError(f"{args[1]} exited before serving (see {log})")
+        found = re.search(r"serving (http://\S+)", line)
+        if found:
+            return popen, found.group(1)
+    raise RuntimeError(f"{args[1]} did not serve within 300 s")
+
+
+@asynccontextmanager
+async def http_clients(root: Path, tools: int) -> AsyncIterator[dict[str, Client[Any]]]:
+    """Both sides served over streamable HTTP on loopback, and a client of each."""
+    config = write_site(root, tools, http=True)
+    log = root / "stderr.log"
+    upstream = [sys.executable, str(HERE / "_mcp_upstream.py"), "--tools", str(tools)]
+    proxy_cmd = [sys.executable, str(HERE / "_mcp_proxy.py"), "--http", "0", "--", *upstream]
+    gateway_cmd = [sys.executable, "-m", "maitred.cli.main", "mcp", "--config", str(config)]
+    started: list[subprocess.Popen[str]] = []
+    try:
+        proxy, proxy_url = _served(proxy_cmd, log)
+        started.append(proxy)
+        gateway, gateway_url = _served(gateway_cmd, log)
+        started.append(gateway)
+        async with (
+            Client(proxy_url, timeout=120) as px,
+            Client(gateway_url, auth=TOKEN, timeout=120) as gw,
+        ):
+            yield {"proxy": px, "gateway": gw}
+    finally:
+        for popen in started:
+            popen.terminate()
+            popen.wait(timeout=30)
+
+
+@asynccontextmanager
+async def stdio_clients(root: Path, tools: int) -> AsyncIterator[dict[str, Client[Any]]]:
+    """Both sides launched over stdio, as an MCP client launches a local server."""
+    sides = transports(root, tools)
+    async with (
+        Client(sides["proxy"], timeout=120) as proxy,
+        Client(sides["gateway"], timeout=120, init_timeout=300) as gateway,
+    ):
+        yield {"proxy": proxy, "gateway": gateway}
 
 
 Op = Callable[[Client[Any]], Awaitable[Any]]
@@ -162,7 +238,7 @@ async def phase(
 
 
 async def measure(
-    tools: int, calls: int, lists: int, warmup: int, max_seconds: float
+    tools: int, calls: int, lists: int, warmup: int, max_seconds: float, transport: str = "stdio"
 ) -> dict[str, Any]:
     """Time both sides over one catalog size: samples (seconds) and CPU per op, by side."""
     visible, refused = tool_name(0), tool_name(next(i for i in range(tools) if hidden(i)))
@@ -176,18 +252,15 @@ async def measure(
 
     async def refuse(client: Client[Any]) -> Any:
         result = await client.call_tool(refused, {"n": 7}, raise_on_error=False)
-        assert result.is_error and "TOOL_NOT_EXECUTABLE" in result.content[0].text, result
+        assert result.is_error and "TOOL_NOT_OFFERED" in result.content[0].text, result
 
     samples: dict[str, dict[str, list[float]]] = {"proxy": {}, "gateway": {}}
     cpu: dict[str, dict[str, float]] = {"proxy": {}, "gateway": {}}
     with tempfile.TemporaryDirectory(prefix="maitred-gwbench-") as tmp:
-        sides = transports(Path(tmp), tools)
         started = time.perf_counter()
-        async with (
-            Client(sides["proxy"], timeout=120) as proxy,
-            Client(sides["gateway"], timeout=120, init_timeout=300) as gateway,
-        ):
-            clients = {"proxy": proxy, "gateway": gateway}
+        serve = http_clients if transport == "http" else stdio_clients
+        async with serve(Path(tmp), tools) as clients:
+            gateway = clients["gateway"]
             print(f"  {tools:,} tools: both sides up in {time.perf_counter() - started:.1f}s",
                   file=sys.stderr, flush=True)  # fmt: skip
             shown = {k: len(await listing(c)) for k, c in clients.items()}
@@ -202,7 +275,9 @@ async def measure(
                 got, used = await phase(on, op, count, warm, max_seconds)
                 for side in on:
                     samples[side][what], cpu[side][what] = got[side], used.get(side, math.nan)
-    return {"tools": tools, "shown": shown, "samples": samples, "cpu": cpu}
+    return {
+        "tools": tools, "transport": transport, "shown": shown, "samples": samples, "cpu": cpu
+    }  # fmt: skip
 
 
 def rows(result: dict[str, Any]) -> list[dict[str, Any]]:
@@ -286,13 +361,27 @@ def main() -> None:
         default=60.0,
         help="stop a phase (one size, one operation) after this",
     )
+    parser.add_argument(
+        "--transport",
+        choices=("stdio", "http"),
+        default="stdio",
+        help="how both sides are served (http: loopback streamable HTTP, gateway with a token)",
+    )
     parser.add_argument("--json-out", type=Path, help="also write the rows and samples here")
     args = parser.parse_args()
     results = []
     load = os.getloadavg()[0]
     for tools in (int(s) for s in args.sizes.split(",")):
         results.append(
-            anyio.run(measure, tools, args.calls, args.lists, args.warmup, args.max_seconds)
+            anyio.run(
+                measure,
+                tools,
+                args.calls,
+                args.lists,
+                args.warmup,
+                args.max_seconds,
+                args.transport,
+            )
         )
     all_rows = [row for result in results for row in rows(result)]
     shown = table(all_rows, {r["tools"]: r["shown"] for r in results})
