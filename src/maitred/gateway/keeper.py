@@ -70,7 +70,7 @@ from pathlib import Path
 from typing import Any
 
 from maitred._canonical import content_hash
-from maitred.actions.model import Decision, ToolCall
+from maitred.actions.model import ApprovalAnswer, Decision, ToolCall
 from maitred.build import PipelineOptions, build_pipeline, check_against_state
 from maitred.context import CallContext
 from maitred.contract.tool_sidecar import SUFFIX, load_tool_contracts
@@ -487,6 +487,11 @@ class Gatekeeper:
         if self.shadow is not None and self.shadow_session is not None:
             self.shadow.check(call, session=self.shadow_session)
         return self.engine.check(call, session=self.session)
+
+    def approve(self, pending: Decision, answer: ApprovalAnswer, via: str = "") -> Decision:
+        """Decide ``pending``'s call again with the person's ``answer`` (logged, flushed):
+        the decision that lets the call run, or its refusal (:meth:`Maitred.approve`)."""
+        return self.engine.approve(pending, answer, session=self.session, via=via)
 
     def mutates(self, name: str) -> bool:
         """Whether ``name`` may change the account's state (only then can a call to it change
