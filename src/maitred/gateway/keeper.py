@@ -490,7 +490,10 @@ class Gatekeeper:
 
     def approve(self, pending: Decision, answer: ApprovalAnswer, via: str = "") -> Decision:
         """Decide ``pending``'s call again with the person's ``answer`` (logged, flushed):
-        the decision that lets the call run, or its refusal (:meth:`Maitred.approve`)."""
+        the decision that lets the call run, or its refusal (:meth:`Maitred.approve`).
+
+        The shadow run keeps only its own first decision on the call: the person answered the
+        enforced run's question, not the shadow's."""
         return self.engine.approve(pending, answer, session=self.session, via=via)
 
     def mutates(self, name: str) -> bool:
