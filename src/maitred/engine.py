@@ -53,7 +53,14 @@ from typing import Any
 
 from maitred.actions.document import ActionState, SnapshotState
 from maitred.actions.gate import ActionGate
-from maitred.actions.model import Decision, ToolCall, new_call_id
+from maitred.actions.model import (
+    APPROVAL_REQUIRED,
+    Approval,
+    ApprovalAnswer,
+    Decision,
+    ToolCall,
+    new_call_id,
+)
 from maitred.actions.packs import Pack, load_pack
 from maitred.actions.rules import Rulebook, ToolRules
 from maitred.actions.session import Session
@@ -329,6 +336,7 @@ class Maitred:
         session: Session,
         state: ActionState | Snapshot | Mapping[str, Any] | None = None,
         durable: bool = True,
+        approval: Approval | None = None,
     ) -> Decision:
         """May this call run now? Allow, or reject with a code the model can act on.
 
@@ -340,6 +348,8 @@ class Maitred:
                 predicates declare are fetched from the engine's provider for the session's
                 account.
             durable: flush the log before returning (see :meth:`turn`).
+            approval: a person's answer to an earlier ``APPROVAL_REQUIRED`` decision on this
+                call (use :meth:`approve`).
         """
         tc = call if isinstance(call, ToolCall) else _tool_call(call)
         if not tc.id:  # the logged call id is never empty: one the client can quote back
@@ -348,11 +358,48 @@ class Maitred:
         tool = self.rulebook.tools.get(tc.name)
         src = state if state is not None or tool is None else self._fetch(tool, session.account)
         decision = self.action_gate.check(
-            tc, src if src is not None else {}, session, offered=offered, turn_id=turn_id
+            tc,
+            src if src is not None else {},
+            session,
+            offered=offered,
+            turn_id=turn_id,
+            approval=approval,
         )
         if durable and self.log is not None:
             self.log.flush()
         return decision
+
+    def approve(
+        self,
+        pending: Decision,
+        answer: ApprovalAnswer,
+        *,
+        session: Session,
+        via: str = "",
+        durable: bool = True,
+    ) -> Decision:
+        """Decide ``pending``'s call again with a person's ``answer`` (logged like any check).
+
+        ``approve`` re-checks the call in full on fresh state with its approval rules
+        satisfied: the result is the decision that lets the call run (or a rule's refusal,
+        when the state changed meanwhile). ``decline`` / ``cancel`` is ``APPROVAL_DECLINED``.
+        Either way the new decision names ``pending`` in ``approval.of``.
+
+        Raises:
+            ConfigError: ``pending`` is not an ``APPROVAL_REQUIRED`` decision of ``session``.
+        """
+        if pending.code != APPROVAL_REQUIRED or pending.approval is not None:
+            raise ConfigError(
+                f"decision {pending.decision_id} is {pending.code}, not a pending "
+                f"{APPROVAL_REQUIRED}: only a call that asked for approval can be approved"
+            )
+        if pending.session_id != session.id:
+            raise ConfigError(
+                f"decision {pending.decision_id} belongs to session {pending.session_id!r}, "
+                f"not {session.id!r}"
+            )
+        given = Approval(pending.decision_id, answer, via)
+        return self.check(pending.call, session=session, durable=durable, approval=given)
 
     def _offer(self, session: Session) -> tuple[frozenset[str], str]:
         """What ``session`` was offered, and by which turn (see the module docstring).

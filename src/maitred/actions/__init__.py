@@ -16,7 +16,7 @@ log: :meth:`Decision.to_json` is the row it will take.
 
 from maitred.actions.document import ActionState, DocumentState, SnapshotState
 from maitred.actions.gate import ActionGate
-from maitred.actions.model import Decision, ToolCall
+from maitred.actions.model import Approval, Decision, ToolCall
 from maitred.actions.rules import (
     PolicyPredicate,
     Rulebook,
@@ -32,6 +32,7 @@ from maitred.actions.wrap import GatedRegistry, Outcome, gate_tool
 __all__ = [
     "ActionGate",
     "ActionState",
+    "Approval",
     "Decision",
     "DocumentState",
     "GatedRegistry",

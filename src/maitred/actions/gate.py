@@ -21,7 +21,14 @@ arguments, the authoritative state and the session's record, and returns a
    predicate rejects with its rule's code; a missing or stale read or an error rejects a
    mutating call with ``STATE_MISSING`` / ``STATE_STALE`` / ``PREDICATE_ERROR`` and says that
    the gate failed closed. The first predicate that holds (in declaration order) gives the code;
-   every outcome is kept on the decision.
+   every outcome is kept on the decision;
+4. approval rules (``PolicyPredicate.approval``) last: when every other rule passed and an
+   approval rule holds, the call needs a person's yes -> ``APPROVAL_REQUIRED``, with the
+   rules' messages for the person on :attr:`Decision.approval_message`. Nobody is asked about
+   a call that would be refused anyway. A call checked again with the person's
+   :class:`~maitred.actions.model.Approval` (``check(..., approval=...)``) is decided in full
+   once more with its approval rules satisfied when the answer is ``approve``, and is
+   ``APPROVAL_DECLINED`` otherwise; the decision carries the answer.
 
 The gate never calls a model, never writes to the state, and takes its clock as an argument, so
 a decision can be replayed from the values it read. Given a ``log`` (a
@@ -40,12 +47,15 @@ from typing import Any
 from maitred.actions.arguments import ArgumentChecker
 from maitred.actions.document import MISSING, ActionState, SnapshotState, as_action_state, walk
 from maitred.actions.model import (
+    APPROVAL_DECLINED,
+    APPROVAL_REQUIRED,
     FAIL_CLOSED_CODES,
     OK,
     STATE_UNAVAILABLE,
     TOOL_NOT_EXECUTABLE,
     TOOL_NOT_OFFERED,
     TOOL_UNKNOWN,
+    Approval,
     Decision,
     ToolCall,
     new_call_id,
@@ -161,17 +171,24 @@ class ActionGate:
         offered: Collection[str] | None = None,
         now: float | None = None,
         turn_id: str = "",
+        approval: Approval | None = None,
     ) -> Decision:
         """Allow or reject ``call`` (see the module docstring for the order of checks).
 
         The decision carries ``session.id`` and ``turn_id`` (the logged turn whose menu offered
         the call); with a ``log``, it is recorded before it is returned (a log that fails
         raises, and the call must then not run), and a call without an id gets a fresh one
-        (``call-<hex>``), so no logged call has an empty id.
+        (``call-<hex>``), so no logged call has an empty id. ``approval`` is a person's answer
+        to an earlier ``APPROVAL_REQUIRED`` decision on this same call; the decision carries it.
         """
         if self.log is not None and not call.id:
             call = replace(call, id=new_call_id())
-        decision = self._decide(call, state, session, offered, now)
+        if approval is not None and approval.answer != "approve":
+            decision = self._declined(call, approval, self.clock() if now is None else now)
+        else:  # no answer yet, or a yes: decided in full (again)
+            decision = self._decide(call, state, session, offered, now, approval)
+        if approval is not None:
+            decision = replace(decision, approval=approval)
         if (session is not None and session.id) or turn_id:
             tenant = session.tenant if session else ""
             decision = replace(
@@ -188,6 +205,7 @@ class ActionGate:
         session: Session | None,
         offered: Collection[str] | None,
         now: float | None,
+        approval: Approval | None = None,
     ) -> Decision:
         at = self.clock() if now is None else now
         tool = self.rulebook.tools.get(call.name)
@@ -223,17 +241,37 @@ class ActionGate:
             return self._reject(
                 call, problem.code, problem.message, problem.fields, tool.mutates, at
             )
-        return self._policy_decision(call, tool, src, session or Session(), at)
+        return self._policy_decision(call, tool, src, session or Session(), at, approval)
 
     def _policy_decision(
-        self, call: ToolCall, tool: ToolRules, state: ActionState, session: Session, at: float
+        self,
+        call: ToolCall,
+        tool: ToolRules,
+        state: ActionState,
+        session: Session,
+        at: float,
+        approval: Approval | None = None,
     ) -> Decision:
         snapshot = self._snapshot(call, tool.predicates, state, session, at)
         outcomes = tuple(evaluate(p.predicate, snapshot, at) for p in tool.predicates)
-        first = next((i for i, o in enumerate(outcomes) if o.holds), None)
+        # an approval rule that holds asks a person (below); one that could not be decided
+        # refuses like any other rule
+        first = next(
+            (
+                i
+                for i, o in enumerate(outcomes)
+                if o.holds and not (tool.predicates[i].approval and o.status == "ok")
+            ),
+            None,
+        )
         if first is None:
+            pairs = zip(tool.predicates, outcomes, strict=True)
+            asks = [p for p, o in pairs if p.approval and o.holds]
+            if asks and approval is None:
+                return self._ask(call, tool, asks, outcomes, at)
+            said = "allowed after a person's approval" if asks else "allowed"
             return Decision(
-                call, "allow", OK, "allowed", "", (), outcomes, tool.mutates, at, self._label
+                call, "allow", OK, said, "", (), outcomes, tool.mutates, at, self._label
             )
         pred, outcome = tool.predicates[first], outcomes[first]
         if outcome.status == "ok":
@@ -249,6 +287,45 @@ class ActionGate:
             "or ask for help"
         )
         return self._reject(call, code, text, pred.fields, tool.mutates, at, outcomes, pred)
+
+    def _ask(
+        self,
+        call: ToolCall,
+        tool: ToolRules,
+        asks: Sequence[PolicyPredicate],
+        outcomes: tuple[PredicateOutcome, ...],
+        at: float,
+    ) -> Decision:
+        """The refusal that asks for a person's yes (every other rule passed)."""
+        shown = " ".join(dict.fromkeys(p.message for p in asks if p.message))
+        why = f"a person must approve this call before it runs ({shown})"
+        decision = self._reject(
+            call, APPROVAL_REQUIRED, why, (), tool.mutates, at, outcomes, asks[0]
+        )
+        return replace(
+            decision,
+            message_for_model=(
+                f"Not run yet ({APPROVAL_REQUIRED}): {why}. The call was not executed and "
+                "nothing was changed; it can run once the user approves it."
+            ),
+            approval_message=shown,
+        )
+
+    def _declined(self, call: ToolCall, approval: Approval, at: float) -> Decision:
+        """The refusal of a call the person did not approve (nothing else is evaluated)."""
+        tool = self.rulebook.tools.get(call.name)
+        said = "declined" if approval.answer == "decline" else "dismissed the question"
+        why = f"the user was asked to approve this call and {said}"
+        decision = self._reject(
+            call, APPROVAL_DECLINED, why, (), True if tool is None else tool.mutates, at
+        )
+        return replace(
+            decision,
+            message_for_model=(
+                f"Rejected ({APPROVAL_DECLINED}): {why}. The call was not executed and "
+                "nothing was changed; do not try it again unless the user asks for it."
+            ),
+        )
 
     def _snapshot(
         self,

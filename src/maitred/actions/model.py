@@ -22,7 +22,19 @@ Gate-level codes (rule packs add their own, e.g. ``AIRLINE_CANCEL_NOT_ELIGIBLE``
   failed closed;
 * ``STATE_UNAVAILABLE`` -- the state store could not be read (down, past its deadline): the
   kernel hides every tool whose exit predicates read state (``cause`` ``state_unavailable``),
-  and a mutating call fails closed without evaluating its call policies either.
+  and a mutating call fails closed without evaluating its call policies either;
+* ``APPROVAL_REQUIRED`` -- every rule passed, but an approval rule holds: a person must say yes
+  before the call runs (:attr:`Decision.approval_message` is what they are shown). The library
+  and the HTTP service refuse with it (the application asks the person itself); the MCP gateway
+  asks through MCP elicitation;
+* ``APPROVAL_DECLINED`` -- the person said no, or dismissed the question.
+
+**Approval by a person** takes two decisions, both logged: the one that asks
+(``APPROVAL_REQUIRED``), then the one that answers, made when the call comes back with the
+person's answer (:class:`Approval`, on :attr:`Decision.approval`, naming the first decision in
+``of``). A yes re-checks the call in full -- the state may have changed while the person read
+the question -- with its approval rules satisfied, so the second decision is ``OK`` or a rule's
+refusal; a no is ``APPROVAL_DECLINED``. The second decision is the one that lets the call run.
 
 So a tool hidden at stage 2 is, at stage 5, ``TOOL_NOT_EXECUTABLE`` -- or ``STATE_UNAVAILABLE``
 when the kernel's cause is ``state_unavailable`` -- and :attr:`Decision.cause` carries the
@@ -46,9 +58,13 @@ from typing import Any, Literal
 
 from maitred._canonical import content_hash
 from maitred.contract.evaluate import PredicateOutcome
+from maitred.contract.policy import APPROVAL_DECLINED as APPROVAL_DECLINED  # the contract's
+from maitred.contract.policy import APPROVAL_REQUIRED as APPROVAL_REQUIRED  # codes, re-exported
 from maitred.decision import Cause
 
 Verdict = Literal["allow", "reject"]
+#: a person's answer to an approval: yes, no, or the question dismissed unanswered
+ApprovalAnswer = Literal["approve", "decline", "cancel"]
 
 OK = "OK"
 TOOL_UNKNOWN = "TOOL_UNKNOWN"
@@ -90,6 +106,24 @@ class ToolCall:
 
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "arguments": dict(self.arguments), "id": self.id}
+
+
+@dataclass(frozen=True)
+class Approval:
+    """A person's answer to the decision that asked for it (see the module docstring).
+
+    Attributes:
+        of: the decision id of the ``APPROVAL_REQUIRED`` decision answered.
+        answer: ``"approve"`` (an explicit yes), ``"decline"`` or ``"cancel"``.
+        via: how the person was asked (``"mcp-elicitation"``; ``""``: the application's own way).
+    """
+
+    of: str
+    answer: ApprovalAnswer
+    via: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"of": self.of, "answer": self.answer, "via": self.via}
 
 
 @dataclass(frozen=True)
@@ -154,6 +188,9 @@ class Decision:
         cause: the decision kernel's cause when it hid the tool because the state could not be
             trusted (``"state_unavailable"``, ``"account_not_found"``); None otherwise.
         tenant: the tenant of that session (``""``: an engine used without tenants).
+        approval_message: for ``APPROVAL_REQUIRED``: what the person who must approve is shown
+            (the holding approval rules' messages).
+        approval: the person's answer this decision was made with (``None``: none).
     """
 
     call: ToolCall
@@ -171,6 +208,8 @@ class Decision:
     turn_id: str = ""
     cause: Cause | None = None
     tenant: str = ""
+    approval_message: str = ""
+    approval: Approval | None = None
 
     @property
     def allow(self) -> bool:
@@ -231,6 +270,10 @@ class Decision:
             out["cause"] = self.cause
         if self.tenant:  # likewise: decisions made without tenants keep their form
             out["tenant"] = self.tenant
+        if self.approval_message:  # likewise: only decisions that ask a person
+            out["approval_message"] = self.approval_message
+        if self.approval is not None:  # likewise: only decisions made with a person's answer
+            out["approval"] = self.approval.to_json()
         return out
 
 

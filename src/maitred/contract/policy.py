@@ -29,6 +29,14 @@ usually declared in the tool file's sidecar (:mod:`maitred.contract.tool_sidecar
 names the tools a rule applies to when it is declared once for several (a sidecar's top-level
 ``policies`` list); a rule declared under one tool applies to that tool.
 
+**Approval rules.** A policy predicate marked ``approval`` holds when a *person* must say yes
+before the call runs, not when the call is wrong: its code is always :data:`APPROVAL_REQUIRED`,
+and its ``message`` is what that person is shown. The action gate refuses a call whose approval
+rule holds with that code (after every other rule passed), and lets it run when the call comes
+back with the person's yes (:class:`~maitred.actions.model.Approval`). A sidecar writes one as
+``approve: true`` or ``approve: <CEL condition>`` (:mod:`maitred.contract.tool_sidecar`). An
+approval rule that cannot be evaluated fails closed like any other rule.
+
 Every predicate on a *mutating* tool must fail closed (``on_missing`` and ``on_stale`` are
 ``"block"``): :class:`~maitred.actions.Rulebook` refuses anything else, so a silent wrong state
 cannot come from a missing key.
@@ -46,6 +54,10 @@ from maitred.contract.predicate import CelPredicate, Predicate, PythonPredicate,
 from maitred.errors import ContractError
 
 ROOTS = ("args", "state", "session")
+#: the code of every approval rule (and of the gate's decision that asks for a person's yes)
+APPROVAL_REQUIRED = "APPROVAL_REQUIRED"
+#: the code of the decision made when the person did not say yes
+APPROVAL_DECLINED = "APPROVAL_DECLINED"
 
 
 @dataclass(frozen=True)
@@ -76,6 +88,8 @@ class PolicyPredicate:
         optional: reads that may be absent (the predicate then sees ``None``).
         explain: for Python rules, the rule itself (called again for the message on reject).
         fields: offending argument paths when no explanation gives them.
+        approval: the rule asks a person rather than refusing: when it holds, the call needs
+            a yes (code :data:`APPROVAL_REQUIRED`; ``message`` is shown to the person).
     """
 
     predicate: Predicate
@@ -84,8 +98,19 @@ class PolicyPredicate:
     optional: frozenset[str] = frozenset()
     explain: Rule | None = field(default=None, compare=False)
     fields: tuple[str, ...] = ()
+    approval: bool = False
 
     def __post_init__(self) -> None:
+        if self.approval and self.code != APPROVAL_REQUIRED:
+            raise ContractError(
+                f"policy predicate {self.name!r}: an approval rule's code is {APPROVAL_REQUIRED}, "
+                f"not {self.code!r}"
+            )
+        if not self.approval and self.code in (APPROVAL_REQUIRED, APPROVAL_DECLINED):
+            raise ContractError(
+                f"policy predicate {self.name!r}: code {self.code} is kept for approval by a "
+                "person (write the rule with `approve:`), or choose another code"
+            )
         if not self.code or not self.code.replace("_", "").isalnum() or not self.code.isupper():
             raise ContractError(
                 f"policy predicate {self.name!r}: code {self.code!r} must be UPPER_SNAKE_CASE "
@@ -142,6 +167,7 @@ def policy_rule(
     message: str = "",
     fields: Sequence[str] = (),
     max_age_s: float | None = None,
+    approval: bool = False,
 ) -> Callable[[Rule], PolicyPredicate]:
     """Declare a Python function ``rule(view) -> Violation | None`` as a policy predicate.
 
@@ -154,6 +180,9 @@ def policy_rule(
             if view["args.amount"] > order["paid"]:
                 return Violation(f"amount exceeds the {order['paid']} paid", ("amount",))
             return None
+
+    With ``approval=True`` the rule asks a person instead (see the module docstring); give
+    ``code=APPROVAL_REQUIRED``.
     """
 
     keys = tuple(reads)
@@ -171,7 +200,7 @@ def policy_rule(
             version=_source_version(rule, keys, code),
         )
         return PolicyPredicate(
-            predicate, code, tuple(tools), frozenset(optional), rule, tuple(fields)
+            predicate, code, tuple(tools), frozenset(optional), rule, tuple(fields), approval
         )
 
     return wrap
@@ -190,10 +219,13 @@ def cel_rule(
     source: str = "",
     optional: Iterable[str] = (),
     origin: str = "",
+    approval: bool = False,
 ) -> PolicyPredicate:
     """A policy predicate written in CEL (holds = violation), e.g.
     ``cel_rule("size(args.passengers) > 5", name="too_many", code="MAX_PASSENGERS", ...)``;
-    ``origin`` is where it was written (``path:line``), for load-time type errors."""
+    ``origin`` is where it was written (``path:line``), for load-time type errors. With
+    ``approval=True`` it holds when a person must approve the call instead (code
+    :data:`APPROVAL_REQUIRED`)."""
     keys = tuple(reads)
     bracketed = [k for k in keys if "[" in k]
     if bracketed:
@@ -204,7 +236,9 @@ def cel_rule(
     predicate = CelPredicate(
         expression, name, keys, max_age_s=max_age_s, message=message, source=source, origin=origin
     )
-    return PolicyPredicate(predicate, code, tuple(tools), frozenset(optional), fields=tuple(fields))
+    return PolicyPredicate(
+        predicate, code, tuple(tools), frozenset(optional), fields=tuple(fields), approval=approval
+    )
 
 
 def _first_line(doc: str | None) -> str:
@@ -222,4 +256,13 @@ def _source_version(rule: Rule, reads: tuple[str, ...], code: str) -> str:
     return text_hash("\n".join([src, code, *reads]))
 
 
-__all__ = ["ROOTS", "PolicyPredicate", "Rule", "Violation", "cel_rule", "policy_rule"]
+__all__ = [
+    "APPROVAL_DECLINED",
+    "APPROVAL_REQUIRED",
+    "ROOTS",
+    "PolicyPredicate",
+    "Rule",
+    "Violation",
+    "cel_rule",
+    "policy_rule",
+]

@@ -202,13 +202,15 @@ def _predicates(
 
 
 def _entry_field(node: yaml.Node | None, message: str) -> yaml.Node | None:
-    """The entry's field the message is about (``expr`` for a CEL problem), else the entry."""
+    """The entry's field the message is about (``expr`` or ``approve`` for a CEL problem), else
+    the entry."""
     fields = _value_nodes(node)
-    for key in ("expr", "reads", "python", "max_age_s", "name"):
+    for key in ("expr", "approve", "reads", "python", "max_age_s", "code", "name"):
         if key in fields and f"`{key}`" in message:
             return fields[key]
-    if "CEL expression" in message and "expr" in fields:
-        return fields["expr"]
+    for key in ("expr", "approve"):
+        if "CEL expression" in message and key in fields:
+            return fields[key]
     return node
 
 

@@ -32,12 +32,20 @@ contracts from ``tools.maitred.yaml`` in the same folder -- the same contract mo
             fields: [amount]
             message: The refund is larger than what was paid.
           - python: rules.py:refund_window        # file (relative to the YAML) or module path
+          - name: large_refund_needs_a_yes        # approval by a person: `approve: true`, or
+            approve: args.amount > 100            # a CEL condition over args/state/session
+            reads: [args.amount]
+            message: Refunds over 100 need a person's yes.   # what the person is shown
 
 A ``python:`` entry names a :class:`~maitred.contract.policy.PolicyPredicate`, a list of them,
 or a *factory* -- a function whose parameters are filled from ``settings`` by name (the values
 given at load time override the file's defaults) -- returning one or a list. A predicate a
-factory made carries the settings it was given in its version. A tool of the file without an
-entry gets an empty contract (it does not mutate and has no rules); an entry naming no tool of
+factory made carries the settings it was given in its version. An ``approve`` entry is an
+approval rule (:mod:`maitred.contract.policy`): it takes no ``code`` (its code is always
+``APPROVAL_REQUIRED``); ``approve: true`` asks for every call (and reads the call's
+arguments, ``args``); a CEL condition asks only when it holds and declares its ``reads``
+like any CEL rule (and is type-checked like them). A tool of the file without an entry gets
+an empty contract (it does not mutate and has no rules); an entry naming no tool of
 the file is an error. Every error names the YAML file and the entry at fault.
 """
 
@@ -55,7 +63,7 @@ import yaml
 
 from maitred._canonical import content_hash
 from maitred.contract.model import Contract, Records
-from maitred.contract.policy import PolicyPredicate, cel_rule
+from maitred.contract.policy import APPROVAL_REQUIRED, PolicyPredicate, cel_rule
 from maitred.contract.predicate import Predicate
 from maitred.contract.sidecar import (
     _entry_field,
@@ -75,8 +83,10 @@ _TOP_KEYS = {"settings", "policies", "tools"}
 _TOOL_KEYS = {"mutates", "cost", "family", "records", "exit_predicates", "policies"}
 _POLICY_KEYS = {
     "name", "expr", "python", "code", "reads", "optional", "tools", "fields", "message",
-    "max_age_s",
+    "max_age_s", "approve",
 }  # fmt: skip
+#: what an approval rule shows the person when its sidecar entry gives no `message`
+_APPROVAL_MESSAGE = "A person must approve this call before it runs."
 
 
 def sidecar_for(tools_file: Path) -> Path:
@@ -310,7 +320,8 @@ class _Reader:
         out: list[PolicyPredicate] = []
         for i, entry in enumerate(value):
             here = entry_nodes[i] if i < len(entry_nodes) else node
-            expr = _value_nodes(here).get("expr")
+            found = _value_nodes(here)
+            expr = found.get("expr") or found.get("approve")
             origin = f"{self.where}:{expr.start_mark.line + 1}" if expr is not None else ""
             made = self._attempt(here, self._policy, entry, f"{at}[{i}]", tool, origin)
             out.extend(made or [])
@@ -327,8 +338,11 @@ class _Reader:
             raise ContractError(
                 f"{where}: unknown key(s) {unknown}; known keys: {sorted(_POLICY_KEYS)}"
             )
-        if ("expr" in entry) == ("python" in entry):
-            raise ContractError(f"{where}: give exactly one of `expr` (CEL) or `python`")
+        if sum(k in entry for k in ("expr", "python", "approve")) != 1:
+            raise ContractError(
+                f"{where}: give exactly one of `expr` (CEL), `python`, or `approve` (true or a "
+                "CEL condition: a person must say yes)"
+            )
         tools = entry.get("tools")
         if tool is not None and tools is not None:
             raise ContractError(f"{where}: a rule under one tool cannot name `tools`")
@@ -336,7 +350,9 @@ class _Reader:
             not isinstance(tools, list) or not all(isinstance(t, str) for t in tools)
         ):
             raise ContractError(f"{where}: `tools` must be a list of tool names")
-        if "python" in entry:
+        if "approve" in entry:
+            found = [self._approval(entry, where, tools, origin)]
+        elif "python" in entry:
             found = self._python(str(entry["python"]), where)
             if tools is not None:
                 found = [replace(p, tools=tuple(tools)) for p in found]
@@ -349,8 +365,42 @@ class _Reader:
             )
         return found if tool is None else [replace(p, tools=(tool,)) for p in found]
 
-    def _cel(
+    def _approval(
         self, entry: Mapping[str, Any], where: str, tools: Any, origin: str = ""
+    ) -> PolicyPredicate:
+        """An ``approve:`` entry: ``true`` (every call) or a CEL condition (calls it holds for)."""
+        asks = entry["approve"]
+        if asks is not True and not (isinstance(asks, str) and asks.strip()):
+            raise ContractError(
+                f"{where}: `approve` must be true or a CEL condition (a string), got {asks!r}; "
+                "to ask no one, remove the rule"
+            )
+        if "code" in entry:
+            raise ContractError(
+                f"{where}: an approval rule takes no `code`; its decision's code is always "
+                f"{APPROVAL_REQUIRED}"
+            )
+        if "reads" not in entry and asks is not True:
+            raise ContractError(f"{where}: an `approve` condition needs `reads` (a list of paths)")
+        rule = {
+            **entry,
+            "expr": "true" if asks is True else asks,
+            "code": APPROVAL_REQUIRED,
+            # a predicate reads something; "every call" reads the call's arguments (the
+            # values the person is shown, so the log keeps what was approved)
+            "reads": entry.get("reads", ["args"]),
+            "message": entry.get("message") or _APPROVAL_MESSAGE,
+        }
+        return self._cel(rule, where, tools, origin, approval=True)
+
+    def _cel(
+        self,
+        entry: Mapping[str, Any],
+        where: str,
+        tools: Any,
+        origin: str = "",
+        *,
+        approval: bool = False,
     ) -> PolicyPredicate:
         for key in ("name", "code"):
             if not isinstance(entry.get(key), str):
@@ -376,6 +426,7 @@ class _Reader:
                 source=f"{where} ({entry['name']})",
                 optional=tuple(str(k) for k in entry.get("optional") or ()),
                 origin=origin,
+                approval=approval,
             )
         except ContractError as exc:
             if where in str(exc):

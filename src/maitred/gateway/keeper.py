@@ -70,7 +70,7 @@ from pathlib import Path
 from typing import Any
 
 from maitred._canonical import content_hash
-from maitred.actions.model import Decision, ToolCall
+from maitred.actions.model import ApprovalAnswer, Decision, ToolCall
 from maitred.build import PipelineOptions, build_pipeline, check_against_state
 from maitred.context import CallContext
 from maitred.contract.tool_sidecar import SUFFIX, load_tool_contracts
@@ -510,6 +510,14 @@ class Gatekeeper:
         if self._listed_as_set[0] is not listed:
             self._listed_as_set = (listed, frozenset(listed))
         return self._listed_as_set[1]
+
+    def approve(self, pending: Decision, answer: ApprovalAnswer, via: str = "") -> Decision:
+        """Decide ``pending``'s call again with the person's ``answer`` (logged, flushed):
+        the decision that lets the call run, or its refusal (:meth:`Maitred.approve`).
+
+        The shadow run keeps only its own first decision on the call: the person answered the
+        enforced run's question, not the shadow's."""
+        return self.engine.approve(pending, answer, session=self.session, via=via)
 
     def mutates(self, name: str) -> bool:
         """Whether ``name`` may change the account's state (only then can a call to it change

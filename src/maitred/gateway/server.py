@@ -85,8 +85,9 @@ from starlette.middleware import Middleware as AsgiMiddleware  # FastMCP's HTTP 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from maitred.actions.model import Rejection
+from maitred.actions.model import ApprovalAnswer, Decision, Rejection
 from maitred.errors import ConfigError, MaitredError
+from maitred.gateway.approval import VIA, Approvals, awaits_person
 from maitred.gateway.channels import Channels
 from maitred.gateway.config import GatewayConfig, HttpServer, Token, Upstream
 from maitred.gateway.keeper import FIND_TOOLS, FIND_TOOLS_DESCRIPTION, Gatekeeper, Gates
@@ -153,6 +154,8 @@ class GateMiddleware(Middleware):
         self.channels = Channels()
         #: what ``GET /metrics`` shows (over HTTP)
         self.metrics = GatewayMetrics(lambda: len(self.keepers))
+        #: questions put to people about calls that need approval (:mod:`.approval`)
+        self.approvals = Approvals(max_sessions)
 
     @staticmethod
     async def _engine(fn: Callable[[], T], keeper: Gatekeeper | None = None) -> T:
@@ -282,8 +285,20 @@ class GateMiddleware(Middleware):
             return str(refused["code"]), _text_result(refused)
         if name == FIND_TOOLS and keeper.found is not None:
             return "FIND_TOOLS", await self._find(context, keeper, args)
+        extra: Mapping[str, Any] = {}
+
+        async def answer_with(pending: Decision, answer: ApprovalAnswer) -> Decision:
+            return await self._engine(lambda: keeper.approve(pending, answer, VIA), keeper)
+
         try:
-            decision = await self._engine(lambda: keeper.check(name, args), keeper)
+            decision = await self.approvals.answered(context, keeper, answer_with)
+            if decision is None:
+                decision = await self._engine(lambda: keeper.check(name, args), keeper)
+            if awaits_person(decision):  # asked outside the session's lock (see .approval)
+                asked = await self.approvals.ask(context, keeper, decision, answer_with)
+                if isinstance(asked, ToolResult):  # the client asks, then calls again
+                    return "APPROVAL_ASKED", asked
+                decision, extra = asked
         except MaitredError as exc:  # not decided, or not durable: the call must not run
             refusal = Rejection(
                 "GATE_UNAVAILABLE",
@@ -293,7 +308,7 @@ class GateMiddleware(Middleware):
             )
             return refusal.code, _text_result(refusal.to_json())
         if not decision.allow:
-            payload = decision.tool_result()
+            payload = {**decision.tool_result(), **extra}
             if keeper.found is not None and decision.code == "TOOL_NOT_OFFERED":
                 payload["hint"] = f"call {FIND_TOOLS} with what you need to do first"
             return decision.code, _text_result(payload, decision.decision_id)

@@ -25,7 +25,11 @@ SQL, so both backends alike):
   ``row_hash``;
 * **decisions and their turns** (``turn_link``): a decision that names a turn names one that
   is in the log, of the same session (``conversation_id``) and tenant; an *allowed* call is
-  for a tool that turn exposed (a rejection records why it was not, in its code).
+  for a tool that turn exposed (a rejection records why it was not, in its code);
+* **approvals** (``approval_link``): a decision made with a person's answer (its JSON's
+  ``approval``) names in ``approval.of`` a decision that is in the log, is
+  ``APPROVAL_REQUIRED`` and asked no one before it, of the same session and tenant, on the
+  same call (name, arguments, call id); an allowed one was made on a yes (``approve``).
 
 Everything is read in one snapshot (:meth:`~maitred.log.base.DecisionLog.read_snapshot`:
 one SQLite read transaction, or PostgreSQL ``REPEATABLE READ``), so a verify that runs while
@@ -78,6 +82,7 @@ MismatchKind = Literal[
     "leftover",
     "trigger",
     "turn_link",
+    "approval_link",
 ]
 
 
@@ -393,6 +398,54 @@ class _TurnLinks:
             )
 
 
+class _ApprovalLinks:
+    """Checks each answered decision against the one that asked (see the module docstring)."""
+
+    def __init__(self, log: DecisionLog) -> None:
+        self.log = log
+
+    def check(self, row: dict[str, Any], out: _Collector) -> None:
+        text, key = str(row["decision_json"]), str(row["decision_id"])
+        if '"approval"' not in text:  # most decisions: no parse
+            return
+        try:
+            data = json.loads(text)
+            approval = data.get("approval")
+            if approval is None:
+                return
+            asked_id, answer = str(approval["of"]), str(approval["answer"])
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            out.add("approval_link", key, f"its approval cannot be read: {exc}")
+            return
+        if row["verdict"] == "allow" and answer != "approve":
+            out.add("approval_link", key, f"allowed on the answer {answer!r}, not a yes")
+        rows = self.log.query(
+            "SELECT decision_json FROM action_decisions WHERE decision_id = ?", (asked_id,)
+        )
+        if not rows:
+            out.add("approval_link", key, f"answers decision {asked_id}, which is not in the log")
+            return
+        asked = json.loads(str(rows[0][0]))
+        same = (
+            asked.get("session_id", ""),
+            asked.get("tenant", ""),
+            asked.get("call"),
+        ) == (data.get("session_id", ""), data.get("tenant", ""), data.get("call"))
+        if asked.get("code") != "APPROVAL_REQUIRED" or "approval" in asked:
+            out.add(
+                "approval_link",
+                key,
+                f"answers decision {asked_id}, which is {asked.get('code')!r}, not a pending "
+                "APPROVAL_REQUIRED",
+            )
+        elif not same:
+            out.add(
+                "approval_link",
+                key,
+                f"answers decision {asked_id}, which is of another session, tenant or call",
+            )
+
+
 _TRIGGER_NAME = re.compile(r"\s*CREATE TRIGGER (\w+)")
 
 
@@ -593,10 +646,12 @@ def _verify(log: DecisionLog, run_id: str | None, limit: int) -> VerifyReport:
         _check_leftovers(log, tally.turns, tally.pairs, out)
     n_decisions = 0
     links = _TurnLinks(log)
+    approvals = _ApprovalLinks(log)
     for row in log.iter_action_decisions():
         n_decisions += 1
         _check_decision(row, out)
         links.check(row, out)
+        approvals.check(row, out)
     for row in log.iter_depth_decisions():
         payload = depth_payload(row["turn_id"], row["depth_rule"], int(row["k"]), row["probs_json"])
         if _recompute(str(row["row_hash"]), payload) != row["row_hash"]:
