@@ -32,14 +32,23 @@ def serve(
         import uvicorn
 
         from maitred.serve import Reloader, Service, create_app, load_config, open_engine
+        from maitred.tracing import Tracing
     except ImportError as exc:
         raise MissingExtraError("maitred serve", "serve", exc.name) from None
     settings = load_config(config)
     engine = open_engine(settings)
+    tracing = Tracing.start(settings.tracing, extra="serve")
     try:
         service = Service(engine, settings.tenants, settings.limits, durability=settings.durability)
         reloader = Reloader(service, settings)  # hot reload of the catalog files
-        app = create_app(service, settings.limits, on_shutdown=engine.close, reloader=reloader)
+
+        def shutdown() -> None:
+            engine.close()
+            tracing.close()  # exports the spans still buffered
+
+        app = create_app(
+            service, settings.limits, on_shutdown=shutdown, reloader=reloader, tracing=tracing
+        )
         uvicorn.run(
             app,
             host=host or settings.host,
@@ -49,6 +58,7 @@ def serve(
         )
     finally:  # on a signal uvicorn re-raises it after shutdown; the lifespan closed the engine
         engine.close()
+        tracing.close()
 
 
 def register(app: typer.Typer, eval_app: typer.Typer) -> None:

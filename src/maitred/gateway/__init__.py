@@ -18,6 +18,8 @@ client sees its result.
   extra; import it only where it is served).
 * :mod:`maitred.gateway.channels` -- how the state watch reaches a session outside a request
   (a standing channel, or a ``subscriptions/listen`` stream).
+* :mod:`maitred.gateway.traces` -- what each request's and each decision's span holds
+  (``tracing:`` in the config).
 
 Only the CLI imports this package, and only this package imports fastmcp or mcp.
 """

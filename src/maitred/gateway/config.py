@@ -26,6 +26,7 @@
              max_body_bytes: 1048576}   # a larger request is a 413, never parsed
     tokens:                         # over HTTP: who a bearer token is (only its hash is kept)
       - {token_sha256: 9f86d0..., tenant: acme, account: acc-1}
+    tracing: {enabled: true, exporter: otlp}   # OpenTelemetry spans (maitred.tracing; off)
 
 **Whose account.** Over stdio the account is part of the *launch*: an MCP client starts one
 gateway process per account (its own pipe), so nothing the model writes can change whose state
@@ -65,6 +66,7 @@ import yaml
 from maitred.config_reader import ConfigReader, resolve_log, resolve_path, resolve_state
 from maitred.contract.tool_sidecar import SUFFIX
 from maitred.errors import ConfigError
+from maitred.tracing import TracingOptions, read_tracing
 
 Disclosure = Literal["all", "find_tools"]
 
@@ -81,6 +83,7 @@ _TOP = frozenset(
         "server",
         "tokens",
         "watch",
+        "tracing",
     }
 )
 _UPSTREAM = frozenset(
@@ -183,6 +186,7 @@ class GatewayConfig:
     server: HttpServer | None = None
     tokens: tuple[Token, ...] = ()
     watch: WatchOptions = field(default_factory=WatchOptions)
+    tracing: TracingOptions = field(default_factory=TracingOptions)
 
     @property
     def upstream(self) -> Upstream:
@@ -257,6 +261,7 @@ def parse_config(
         server=_server(r, top["server"]) if top.get("server") is not None else None,
         tokens=tokens,
         watch=_watch(r, top.get("watch") or {}),
+        tracing=read_tracing(r, top.get("tracing"), service_name="maitred-gateway"),
     )
 
 

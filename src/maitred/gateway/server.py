@@ -47,6 +47,10 @@ middleware checks again itself: a request over an HTTP gateway that reaches it w
 gets no tools and no call (``AUTH_REQUIRED``), so the gate never rests on the transport alone.
 At most ``server.max_sessions`` gatekeepers are kept; the least recently used is dropped.
 
+**Traces** (``tracing:`` in the config, off by default): a span per ``tools/list`` and
+``tools/call`` continuing the client's W3C trace context, with the listing turn, the check,
+the upstream call and ``find_tools`` as its children (:mod:`maitred.gateway.traces`).
+
 Upstreams never see the client's headers (the proxies do not forward them), so a tenant's
 token is never passed on to an upstream; an HTTP upstream gets the ``headers`` its config
 names.
@@ -81,18 +85,21 @@ from fastmcp.tools import Tool, ToolResult
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from opentelemetry.trace import SpanKind
 from starlette.middleware import Middleware as AsgiMiddleware  # FastMCP's HTTP app is Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from maitred.actions.model import ApprovalAnswer, Decision, Rejection
 from maitred.errors import ConfigError, MaitredError
+from maitred.gateway import traces
 from maitred.gateway.approval import VIA, Approvals, awaits_person
 from maitred.gateway.channels import Channels
 from maitred.gateway.config import GatewayConfig, HttpServer, Token, Upstream
 from maitred.gateway.keeper import FIND_TOOLS, FIND_TOOLS_DESCRIPTION, Gatekeeper, Gates
 from maitred.gateway.limits import BodyLimit, argument_fault
 from maitred.gateway.metrics import CONTENT_TYPE, GatewayMetrics
+from maitred.tracing import OFF, Tracing
 
 T = TypeVar("T")
 
@@ -143,9 +150,17 @@ class GateMiddleware(Middleware):
         account: the launch account (stdio): every request is this one session. ``None`` for
             an HTTP gateway: the account comes from the authenticated token only.
         max_sessions: gatekeepers kept (HTTP); the least recently used is dropped beyond it.
+        tracing: the gateway's traces (:mod:`maitred.gateway.traces`); off by default.
     """
 
-    def __init__(self, gates: Gates, *, account: str | None, max_sessions: int = 1000) -> None:
+    def __init__(
+        self,
+        gates: Gates,
+        *,
+        account: str | None,
+        max_sessions: int = 1000,
+        tracing: Tracing = OFF,
+    ) -> None:
         self.gates = gates
         self.account = account
         self.max_sessions = max_sessions
@@ -156,6 +171,7 @@ class GateMiddleware(Middleware):
         self.metrics = GatewayMetrics(lambda: len(self.keepers))
         #: questions put to people about calls that need approval (:mod:`.approval`)
         self.approvals = Approvals(max_sessions)
+        self.tracing = tracing
 
     @staticmethod
     async def _engine(fn: Callable[[], T], keeper: Gatekeeper | None = None) -> T:
@@ -255,8 +271,13 @@ class GateMiddleware(Middleware):
         keeper = self._keeper(context)
         if keeper is None:
             return []
-        tools = await call_next(context)
-        visible = set(await self._engine(keeper.visible, keeper))
+        with self.tracing.request("maitred.list", *traces.carriers(context)) as span:
+            traces.note_session(span, self.tracing, keeper)
+            tools = await call_next(context)
+            with self.tracing.span("maitred.turn") as turn:
+                found = await self._engine(partial(traces.listing, keeper), keeper)
+                traces.note_listing(turn, len(tools), found)
+        visible = set(found[0])
         self.metrics.listings.inc()
         return [t for t in tools if t.name in visible]
 
@@ -265,9 +286,18 @@ class GateMiddleware(Middleware):
         context: MiddlewareContext[mt.CallToolRequestParams],
         call_next: CallNext[mt.CallToolRequestParams, ToolResult],
     ) -> ToolResult:
-        code, result = await self._call(context, call_next)
+        with self.tracing.request("maitred.call", *traces.carriers(context)) as span:
+            code, result = await self._call(context, call_next)
+            if span.is_recording():
+                traces.note_session(span, self.tracing, self._known_keeper(context))
+                traces.note_call(span, context.message.name, code, result.meta, DECISION_ID_META)
         self.metrics.count_call(code)
         return result
+
+    def _known_keeper(self, context: MiddlewareContext[Any]) -> Gatekeeper | None:
+        """The request's gatekeeper if it has one, found without touching the LRU order."""
+        found = self._identity(_session_id(context))
+        return self.keepers.get(found[0]) if found is not None else None
 
     async def _call(
         self,
@@ -293,7 +323,9 @@ class GateMiddleware(Middleware):
         try:
             decision = await self.approvals.answered(context, keeper, answer_with)
             if decision is None:
-                decision = await self._engine(lambda: keeper.check(name, args), keeper)
+                with self.tracing.span("maitred.check") as checking:
+                    decision = await self._engine(lambda: keeper.check(name, args), keeper)
+                    traces.note_decision(checking, decision)
             if awaits_person(decision):  # asked outside the session's lock (see .approval)
                 asked = await self.approvals.ask(context, keeper, decision, answer_with)
                 if isinstance(asked, ToolResult):  # the client asks, then calls again
@@ -313,8 +345,15 @@ class GateMiddleware(Middleware):
                 payload["hint"] = f"call {FIND_TOOLS} with what you need to do first"
             return decision.code, _text_result(payload, decision.decision_id)
         upstream = keeper.upstream_of(name)
+        forwarding = self.tracing.span(  # current while forwarded: the proxy puts it in _meta
+            "maitred.upstream",
+            kind=SpanKind.CLIENT,
+            attributes=traces.upstream_attributes(self.tracing, upstream, name),
+        )
         try:
-            result = await call_next(context)
+            with forwarding as calling:
+                result = await call_next(context)
+                traces.note_result(calling, result)
         except Exception as exc:  # the upstream failed; the gateway must answer and stay up
             self.metrics.upstream_failures.labels(upstream).inc()
             failed = Rejection(
@@ -359,7 +398,9 @@ class GateMiddleware(Middleware):
                 }
             )
         try:
-            answer, changed = await self._engine(lambda: keeper.find(need), keeper)
+            with self.tracing.span("maitred.find_tools") as finding:
+                answer, changed = await self._engine(lambda: keeper.find(need), keeper)
+                traces.note_found(finding, keeper, answer)
         except MaitredError as exc:
             return _text_result(
                 {
@@ -465,13 +506,18 @@ async def upstream_tools(proxy: ProxyProvider, upstream: Upstream) -> list[dict[
     ]
 
 
-async def open_gateway(config: GatewayConfig, *, http: bool = False) -> tuple[FastMCP[Any], Gates]:
+async def open_gateway(
+    config: GatewayConfig, *, http: bool = False, tracing: Tracing | None = None
+) -> tuple[FastMCP[Any], Gates]:
     """The gateway server for ``config`` and its gates (close them when done).
 
     Args:
         config: the checked config.
         http: serve authenticated HTTP sessions (the account of each comes from its token);
             otherwise one session for the launch account (stdio, in memory).
+        tracing: the gateway's traces; by default those ``config.tracing`` asks for, which
+            :func:`gate_of` ``(server).tracing.close()`` exports at the end (the serve
+            functions do).
 
     Raises:
         ConfigError: an upstream cannot be reached, the sidecars or tool names conflict, or
@@ -491,7 +537,12 @@ async def open_gateway(config: GatewayConfig, *, http: bool = False) -> tuple[Fa
     tools = {up.name: await upstream_tools(proxies[up.name], up) for up in config.upstreams}
     gates = await anyio.to_thread.run_sync(lambda: Gates.open(config, tools))
     limit = (config.server or HttpServer()).max_sessions
-    gate = GateMiddleware(gates, account=None if http else config.account, max_sessions=limit)
+    gate = GateMiddleware(
+        gates,
+        account=None if http else config.account,
+        max_sessions=limit,
+        tracing=Tracing.start(config.tracing) if tracing is None else tracing,
+    )
     server: FastMCP[Any] = FastMCP(
         name="maitred-gateway",
         auth=TokenAuth(config.tokens) if http else None,
@@ -537,6 +588,7 @@ async def serve_stdio(config: GatewayConfig) -> None:
             await server.run_async(transport="stdio", show_banner=False)
     finally:
         gates.close()
+        gate_of(server).tracing.close()
 
 
 async def serve_http(config: GatewayConfig, *, port: int | None = None) -> None:
@@ -575,4 +627,5 @@ async def serve_http(config: GatewayConfig, *, port: int | None = None) -> None:
             )
     finally:
         gates.close()
+        gate_of(server).tracing.close()
         sock.close()

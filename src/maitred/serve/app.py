@@ -50,6 +50,8 @@ from maitred.serve.openapi import openapi
 from maitred.serve.reload import Reloader
 from maitred.serve.requests import Problem, authenticate, parse_check, parse_turn, read_json
 from maitred.serve.service import Service
+from maitred.serve.traces import Traced, note_check, note_turn
+from maitred.tracing import OFF, Tracing
 
 Handler = Callable[[Request], Awaitable[Response]]
 T = TypeVar("T")
@@ -63,6 +65,7 @@ def create_app(
     *,
     on_shutdown: Callable[[], None] | None = None,
     reloader: Reloader | None = None,
+    tracing: Tracing = OFF,
 ) -> ASGIApp:
     """The ASGI app: the routes above, each error a JSON body, every request counted.
 
@@ -74,6 +77,8 @@ def create_app(
             ``uvicorn.run`` never runs on a signal).
         reloader: polls the catalog files while the app runs (hot reload), stopped before
             ``on_shutdown`` is called.
+        tracing: a span per ``/v1`` request with the turn or check inside it
+            (:mod:`maitred.serve.traces`); off by default. Its owner closes it.
     """
 
     engine_threads = _Workers(ENGINE_THREADS)
@@ -100,12 +105,18 @@ def create_app(
                 f"account {req.account!r} is not one of tenant {tenant.name!r}'s accounts",
                 field="account",
             )
-        return JSONResponse(await engine_threads.run(service.turn, tenant, req))
+        with tracing.span("maitred.turn") as span:
+            out = await engine_threads.run(service.turn, tenant, req)
+            note_turn(span, tracing, tenant, service.run_ids[tenant.name], out)
+        return JSONResponse(out)
 
     async def check(request: Request) -> Response:
         tenant = authenticate(request, service.tenants)
         req = parse_check(await read_json(request, limits.max_body_bytes))
-        return JSONResponse(await engine_threads.run(service.check, tenant, req))
+        with tracing.span("maitred.check") as span:
+            out = await engine_threads.run(service.check, tenant, req)
+            note_check(span, tenant, req.name, out)
+        return JSONResponse(out)
 
     async def funnel(request: Request) -> Response:
         tenant = authenticate(request, service.tenants)
@@ -140,7 +151,10 @@ def create_app(
         Route("/openapi.json", spec, methods=["GET"]),
     ]
     app = Starlette(routes=routes, lifespan=lifespan)
-    return _Counted(app, service, {r.path for r in routes})
+    counted = _Counted(app, service, {r.path for r in routes})
+    if not tracing.enabled:
+        return counted
+    return Traced(counted, tracing, frozenset(r.path for r in routes if r.path.startswith("/v1/")))
 
 
 def _answering(handler: Handler, metrics: Metrics) -> Handler:

@@ -18,6 +18,7 @@
     limits: {max_body_bytes: 65536, max_sessions: 10000, session_idle_s: 1800}
     server: {host: 127.0.0.1, port: 8080}
     reload: {interval_s: 2}                # poll the catalog files this often (hot reload)
+    tracing: {enabled: true, exporter: otlp}   # OpenTelemetry spans (maitred.tracing; off)
 
 Invariants:
 
@@ -48,6 +49,7 @@ import yaml
 from maitred.build import PipelineOptions
 from maitred.config_reader import ConfigReader, resolve_log, resolve_path, resolve_state
 from maitred.errors import ConfigError
+from maitred.tracing import TracingOptions, read_tracing
 
 _TENANT = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 #: when a decision is acknowledged: after its commit, or before (loss window ~1 s)
@@ -67,6 +69,7 @@ _TOP = frozenset(
         "limits",
         "server",
         "reload",
+        "tracing",
     }
 )
 
@@ -128,6 +131,7 @@ class ServeConfig:
     port: int = 8080
     reload_interval_s: float = 2.0
     source: str = "<config>"
+    tracing: TracingOptions = field(default_factory=TracingOptions)
 
 
 def load_config(path: str | Path) -> ServeConfig:
@@ -189,6 +193,7 @@ def parse_config(data: Any, source: str, *, base: Path | None = None) -> ServeCo
         port=port,
         reload_interval_s=interval,
         source=source,
+        tracing=read_tracing(r, top.get("tracing"), service_name="maitred-serve"),
     )
 
 

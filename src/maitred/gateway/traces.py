@@ -1,0 +1,152 @@
+"""The gateway's spans (``tracing:`` in its config; :mod:`maitred.tracing` says what a span may
+hold): one per MCP request, and one per decision or upstream call inside it.
+
+::
+
+    maitred.list                 tools/list (SERVER; INTERNAL under a span already open here)
+      maitred.turn               the listing turn: turn and run ids, tools listed and visible
+    maitred.call                 tools/call: tool, the code it is counted under, decision id
+      maitred.check              the gate's decision: decision id, code, verdict, turn id
+      maitred.upstream           the forwarded call (CLIENT): upstream, tool; tool_error
+      maitred.find_tools         find_tools mode: the turn that routed the need
+
+Every request span carries the session's tenant, account (unless ``tracing.account: false``)
+and maitred session id. Its parent is the client's W3C trace context: the HTTP request's
+``traceparent`` header first, then the MCP request's ``params._meta.traceparent`` (the MCP
+convention), by :func:`maitred.tracing.parent_of`'s rule.
+
+**To the upstream.** ``maitred.upstream`` is the current span while the call is forwarded, and
+FastMCP's proxy writes the current trace context into the upstream request's ``_meta``, so an
+upstream that traces continues the trace under the gateway's span, over stdio and HTTP alike.
+With tracing off nothing here runs, and the proxy forwards the client's own ``_meta`` as sent.
+
+**FastMCP's own spans** go to the process-global provider, which maitred never sets: without
+a global SDK they record nothing (the client's ``_meta`` context still flows through them);
+an application that embeds the gateway and sets one gets FastMCP's ``SERVER`` span, and
+maitred's request span is then its child (``INTERNAL``), never a second ``SERVER`` span.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from fastmcp.server.middleware import MiddlewareContext
+from fastmcp.tools import ToolResult
+from opentelemetry.trace import Span
+
+from maitred.actions.model import Decision
+from maitred.gateway.keeper import Gatekeeper
+from maitred.tracing import Tracing, failed
+
+#: what a listing returns to the middleware: the visible names, the turn's id and its run
+Listing = tuple[tuple[str, ...], str, str]
+#: codes of a call the gateway failed to serve (a refusal by the gate is no failure)
+_FAILURES = frozenset({"GATE_UNAVAILABLE", "UPSTREAM_FAILED"})
+
+
+def carriers(context: MiddlewareContext[Any]) -> tuple[Mapping[str, Any] | None, ...]:
+    """Where a request's trace context may be: its HTTP headers, then its MCP ``_meta``."""
+    ctx = context.fastmcp_context
+    request = ctx.request_context if ctx is not None else None
+    if request is None:
+        return ()
+    http = request.request
+    return (http.headers if http is not None else None, request.meta)
+
+
+def listing(keeper: Gatekeeper) -> Listing:
+    """:meth:`Gatekeeper.visible`, with the id of the turn it logged (``""``: none, as in
+    ``find_tools`` mode before anything was found) and its run, read under the session's lock
+    (a concurrent request of the session cannot slip its own turn in between)."""
+    before = keeper.session.turn_id
+    visible = keeper.visible()
+    turn = keeper.session.turn_id
+    if turn == before:
+        return visible, "", ""
+    return visible, turn, run_of(keeper, keeper.engine)
+
+
+def run_of(keeper: Gatekeeper, engine: Any) -> str:
+    """The run ``engine`` logs ``keeper``'s turns under (already begun by its first turn)."""
+    return keeper.gates.run_for(engine, keeper.tenant) or str(engine.pipeline.run_id)
+
+
+def note_session(span: Span, tracing: Tracing, keeper: Gatekeeper | None) -> None:
+    """The session's tenant, account and id on a request's span."""
+    if keeper is None or not span.is_recording():
+        return
+    span.set_attribute("maitred.session.id", keeper.session.id)
+    if keeper.tenant:
+        span.set_attribute("maitred.tenant", keeper.tenant)
+    if tracing.account:
+        span.set_attribute("maitred.account", keeper.account)
+
+
+def note_listing(span: Span, listed: int, found: Listing) -> None:
+    """A listing turn: how many tools the upstreams listed, how many are visible, its ids."""
+    if not span.is_recording():
+        return
+    visible, turn, run = found
+    span.set_attributes({"maitred.tools.listed": listed, "maitred.tools.visible": len(visible)})
+    if turn:
+        span.set_attributes({"maitred.turn.id": turn, "maitred.run.id": run})
+
+
+def note_call(
+    span: Span, tool: str, code: str, meta: Mapping[str, Any] | None, decision_key: str
+) -> None:
+    """A ``tools/call`` served: its tool, the code it is counted under, the decision id the
+    result carries; a call the gateway failed to serve is marked failed with that code."""
+    if not span.is_recording():
+        return
+    span.set_attributes({"gen_ai.tool.name": tool, "maitred.code": code})
+    decision = (meta or {}).get(decision_key)
+    if decision:
+        span.set_attribute("maitred.decision.id", str(decision))
+    if code in _FAILURES:
+        failed(span, code)
+
+
+def note_decision(span: Span, decision: Decision) -> None:
+    """The gate's decision on a call."""
+    if not span.is_recording():
+        return
+    span.set_attributes(
+        {
+            "maitred.decision.id": decision.decision_id,
+            "maitred.decision.code": decision.code,
+            "maitred.decision.verdict": decision.verdict,
+            "gen_ai.tool.name": decision.call.name,
+        }
+    )
+    if decision.turn_id:
+        span.set_attribute("maitred.turn.id", decision.turn_id)
+
+
+def upstream_attributes(tracing: Tracing, upstream: str, tool: str) -> dict[str, str] | None:
+    """The attributes of a ``maitred.upstream`` span (``None`` when off: nothing is built)."""
+    if not tracing.enabled:
+        return None
+    return {"maitred.upstream": upstream, "gen_ai.tool.name": tool, "mcp.method.name": "tools/call"}
+
+
+def note_result(span: Span, result: ToolResult) -> None:
+    """An upstream's answer: an ``isError`` result marks its span ``tool_error``."""
+    if result.is_error:
+        failed(span, "tool_error")
+
+
+def note_found(span: Span, keeper: Gatekeeper, answer: Mapping[str, Any]) -> None:
+    """A ``find_tools`` turn: its ids and how many tools it disclosed and found blocked."""
+    if not span.is_recording() or keeper.gates.finder is None:
+        return
+    run = run_of(keeper, keeper.gates.finder)  # begun by the turn: a lookup, no write
+    span.set_attributes(
+        {
+            "maitred.turn.id": str(answer.get("turn_id", "")),
+            "maitred.run.id": run,
+            "maitred.tools.found": len(answer.get("tools", ())),
+            "maitred.tools.blocked": len(answer.get("blocked", ())),
+        }
+    )
