@@ -53,7 +53,7 @@ from typing import Any
 
 from maitred.actions.document import ActionState, SnapshotState
 from maitred.actions.gate import ActionGate
-from maitred.actions.model import Decision, ToolCall, new_call_id
+from maitred.actions.model import Decision, Hold, ToolCall, new_call_id
 from maitred.actions.packs import Pack, load_pack
 from maitred.actions.rules import Rulebook, ToolRules
 from maitred.actions.session import Session
@@ -329,6 +329,7 @@ class Maitred:
         session: Session,
         state: ActionState | Snapshot | Mapping[str, Any] | None = None,
         durable: bool = True,
+        held: Mapping[str, Hold] | None = None,
     ) -> Decision:
         """May this call run now? Allow, or reject with a code the model can act on.
 
@@ -340,15 +341,25 @@ class Maitred:
                 predicates declare are fetched from the engine's provider for the session's
                 account.
             durable: flush the log before returning (see :meth:`turn`).
+            held: tools the caller holds back now, for a reason outside the contracts (the
+                gateway's changed tool definitions): a call to one is refused with the
+                :class:`~maitred.actions.model.Hold`'s code, decided and logged like any.
         """
         tc = call if isinstance(call, ToolCall) else _tool_call(call)
         if not tc.id:  # the logged call id is never empty: one the client can quote back
             tc = dataclasses.replace(tc, id=new_call_id())
         offered, turn_id = self._offer(session)
         tool = self.rulebook.tools.get(tc.name)
-        src = state if state is not None or tool is None else self._fetch(tool, session.account)
+        src: ActionState | Snapshot | Mapping[str, Any] | None = state
+        if state is None and tool is not None and not (held and tc.name in held):
+            src = self._fetch(tool, session.account)  # a held tool's call reads nothing
         decision = self.action_gate.check(
-            tc, src if src is not None else {}, session, offered=offered, turn_id=turn_id
+            tc,
+            src if src is not None else {},
+            session,
+            offered=offered,
+            turn_id=turn_id,
+            held=held,
         )
         if durable and self.log is not None:
             self.log.flush()
