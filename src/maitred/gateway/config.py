@@ -26,6 +26,8 @@
              max_body_bytes: 1048576}   # a larger request is a 413, never parsed
     tokens:                         # over HTTP: who a bearer token is (only its hash is kept)
       - {token_sha256: 9f86d0..., tenant: acme, account: acc-1}
+    pins: {file: gateway.pins.json, unpinned: hide}   # reviewed tool definitions (or just a path)
+    scan: warn                      # warn at start about suspicious tool descriptions (or off)
 
 **Whose account.** Over stdio the account is part of the *launch*: an MCP client starts one
 gateway process per account (its own pipe), so nothing the model writes can change whose state
@@ -44,6 +46,13 @@ and sends ``notifications/tools/list_changed``. It is off unless asked for becau
 falls on the state store (one batched read per watched account per interval, from every
 gateway process), which only the operator can size; 5 seconds suits a JSON file or a local
 database.
+
+**Pinned tool definitions** (``pins``, off unless named; :mod:`maitred.gateway.pins`). The
+file ``maitred mcp pin`` writes holds each reviewed tool's definition and its hash; a tool whose
+definition differs from its pin is hidden and refused (``TOOL_DEFINITION_CHANGED``) until it is
+re-approved. ``unpinned`` says what happens to a tool the file has no pin for (one added to an
+upstream after the review): ``hide`` (the default: nothing unreviewed reaches a model) or
+``allow``. ``scan`` (:mod:`maitred.gateway.scan`) only ever warns.
 
 Every error names the file and the dotted field (``upstreams[0].command``) and says what to
 write; unknown fields are errors, so a typo never becomes a silently ignored setting. Relative
@@ -81,6 +90,8 @@ _TOP = frozenset(
         "server",
         "tokens",
         "watch",
+        "pins",
+        "scan",
     }
 )
 _UPSTREAM = frozenset(
@@ -164,6 +175,15 @@ class WatchOptions:
 
 
 @dataclass(frozen=True)
+class PinOptions:
+    """Where the reviewed tool definitions are (:mod:`maitred.gateway.pins`), and what a tool
+    with no pin gets: ``hide`` (held back like a changed one) or ``allow``."""
+
+    file: str
+    unpinned: Literal["allow", "hide"] = "hide"
+
+
+@dataclass(frozen=True)
 class GatewayConfig:
     """A checked gateway configuration (paths resolved against the config file).
 
@@ -183,6 +203,8 @@ class GatewayConfig:
     server: HttpServer | None = None
     tokens: tuple[Token, ...] = ()
     watch: WatchOptions = field(default_factory=WatchOptions)
+    pins: PinOptions | None = None
+    scan: Literal["warn", "off"] = "warn"
 
     @property
     def upstream(self) -> Upstream:
@@ -244,6 +266,9 @@ def parse_config(
     disclosure = top.get("disclosure", "all")
     if disclosure not in ("all", "find_tools"):
         r.fail("disclosure", f"must be one of ['all', 'find_tools'], not {disclosure!r}")
+    scan = top.get("scan", "warn")
+    if scan not in ("warn", "off"):
+        r.fail("scan", f"must be one of ['warn', 'off'], not {scan!r}")
     return GatewayConfig(
         account=r.string(who, "account") if who is not None else "",
         state=state,
@@ -257,6 +282,8 @@ def parse_config(
         server=_server(r, top["server"]) if top.get("server") is not None else None,
         tokens=tokens,
         watch=_watch(r, top.get("watch") or {}),
+        pins=_pins(r, top["pins"], root) if top.get("pins") is not None else None,
+        scan="off" if scan == "off" else "warn",
     )
 
 
@@ -388,3 +415,13 @@ def _watch(r: ConfigReader, value: Any) -> WatchOptions:
             f"must be 0 (off) or a number of seconds >= {_MIN_WATCH_S}, not {every!r}",
         )
     return WatchOptions(float(every))
+
+
+def _pins(r: ConfigReader, value: Any, root: Path) -> PinOptions:
+    data = {"file": value} if isinstance(value, str) else r.mapping(value, "pins")
+    r.no_unknown(data, frozenset({"file", "unpinned"}), "pins")
+    path = resolve_path(root, r.string(r.require(data, "file", "pins"), "pins.file"))
+    unpinned = data.get("unpinned", "hide")
+    if unpinned not in ("allow", "hide"):
+        r.fail("pins.unpinned", f"must be one of ['allow', 'hide'], not {unpinned!r}")
+    return PinOptions(path, "allow" if unpinned == "allow" else "hide")
