@@ -305,7 +305,8 @@ def test_the_pins_and_scan_keys_are_checked() -> None:
     cfg = parse_config({**base, "pins": {"file": "p.json", "unpinned": "allow"}}, "g", base=root)
     assert cfg.pins is not None and cfg.pins.unpinned == "allow"
     assert cfg.pins.file == str(root / "p.json") and cfg.scan == "warn"
-    assert parse_config({**base, "pins": "p.json"}, "g", base=root).pins.unpinned == "hide"  # type: ignore[union-attr]
+    short = parse_config({**base, "pins": "p.json"}, "g", base=root).pins
+    assert short is not None and short.unpinned == "hide"
     assert parse_config(base, "g").pins is None
     for bad, field in [
         ({"pins": {"file": "p", "unpinned": "maybe"}}, "pins.unpinned"),
