@@ -1,4 +1,4 @@
-"""Cache entries that several processes may write at once.
+"""Cache entries and files that several processes may write at once.
 
 A cache entry (a converted model, a stored recall index) is a folder that must never be seen half
 written, and that two processes — two pytest workers, two CLI runs — may try to create at the same
@@ -15,12 +15,17 @@ Where ``fcntl`` is missing (Windows) the lock is a no-op; :func:`publish` still 
 entry that appeared meanwhile, so the result is correct, only the work may be done twice.
 The lock files stay (a few bytes each): removing a lock file while another process waits on it
 would let a third take a different lock on a new file.
+
+A single file (the gateway's pin file) is written with :func:`write_file`: into a temporary file
+beside it, flushed to disk, then renamed over it, so a reader sees the old file or the new one
+whole; a writer that reads, changes and writes it back holds :func:`entry_lock` on it meanwhile.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -93,3 +98,23 @@ def publish(tmp: Path, final: Path, is_complete: Callable[[Path], bool]) -> bool
         return True
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def write_file(path: Path, text: str) -> None:
+    """Replace the file ``path`` with ``text`` (UTF-8) in one rename; nothing half written is
+    ever seen at ``path``, and no temporary file is left behind, whatever fails."""
+    try:
+        mode = path.stat().st_mode & 0o7777  # keep the file's permissions
+    except FileNotFoundError:
+        mode = 0o644  # not mkstemp's 0600: a pin file is reviewed and shared like a config
+    fd, tmp = tempfile.mkstemp(prefix=temp_prefix(path), dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            os.fchmod(out.fileno(), mode)
+            out.write(text)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -58,6 +58,7 @@ from maitred.actions.model import (
     Approval,
     ApprovalAnswer,
     Decision,
+    Hold,
     ToolCall,
     new_call_id,
 )
@@ -337,6 +338,7 @@ class Maitred:
         state: ActionState | Snapshot | Mapping[str, Any] | None = None,
         durable: bool = True,
         approval: Approval | None = None,
+        held: Mapping[str, Hold] | None = None,
     ) -> Decision:
         """May this call run now? Allow, or reject with a code the model can act on.
 
@@ -350,13 +352,18 @@ class Maitred:
             durable: flush the log before returning (see :meth:`turn`).
             approval: a person's answer to an earlier ``APPROVAL_REQUIRED`` decision on this
                 call (use :meth:`approve`).
+            held: tools the caller holds back now, for a reason outside the contracts (the
+                gateway's changed tool definitions): a call to one is refused with the
+                :class:`~maitred.actions.model.Hold`'s code, decided and logged like any.
         """
         tc = call if isinstance(call, ToolCall) else _tool_call(call)
         if not tc.id:  # the logged call id is never empty: one the client can quote back
             tc = dataclasses.replace(tc, id=new_call_id())
         offered, turn_id = self._offer(session)
         tool = self.rulebook.tools.get(tc.name)
-        src = state if state is not None or tool is None else self._fetch(tool, session.account)
+        src: ActionState | Snapshot | Mapping[str, Any] | None = state
+        if state is None and tool is not None and not (held and tc.name in held):
+            src = self._fetch(tool, session.account)  # a held tool's call reads nothing
         decision = self.action_gate.check(
             tc,
             src if src is not None else {},
@@ -364,6 +371,7 @@ class Maitred:
             offered=offered,
             turn_id=turn_id,
             approval=approval,
+            held=held,
         )
         if durable and self.log is not None:
             self.log.flush()

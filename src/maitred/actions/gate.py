@@ -4,7 +4,9 @@
 arguments, the authoritative state and the session's record, and returns a
 :class:`~maitred.actions.model.Decision`. In order:
 
-1. an unknown tool -> ``TOOL_UNKNOWN``; a tool outside this turn's ``offered`` set ->
+1. an unknown tool -> ``TOOL_UNKNOWN``; a tool the caller holds back (``held``, a
+   :class:`~maitred.actions.model.Hold`) -> the hold's code; a tool outside this turn's
+   ``offered`` set ->
    ``TOOL_NOT_OFFERED``; then the decision kernel (:func:`maitred.contract.kernel.decide_exit`,
    the very function stage 2 uses) on one snapshot of the tool's exit-predicate keys, carrying
    the provider's ``account_found`` and its error: a tool it hides is ``TOOL_NOT_EXECUTABLE``
@@ -57,6 +59,7 @@ from maitred.actions.model import (
     TOOL_UNKNOWN,
     Approval,
     Decision,
+    Hold,
     ToolCall,
     new_call_id,
 )
@@ -172,8 +175,12 @@ class ActionGate:
         now: float | None = None,
         turn_id: str = "",
         approval: Approval | None = None,
+        held: Mapping[str, Hold] | None = None,
     ) -> Decision:
         """Allow or reject ``call`` (see the module docstring for the order of checks).
+
+        ``held`` maps the tools the caller holds back now to why (see
+        :class:`~maitred.actions.model.Hold`).
 
         The decision carries ``session.id`` and ``turn_id`` (the logged turn whose menu offered
         the call); with a ``log``, it is recorded before it is returned (a log that fails
@@ -183,11 +190,14 @@ class ActionGate:
         """
         if self.log is not None and not call.id:
             call = replace(call, id=new_call_id())
-        if approval is not None and approval.answer != "approve":
+        hold = held.get(call.name) if held and call.name in self.rulebook.tools else None
+        if hold is not None:
+            decision = self._held(call, hold, now)
+        elif approval is not None and approval.answer != "approve":
             decision = self._declined(call, approval, self.clock() if now is None else now)
         else:  # no answer yet, or a yes: decided in full (again)
             decision = self._decide(call, state, session, offered, now, approval)
-        if approval is not None:
+        if approval is not None and hold is None:
             decision = replace(decision, approval=approval)
         if (session is not None and session.id) or turn_id:
             tenant = session.tenant if session else ""
@@ -242,6 +252,15 @@ class ActionGate:
                 call, problem.code, problem.message, problem.fields, tool.mutates, at
             )
         return self._policy_decision(call, tool, src, session or Session(), at, approval)
+
+    def _held(self, call: ToolCall, hold: Hold, now: float | None) -> Decision:
+        """The refusal of a call to a tool the caller holds back (its words for the model,
+        its reason for people)."""
+        tool = self.rulebook.tools[call.name]
+        at = self.clock() if now is None else now
+        decision = self._reject(call, hold.code, hold.message_for_model, (), tool.mutates, at)
+        reason = hold.reason or hold.message_for_model
+        return replace(decision, message=f"{call.name} rejected: {hold.code}: {reason}")
 
     def _policy_decision(
         self,

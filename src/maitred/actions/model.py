@@ -36,6 +36,11 @@ person's answer (:class:`Approval`, on :attr:`Decision.approval`, naming the fir
 the question -- with its approval rules satisfied, so the second decision is ``OK`` or a rule's
 refusal; a no is ``APPROVAL_DECLINED``. The second decision is the one that lets the call run.
 
+An adapter may also *hold back* a tool for a reason outside the contracts (the MCP gateway: the
+tool's definition is not the one an operator reviewed, ``TOOL_DEFINITION_CHANGED``): it passes
+a :class:`Hold` per such tool with the call, and the action gate decides and logs the refusal
+like its own, right after ``TOOL_UNKNOWN``.
+
 So a tool hidden at stage 2 is, at stage 5, ``TOOL_NOT_EXECUTABLE`` -- or ``STATE_UNAVAILABLE``
 when the kernel's cause is ``state_unavailable`` -- and :attr:`Decision.cause` carries the
 kernel's cause when it had one.
@@ -124,6 +129,26 @@ class Approval:
 
     def to_json(self) -> dict[str, Any]:
         return {"of": self.of, "answer": self.answer, "via": self.via}
+
+
+@dataclass(frozen=True)
+class Hold:
+    """Why an adapter holds a tool back from calls, for a reason outside its contract.
+
+    The action gate refuses a call to a held tool with ``code`` (before the offer and the
+    contract are consulted) and logs it like every decision, so the refusal has a decision id
+    and a row; the hold is passed with the call, never set on the gate.
+
+    Attributes:
+        code: the stable reason code (``TOOL_DEFINITION_CHANGED``).
+        message_for_model: what the model is told; it must not repeat what the operator has
+            not approved (a changed tool's new description stays unsaid).
+        reason: for people, stored in the decision's ``message``: what the adapter found.
+    """
+
+    code: str
+    message_for_model: str
+    reason: str = ""
 
 
 @dataclass(frozen=True)

@@ -258,11 +258,18 @@ class MaitredCommand(TyperCommand):
 
 
 class MaitredGroup(TyperGroup):
-    """A typer group whose own options (``--help``, ``--version``) show no Python types."""
+    """A typer group whose own options (``--help``, ``--version``, a serving group's own:
+    ``maitred mcp``) show no Python types and are refused like a command's."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         _plain_params(self.params)
+
+    def parse_args(self, ctx: ClickContext, args: list[str]) -> list[str]:
+        rest = super().parse_args(ctx, args)
+        refuse_non_finite(self.params, ctx.params)
+        refuse_non_text(self.params, ctx.params)
+        return rest
 
     def get_help_option(self, ctx: ClickContext) -> TyperOption | None:
         return _flag_metavar(super().get_help_option(ctx))

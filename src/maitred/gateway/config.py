@@ -27,6 +27,8 @@
     tokens:                         # over HTTP: who a bearer token is (only its hash is kept)
       - {token_sha256: 9f86d0..., tenant: acme, account: acc-1}
     tracing: {enabled: true, exporter: otlp}   # OpenTelemetry spans (maitred.tracing; off)
+    pins: {file: gateway.pins.json, unpinned: hide}   # reviewed tool definitions (or just a path)
+    scan: warn                      # warn at start about suspicious tool descriptions (or off)
 
 **Whose account.** Over stdio the account is part of the *launch*: an MCP client starts one
 gateway process per account (its own pipe), so nothing the model writes can change whose state
@@ -45,6 +47,13 @@ and sends ``notifications/tools/list_changed``. It is off unless asked for becau
 falls on the state store (one batched read per watched account per interval, from every
 gateway process), which only the operator can size; 5 seconds suits a JSON file or a local
 database.
+
+**Pinned tool definitions** (``pins``, off unless named; :mod:`maitred.gateway.pins`). The
+file ``maitred mcp pin`` writes holds each reviewed tool's definition and its hash; a tool whose
+definition differs from its pin is hidden and refused (``TOOL_DEFINITION_CHANGED``) until it is
+re-approved. ``unpinned`` says what happens to a tool the file has no pin for (one added to an
+upstream after the review): ``hide`` (the default: nothing unreviewed reaches a model) or
+``allow``. ``scan`` (:mod:`maitred.gateway.scan`) only ever warns.
 
 Every error names the file and the dotted field (``upstreams[0].command``) and says what to
 write; unknown fields are errors, so a typo never becomes a silently ignored setting. Relative
@@ -84,6 +93,8 @@ _TOP = frozenset(
         "tokens",
         "watch",
         "tracing",
+        "pins",
+        "scan",
     }
 )
 _UPSTREAM = frozenset(
@@ -167,6 +178,15 @@ class WatchOptions:
 
 
 @dataclass(frozen=True)
+class PinOptions:
+    """Where the reviewed tool definitions are (:mod:`maitred.gateway.pins`), and what a tool
+    with no pin gets: ``hide`` (held back like a changed one) or ``allow``."""
+
+    file: str
+    unpinned: Literal["allow", "hide"] = "hide"
+
+
+@dataclass(frozen=True)
 class GatewayConfig:
     """A checked gateway configuration (paths resolved against the config file).
 
@@ -187,6 +207,8 @@ class GatewayConfig:
     tokens: tuple[Token, ...] = ()
     watch: WatchOptions = field(default_factory=WatchOptions)
     tracing: TracingOptions = field(default_factory=TracingOptions)
+    pins: PinOptions | None = None
+    scan: Literal["warn", "off"] = "warn"
 
     @property
     def upstream(self) -> Upstream:
@@ -248,6 +270,9 @@ def parse_config(
     disclosure = top.get("disclosure", "all")
     if disclosure not in ("all", "find_tools"):
         r.fail("disclosure", f"must be one of ['all', 'find_tools'], not {disclosure!r}")
+    scan = top.get("scan", "warn")
+    if scan not in ("warn", "off"):
+        r.fail("scan", f"must be one of ['warn', 'off'], not {scan!r}")
     return GatewayConfig(
         account=r.string(who, "account") if who is not None else "",
         state=state,
@@ -262,6 +287,8 @@ def parse_config(
         tokens=tokens,
         watch=_watch(r, top.get("watch") or {}),
         tracing=read_tracing(r, top.get("tracing"), service_name="maitred-gateway"),
+        pins=_pins(r, top["pins"], root) if top.get("pins") is not None else None,
+        scan="off" if scan == "off" else "warn",
     )
 
 
@@ -393,3 +420,13 @@ def _watch(r: ConfigReader, value: Any) -> WatchOptions:
             f"must be 0 (off) or a number of seconds >= {_MIN_WATCH_S}, not {every!r}",
         )
     return WatchOptions(float(every))
+
+
+def _pins(r: ConfigReader, value: Any, root: Path) -> PinOptions:
+    data = {"file": value} if isinstance(value, str) else r.mapping(value, "pins")
+    r.no_unknown(data, frozenset({"file", "unpinned"}), "pins")
+    path = resolve_path(root, r.string(r.require(data, "file", "pins"), "pins.file"))
+    unpinned = data.get("unpinned", "hide")
+    if unpinned not in ("allow", "hide"):
+        r.fail("pins.unpinned", f"must be one of ['allow', 'hide'], not {unpinned!r}")
+    return PinOptions(path, "allow" if unpinned == "allow" else "hide")

@@ -41,6 +41,13 @@ over those engines.
   to a tool never found is ``TOOL_NOT_OFFERED``. A tool the gate blocks is never disclosed,
   however well it matched; the answer says which predicate blocked it.
 
+**Pinned definitions** (``pins:``; :mod:`maitred.gateway.pins`). A tool whose definition is
+not the one reviewed is *held back*: :meth:`Gatekeeper.visible`, :meth:`Gatekeeper.would_list`
+and :meth:`Gatekeeper.find` leave it out, and :meth:`Gatekeeper.check` passes the holds with
+the call, so the action gate refuses it (``TOOL_DEFINITION_CHANGED``) and logs that like any
+decision. What is held can change while the gateway runs (each re-listing of an upstream is
+compared with the pins), so it is read afresh by every listing and call.
+
 **Names across upstreams.** Tools keep the names their upstream gives them (the names its
 sidecar, its documentation and the model's prompts use); two upstreams listing the same name
 is refused at start with a :class:`~maitred.errors.ConfigError` naming both, rather than
@@ -70,13 +77,15 @@ from pathlib import Path
 from typing import Any
 
 from maitred._canonical import content_hash
-from maitred.actions.model import ApprovalAnswer, Decision, ToolCall
+from maitred.actions.model import ApprovalAnswer, Decision, Hold, ToolCall
 from maitred.build import PipelineOptions, build_pipeline, check_against_state
 from maitred.context import CallContext
 from maitred.contract.tool_sidecar import SUFFIX, load_tool_contracts
 from maitred.engine import Maitred
 from maitred.errors import ConfigError, MaitredError
 from maitred.gateway.config import GatewayConfig, Upstream
+from maitred.gateway.pins import PinGuard, guard_at_start
+from maitred.gateway.scan import warn_at_start
 from maitred.log.base import DecisionLog, open_log
 from maitred.pipeline import Pipeline
 from maitred.recall.base import Candidate, Cutoff
@@ -195,6 +204,7 @@ class Gates:
         owners: tool name -> the upstream that lists it.
         finder: routes ``find_tools`` needs over the same catalog (``find_tools`` mode only).
         shadow: an engine over the full contracts, when some rules run in shadow mode.
+        pins: the reviewed tool definitions, when the config names a pin file.
     """
 
     def __init__(
@@ -204,8 +214,10 @@ class Gates:
         *,
         finder: Maitred | None = None,
         shadow: Maitred | None = None,
+        pins: PinGuard | None = None,
     ) -> None:
         self.engine = engine
+        self.pins = pins
         self.owners = dict(owners)
         self.finder = finder
         self.shadow = shadow
@@ -228,6 +240,8 @@ class Gates:
             ContractError: a sidecar is invalid.
         """
         full, enforced, owners = _join(config, tools)
+        warn_at_start(config, tools)
+        pins = guard_at_start(config, tools, owners)
         provider = open_provider(config.state, config.tables)
         try:  # the same load-time checks as every engine: keys exist, predicates type-check
             check_against_state(full, provider)
@@ -252,7 +266,7 @@ class Gates:
             if log is not None:
                 log.close()
             raise
-        return cls(engine, owners, finder=finder, shadow=shadow)
+        return cls(engine, owners, finder=finder, shadow=shadow, pins=pins)
 
     @property
     def tool_names(self) -> tuple[str, ...]:
@@ -270,6 +284,10 @@ class Gates:
             names = tuple(s.name for s in catalog)
             self._named = (catalog, names, frozenset(names))
         return self._named[1], self._named[2]
+
+    def held(self) -> Mapping[str, Hold]:
+        """The tools held back now (their definitions are not the reviewed ones), and why."""
+        return self.pins.held() if self.pins is not None else {}
 
     def recheck(self, keepers: Sequence[Gatekeeper]) -> list[Gatekeeper]:
         """One pass of the state watch over ``keepers``: those whose visible set changed.
@@ -290,6 +308,8 @@ class Gates:
         for account, group in by_account.items():
             snapshot = self.engine.read_state(account, self.tool_names)
             seen = None if self.timed else state_fingerprint(snapshot)
+            if seen is not None and self.pins is not None:  # a new hold is a change too
+                seen = f"{seen}/{self.pins.generation}"
             verdicts: dict[str, bool] = {}
             for keeper in group:
                 try:
@@ -418,9 +438,12 @@ class Gatekeeper:
         return self.gates.owners.get(name, "")
 
     def _offerable(self) -> tuple[str, ...]:
-        if self.found is None:
+        """The tools this session may be shown: found ones (``find_tools``), none held back."""
+        held = self.gates.held()
+        if self.found is None and not held:
             return self.tool_names
-        return tuple(n for n in self.tool_names if n in self.found)
+        found = self.found
+        return tuple(n for n in self.tool_names if (found is None or n in found) and n not in held)
 
     def visible(self) -> tuple[str, ...]:
         """The tools this session may see now (a logged turn), in the upstreams' order.
@@ -428,7 +451,7 @@ class Gatekeeper:
         In ``find_tools`` mode the list starts with ``find_tools`` and holds only the tools
         found so far that pass the gate now.
         """
-        scope = None if self.found is None else self._offerable()
+        scope = None if self.found is None and not self.gates.held() else self._offerable()
         exposed: tuple[str, ...] = ()
         if scope is None or scope:
             if self.shadow is not None and self.shadow_session is not None:
@@ -494,15 +517,19 @@ class Gatekeeper:
         listing did not show (never listed, or hidden then) is first listed afresh -- a logged
         turn on fresh state -- so a tool that has become visible since is offered, and one
         still hidden is ``TOOL_NOT_OFFERED``, its predicates unsaid; a tool the listing showed
-        that cannot run now is ``TOOL_NOT_EXECUTABLE``.
+        that cannot run now is ``TOOL_NOT_EXECUTABLE``; a tool held back because its definition
+        is not the reviewed one is ``TOOL_DEFINITION_CHANGED`` (:mod:`maitred.gateway.pins`).
         """
         call = ToolCall(name, dict(arguments or {}))
         offerable = self.gates.knows(name) and (self.found is None or name in self.found)
         if offerable and name not in self._listed_set():
             self.visible()
+        held = self.gates.held()
+        if held and self.found is not None:  # a tool never found stays TOOL_NOT_OFFERED
+            held = {n: h for n, h in held.items() if n in self.found}
         if self.shadow is not None and self.shadow_session is not None:
-            self.shadow.check(call, session=self.shadow_session)
-        return self.engine.check(call, session=self.session)
+            self.shadow.check(call, session=self.shadow_session, held=held)
+        return self.engine.check(call, session=self.session, held=held)
 
     def _listed_set(self) -> frozenset[str]:
         """:attr:`listed` as a set, built once per listing."""
@@ -555,7 +582,11 @@ class Gatekeeper:
         if finder is None or self.found is None:
             raise ConfigError("find_tools needs 'disclosure: find_tools' in the gateway config")
         before = self.listed
-        context = CallContext(run_id=self.gates.run_for(finder, self.tenant))
+        held = self.gates.held()
+        context = CallContext(
+            run_id=self.gates.run_for(finder, self.tenant),
+            scope=frozenset(n for n in self.tool_names if n not in held) if held else None,
+        )
         turn = finder.turn(need, session=self.session, context=context)
         self.found.update(turn.exposed)
         catalog = finder.catalog

@@ -12,6 +12,9 @@ them from :attr:`GatewayMetrics.registry`).
 ``maitred_gateway_listings_total``     ``tools/list`` answers served
 ``maitred_gateway_upstream_failures``  calls allowed whose upstream then failed, by upstream
 ``maitred_gateway_sessions``           gatekeepers (sessions) held in memory
+``maitred_gateway_definition_changes`` tool definitions found to differ from their pins, by
+                                       upstream and tool (each new definition once; calls
+                                       refused for it count as ``TOOL_DEFINITION_CHANGED``)
 =====================================  ======================================================
 
 A capability that refuses calls for a reason of its own (rate limits, changed definitions)
@@ -61,6 +64,12 @@ class GatewayMetrics:
             "maitred_gateway_sessions", "Gatekeepers (sessions) held in memory.", registry=reg
         )
         self.sessions.set_function(lambda: float(sessions()))
+        self.definition_changes = Counter(
+            "maitred_gateway_definition_changes",
+            "Tool definitions found to differ from their pins, by upstream and tool.",
+            ("upstream", "tool"),
+            registry=reg,
+        )
         for code in ("ALLOWED", "TOOL_NOT_OFFERED", "GATE_UNAVAILABLE", "AUTH_REQUIRED"):
             self.calls.labels(code)  # present at zero, so dashboards see the series
 

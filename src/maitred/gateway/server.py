@@ -34,6 +34,12 @@ served), and returns a FastMCP server that serves one proxy provider per upstrea
   A pass that fails (the log cannot be written) is reported on stderr and the watch goes on; a
   state store that is down is no failure of the watch: the tools that read it are hidden (fail
   closed), which is announced like any change, and so is their return.
+* pinned definitions (``pins:``, :mod:`maitred.gateway.pins`): every time the gateway lists an
+  upstream's tools (at start, on each ``tools/list``, when the proxy's cached list has
+  expired) the proxy (:class:`ListingProxy`) hands the fresh listing to
+  :meth:`GateMiddleware.observe`, which compares it with the pins: a tool that no longer
+  matches is held back from every session at once (hidden, calls refused
+  ``TOOL_DEFINITION_CHANGED``), named on stderr and counted in ``/metrics``.
 * ``find_tools`` (``disclosure: find_tools``): answered by the gateway itself, never by an
   upstream (see :meth:`Gatekeeper.find <maitred.gateway.keeper.Gatekeeper.find>`).
 
@@ -172,6 +178,29 @@ class GateMiddleware(Middleware):
         #: questions put to people about calls that need approval (:mod:`.approval`)
         self.approvals = Approvals(max_sessions)
         self.tracing = tracing
+
+    def watch_pins(self, proxies: Sequence[ListingProxy]) -> None:
+        """Count what the start listing held back, and have every later listing of the
+        ``proxies`` compared with the pins (:meth:`observe`); nothing without a pin file."""
+        pins = self.gates.pins
+        if pins is None:
+            return
+        self.metrics.calls.labels("TOOL_DEFINITION_CHANGED")  # present at zero
+        for drift in pins.drifts():
+            if not drift.unpinned:
+                self.metrics.definition_changes.labels(drift.upstream, drift.tool).inc()
+        for proxy in proxies:
+            proxy.listeners.append(self.observe)
+
+    def observe(self, upstream: str, tools: Sequence[Tool]) -> None:
+        """Compare a fresh listing of ``upstream`` with the pins (:class:`ListingProxy` calls
+        it): what no longer matches is held back from every session from now on."""
+        pins = self.gates.pins
+        if pins is None:
+            return
+        for drift in pins.observe(upstream, [tool_json(t) for t in tools]):
+            if not drift.unpinned:
+                self.metrics.definition_changes.labels(upstream, drift.tool).inc()
 
     @staticmethod
     async def _engine(fn: Callable[[], T], keeper: Gatekeeper | None = None) -> T:
@@ -467,7 +496,25 @@ def transport_for(upstream: Upstream) -> ClientTransport:
     )
 
 
-def proxy_for(upstream: Upstream) -> ProxyProvider:
+class ListingProxy(ProxyProvider):
+    """A proxy provider that hands every fresh listing of its upstream's tools to its
+    ``listeners`` (``listener(upstream name, tools)``), wherever FastMCP asks for one: a
+    client's ``tools/list``, or a call's lookup once the cached list has expired. This is where
+    the pins see an upstream change a tool while the gateway runs."""
+
+    def __init__(self, client: ProxyClient[Any], upstream: str) -> None:
+        super().__init__(client.new)
+        self.upstream = upstream
+        self.listeners: list[Callable[[str, Sequence[Tool]], None]] = []
+
+    async def _list_tools(self) -> Sequence[Tool]:
+        tools = await super()._list_tools()
+        for listener in self.listeners:
+            listener(self.upstream, tools)
+        return tools
+
+
+def proxy_for(upstream: Upstream) -> ListingProxy:
     """The components of ``upstream``, proxied, for the gateway server to serve as its own.
 
     Each request gets a fresh client over the one transport (a stdio server stays up between
@@ -480,7 +527,18 @@ def proxy_for(upstream: Upstream) -> ProxyProvider:
         name=upstream.name,
         timeout=upstream.timeout_s,
     )
-    return ProxyProvider(client.new)
+    return ListingProxy(client, upstream.name)
+
+
+def tool_json(tool: Tool) -> dict[str, Any]:
+    """A listed tool as its MCP JSON object (what the catalog and the pins read)."""
+    return tool.to_mcp_tool().model_dump(by_alias=True, exclude_none=True, mode="json")
+
+
+async def list_upstreams(config: GatewayConfig) -> dict[str, list[dict[str, Any]]]:
+    """Every upstream's ``tools/list`` now, as the gateway reads it at start (for
+    ``maitred mcp pin``; see :func:`upstream_tools` for the errors)."""
+    return {up.name: await upstream_tools(proxy_for(up), up) for up in config.upstreams}
 
 
 async def upstream_tools(proxy: ProxyProvider, upstream: Upstream) -> list[dict[str, Any]]:
@@ -501,9 +559,7 @@ async def upstream_tools(proxy: ProxyProvider, upstream: Upstream) -> list[dict[
             f"({type(exc).__name__}: {exc}); check its "
             f"{'url' if upstream.url else 'command and args'} in the config"
         ) from None
-    return [
-        t.to_mcp_tool().model_dump(by_alias=True, exclude_none=True, mode="json") for t in tools
-    ]
+    return [tool_json(t) for t in tools]
 
 
 async def open_gateway(
@@ -547,6 +603,7 @@ async def open_gateway(
         name="maitred-gateway",
         auth=TokenAuth(config.tokens) if http else None,
     )
+    gate.watch_pins(list(proxies.values()))
     for proxy in proxies.values():
         server.add_provider(proxy)
     if gates.finder is not None:
