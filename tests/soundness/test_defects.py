@@ -7,6 +7,7 @@ the code before issue 16's fix of the defect its name gives, and passes since.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -78,6 +79,55 @@ def test_a_sqlite_boolean_stored_as_0_leaves_the_tool_runnable(tmp_path: Path) -
     assert spec.executable(FREEZE.tools[0], "acc-a", world)
     with _sqlite_engine(tmp_path, FREEZE, world) as engine:
         assert _both_stages(engine, FREEZE, "acc-a", "freeze_branch") == (True, True)
+
+
+def _untyped_json_engine(tmp: Path, catalog: spec.CatalogSpec, world: spec.World) -> Maitred:
+    """A JSON state file with no ``$types``: every key untyped, values as they were written."""
+    data = {a: spec.tree_of(world.accounts[a], roots) for a, roots in world.roots.items()}
+    path = tmp / "accounts.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return _engine(tmp, catalog, str(path), clock=lambda: world.now)
+
+
+ON_FREE = spec.Pred("on_free", "eq", "account.plan", "free")
+UPGRADE = spec.CatalogSpec((spec.ToolSpec("upgrade", True, (ON_FREE,)),))
+
+
+@pytest.mark.parametrize(
+    ("catalog", "tool", "values"),
+    [(UPGRADE, "upgrade", {"account.plan": 0}), (FREEZE, "freeze_branch", {"repo.frozen": 1})],
+    ids=["plan-stored-as-0", "frozen-stored-as-1"],
+)
+def test_an_untyped_value_of_the_wrong_kind_fails_closed(
+    tmp_path: Path, catalog: spec.CatalogSpec, tool: str, values: dict[str, object]
+) -> None:
+    """Found by the 10,000-example gateway run: with no ``$types``, ``account.plan == "free"``
+    over a stored ``0`` was quietly false (CEL's equality across types), so the mutating tool
+    was offered and allowed. A value the expression cannot apply to is an evaluation error."""
+    world = _world(values)
+    assert not spec.executable(catalog.tools[0], "acc-a", world)
+    with _untyped_json_engine(tmp_path, catalog, world) as engine:
+        assert _both_stages(engine, catalog, "acc-a", tool) == (False, False)
+
+
+@pytest.mark.parametrize(
+    ("catalog", "tool", "values", "runs"),
+    [
+        (UPGRADE, "upgrade", {"account.plan": "pro"}, True),
+        (UPGRADE, "upgrade", {"account.plan": "free"}, False),
+        (FREEZE, "freeze_branch", {"repo.frozen": False}, True),
+        (FREEZE, "freeze_branch", {"repo.frozen": True}, False),
+    ],
+    ids=["pro", "free", "not-frozen", "frozen"],
+)
+def test_an_untyped_value_of_the_right_kind_is_decided_as_usual(
+    tmp_path: Path, catalog: spec.CatalogSpec, tool: str, values: dict[str, object], runs: bool
+) -> None:
+    """The other half: untyped values that fit the expression are decided on what they say."""
+    world = _world(values)
+    assert spec.executable(catalog.tools[0], "acc-a", world) is runs
+    with _untyped_json_engine(tmp_path, catalog, world) as engine:
+        assert _both_stages(engine, catalog, "acc-a", tool) == (runs, runs)
 
 
 def test_defect_2_a_column_the_table_lacks_is_not_missing_state(tmp_path: Path) -> None:

@@ -173,8 +173,28 @@ def test_the_core_promise_holds_through_the_mcp_gateway(
 def test_the_whole_promise_holds_through_the_mcp_gateway(
     catalog: spec.CatalogSpec, world: spec.World
 ) -> None:
-    """Untyped values, an account that may not exist, and a call to a made-up tool name."""
+    """Untyped values (SQLite-style 0/1, junk of the wrong kind, in an ``accounts.json`` with no
+    ``$types``), an account that may not exist, and a call to a made-up tool name."""
     _through_the_gateway(catalog, world, junk=True)
+
+
+def test_an_untyped_value_of_the_wrong_kind_hides_the_tool_through_the_gateway() -> None:
+    """The counterexample the 10,000-example run of the test above found: ``accounts.json``
+    has no ``$types`` and stores the plan as ``0``; ``account.plan == "free"`` was quietly
+    false (CEL's equality across types), so the gateway listed the mutating ``upgrade``. The
+    value does not fit the expression: an evaluation error, and the tool is hidden."""
+    on_free = spec.Pred("on_free", "eq", "account.plan", "free")
+    catalog = spec.CatalogSpec(
+        (
+            spec.ToolSpec("get_plan", False, ()),
+            spec.ToolSpec("export_report", False, ()),
+            spec.ToolSpec("upgrade", True, (on_free,)),
+        )
+    )
+    world = spec.World()
+    world.roots["acc-1"] = {"account"}
+    world.accounts["acc-1"] = {"account.plan": 0}
+    _through_the_gateway(catalog, world, junk=False)
 
 
 def test_defect_6_a_gateway_rejection_never_names_a_hidden_tool() -> None:

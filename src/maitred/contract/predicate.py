@@ -27,12 +27,13 @@ import textwrap
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any, Final, Literal, Protocol, runtime_checkable
 
 from maitred._canonical import text_hash
 from maitred.errors import ContractError, PredicateCompileError, UndeclaredStateError
+from maitred.state.schema import StateType
 
 #: what a missing or stale read means: ``"block"`` (fail closed) or ``"offer"`` (fail open)
 FailMode = Literal["block", "offer"]
@@ -290,12 +291,51 @@ class CelPredicate:
             object.__setattr__(self, "version", text_hash(self.expression))
 
     def holds(self, view: StateView) -> bool:
+        kinds = tuple(_kind_of(view.get(key)) for key in self.reads)
+        if fault := _kind_fault(self.expression, self.reads, kinds):
+            raise ContractError(f"predicate {self.name!r}: {fault}")
         result = self._program.execute(view.nested())
         if not isinstance(result, bool):
             raise ContractError(
                 f"predicate {self.name!r}: expression gave {type(result).__name__}, not bool"
             )
         return result
+
+
+def _kind_of(value: Any) -> StateType:
+    """The state type a value is, as read (``any`` for null, lists and maps)."""
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int):
+        return "int"
+    if isinstance(value, float):
+        return "double"
+    return "string" if isinstance(value, str) else "any"
+
+
+@lru_cache(maxsize=4096)
+def _kind_fault(expression: str, reads: tuple[str, ...], kinds: tuple[StateType, ...]) -> str:
+    """Why ``expression`` cannot apply to values of these ``kinds`` ("" when it can).
+
+    CEL's equality across types is ``false``, not an error, so ``account.plan == "free"`` over
+    a stored ``0`` would quietly never fire. A typed store refuses such a value before it gets
+    here (it does not fit its declared type) and refuses such an expression at load; an untyped
+    one (a JSON file without ``$types``, a provider that cannot tell) cannot. So every value is
+    also checked as what it is: the expression is type-checked, with the load-time checker and
+    its allowances, against the kinds of the values read, and one that does not apply to them
+    is an evaluation error -- the predicate holds. Cached per expression and kinds, so the
+    checker runs once per shape of state, not per call.
+    """
+    if all(kind == "any" for kind in kinds):
+        return ""
+    from maitred.contract.typecheck import check_expression  # it imports this module
+
+    types = {key: kind for key, kind in zip(reads, kinds, strict=True) if kind != "any"}
+    errors, _ = check_expression(expression, reads, types)
+    if not errors:
+        return ""
+    shown = ", ".join(f"{key}: {kind}" for key, kind in types.items())
+    return f"the values read do not fit the expression ({shown}): {'; '.join(errors)}"
 
 
 @cache

@@ -27,7 +27,9 @@ that cannot exist is missing on every call, so its ``on_missing`` decides instea
 
 Python predicates are opaque to the type check (their keys are still required to exist), and keys of
 type ``json`` / ``any`` are ``dyn``: operations on them are checked at evaluation, where an
-error holds.
+error holds -- including by this checker, against the kinds of the values read
+(:meth:`CelPredicate.holds <maitred.contract.predicate.CelPredicate.holds>`), since CEL's
+equality across types is a quiet ``false``.
 """
 
 from __future__ import annotations
