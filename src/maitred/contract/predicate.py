@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any, Final, Literal, Protocol, runtime_checkable
 
 from maitred._canonical import text_hash
+from maitred.contract.celcheck import check_expression
 from maitred.errors import ContractError, PredicateCompileError, UndeclaredStateError
 from maitred.state.schema import StateType
 
@@ -328,8 +329,6 @@ def _kind_fault(expression: str, reads: tuple[str, ...], kinds: tuple[StateType,
     """
     if all(kind == "any" for kind in kinds):
         return ""
-    from maitred.contract.typecheck import check_expression  # it imports this module
-
     types = {key: kind for key, kind in zip(reads, kinds, strict=True) if kind != "any"}
     errors, _ = check_expression(expression, reads, types)
     if not errors:
