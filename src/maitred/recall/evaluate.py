@@ -365,9 +365,7 @@ def evaluate_routing(
     return result
 
 
-def _steps_of(
-    recaller: Recaller, query: Query, ranked: list[str], step_k: int
-) -> dict[str, float]:
+def _steps_of(recaller: Recaller, query: Query, ranked: list[str], step_k: int) -> dict[str, float]:
     """One step-wise query: each step asked for its top ``step_k``; the text is ranked again,
     deeper, when the union is larger than the ranking already made."""
     steps = [[c.name for c in recaller.rank(step, step_k)] for step in query.steps]
