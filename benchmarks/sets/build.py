@@ -6,9 +6,10 @@ and writes, under ``--out/<set>/``:
 
 - ``tools.jsonl``: one tool a line, ``{"name", "description", "parameters"?, "body"?}`` as
   :mod:`maitred.skills.tools` reads it (``body`` holds the long documentation);
-- ``queries.jsonl``: ``{"id", "text", "gold": [tool names]}`` as ``maitred eval routing`` reads
-  it;
-- ``source.json``: the source repository, commit, licence and counts.
+- ``queries.jsonl``: ``{"id", "text", "gold": [tool names]}`` (step-wise sets add
+  ``"steps": [...]``) as ``maitred eval routing`` reads it;
+- ``source.json``: the source repository, commit, licence, counts and the converter's notes
+  (files it could not read, tasks it left out and why).
 
 Sets (see ``benchmarks/sets/README.md`` for licences and what each tests):
 
@@ -26,10 +27,19 @@ Sets (see ``benchmarks/sets/README.md`` for licences and what each tests):
 - ``apibench-hf`` (``ShishirPatil/gorilla``, Apache-2.0): APIBench's Hugging Face API catalog
   (``data/api/huggingface_api.jsonl``, 936 models) and evaluation instructions; gold = the API the
   reference answer calls. Names ``org/model`` become ``org__model`` (tool names allow no ``/``).
+- ``mcptoolbench`` (``mcp-tool-bench/MCPToolBenchPP``, no licence stated: never sampled here):
+  single-step queries over real MCP servers' tools; each tool keeps its ``server``; gold = the
+  labelled tool and its ``similar_tools``.
+- ``mcp-bench`` and ``mcp-bench-steps`` (``xuhaike/mcp-bench``, Apache-2.0 claimed by a README
+  badge only, tool texts from 28 third-party servers: never sampled here): the 257 tools of its
+  28 servers, each with its ``server``; tasks asked as the user's request (``mcp-bench``) or as
+  the numbered steps of their plan, tool names masked (``mcp-bench-steps``); gold derived from
+  the tools the plan names (:func:`_mcpb_gold`).
 
 Nothing here is tuned or filtered by how any method scores. Run::
 
     python benchmarks/sets/build.py toolalpaca --src /path/to/ToolAlpaca --out bench-out/sets
+    python benchmarks/sets/build.py mcp-bench-steps --src /path/to/mcp-bench
 """
 
 from __future__ import annotations
