@@ -10,7 +10,10 @@ Sets (each a catalog and labelled queries; see ``benchmarks/sets/README.md``):
 - ``toolalpaca``, ``bfcl``, ``apibench-hf``, ``api-bank``: converted by
   ``benchmarks/sets/build.py`` from fetched copies of the public repositories
   (``--toolalpaca DIR``, ``--gorilla DIR``, ``--damo-convai DIR``; a set is skipped with a note
-  when its source is missing and it was not converted before).
+  when its source is missing and it was not converted before);
+- ``mcptoolbench``, ``mcp-bench``, ``mcp-bench-steps``: real MCP servers' tools, converted the
+  same way (``--mcptoolbench DIR``, ``--mcp-bench DIR``); ``mcp-bench-steps`` is step-wise
+  (its tasks' steps asked one by one, ``step_complete_at_k``), printed in a second table.
 
 Methods: ``bm25-plain`` (single-document Okapi BM25, the lexical bar), ``bm25`` (BM25F),
 ``dense`` (MiniLM), ``hybrid`` (RRF) and ``fused`` (normalised-score fusion). Every figure is
@@ -23,9 +26,11 @@ Run::
 
     .venv/bin/python benchmarks/routing_sets.py --toolalpaca ~/src/ToolAlpaca \\
         --gorilla ~/src/gorilla --damo-convai ~/src/DAMO-ConvAI \\
+        --mcptoolbench ~/src/MCPToolBenchPP --mcp-bench ~/src/mcp-bench \\
         [--methods bm25-plain,bm25,dense,hybrid,fused] [--only bfcl,api-bank]
 
-It prints a markdown table (rows: set x method) and writes ``bench-out/routing_sets.json``.
+It prints a markdown table (rows: set x method), one more for the step-wise sets, and writes
+``bench-out/routing_sets.json``.
 """
 
 from __future__ import annotations
@@ -108,6 +113,9 @@ def prepare(args: argparse.Namespace) -> Path:
         "bfcl": args.gorilla,
         "apibench-hf": args.gorilla,
         "api-bank": args.damo_convai,
+        "mcptoolbench": args.mcptoolbench,
+        "mcp-bench": args.mcp_bench,
+        "mcp-bench-steps": args.mcp_bench,
     }
     for name, src in sources.items():
         folder = out / name
@@ -115,7 +123,7 @@ def prepare(args: argparse.Namespace) -> Path:
             info = sets_build.build(name, src, out, max_queries=args.max_queries)
             print(f"converted {name}: {info['tools']} tools, {info['queries']} queries")
         if not (folder / "queries.jsonl").exists():
-            print(f"note: {name} skipped (give its source with --toolalpaca/--gorilla)")
+            print(f"note: {name} skipped (give its source: --toolalpaca, --gorilla, ...)")
             continue
         sets.append(
             {
@@ -172,11 +180,37 @@ def table(rows: Sequence[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+STEP_COLUMNS = (
+    ("step_complete_at_k", "step-wise C@10"),
+    ("step_exposed", "tools shown"),
+    ("oneshot_complete_at_exposed", "one-shot C@shown"),
+    ("complete_at_10", "one-shot C@10"),
+)
+
+
+def step_table(rows: Sequence[dict[str, Any]]) -> str:
+    """Markdown: the step-wise figures of the sets whose queries have steps ('' if none)."""
+    stepped = [r for r in rows if "step_k" in r]
+    if not stepped:
+        return ""
+    head = "| set (skills, step-wise tasks) | method | " + " | ".join(c for _, c in STEP_COLUMNS)
+    lines = [head + " |", "|---|---|" + "---:|" * len(STEP_COLUMNS)]
+    for row in stepped:
+        cells = [
+            f"{row[k]:.1f}" if k == "step_exposed" else f"{row[k]:.3f}" for k, _ in STEP_COLUMNS
+        ]
+        where = f"{row['set']} ({row['skills']}, {row['n_step_queries']})"
+        lines.append(f"| {where} | {row['method']} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--toolalpaca", type=Path, help="ToolAlpaca checkout or git dir")
     parser.add_argument("--gorilla", type=Path, help="gorilla checkout or git dir")
     parser.add_argument("--damo-convai", type=Path, help="DAMO-ConvAI checkout or git dir")
+    parser.add_argument("--mcptoolbench", type=Path, help="MCPToolBenchPP checkout or git dir")
+    parser.add_argument("--mcp-bench", type=Path, help="mcp-bench checkout or git dir")
     parser.add_argument("--only", default="", help="comma-separated set names to run")
     parser.add_argument("--metatool", type=Path, default=REPO / ".." / "shared/data/metatool")
     parser.add_argument("--out", type=Path, default=REPO / "bench-out" / "sets")
@@ -197,6 +231,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     (REPO / "bench-out" / name).write_text(json.dumps(rows, indent=1), "utf-8")
     print()
     print(table(rows))
+    steps = step_table(rows)
+    if steps:
+        print()
+        print(steps)
 
 
 if __name__ == "__main__":

@@ -6,9 +6,10 @@ and writes, under ``--out/<set>/``:
 
 - ``tools.jsonl``: one tool a line, ``{"name", "description", "parameters"?, "body"?}`` as
   :mod:`maitred.skills.tools` reads it (``body`` holds the long documentation);
-- ``queries.jsonl``: ``{"id", "text", "gold": [tool names]}`` as ``maitred eval routing`` reads
-  it;
-- ``source.json``: the source repository, commit, licence and counts.
+- ``queries.jsonl``: ``{"id", "text", "gold": [tool names]}`` (step-wise sets add
+  ``"steps": [...]``) as ``maitred eval routing`` reads it;
+- ``source.json``: the source repository, commit, licence, counts and the converter's notes
+  (files it could not read, tasks it left out and why).
 
 Sets (see ``benchmarks/sets/README.md`` for licences and what each tests):
 
@@ -26,10 +27,19 @@ Sets (see ``benchmarks/sets/README.md`` for licences and what each tests):
 - ``apibench-hf`` (``ShishirPatil/gorilla``, Apache-2.0): APIBench's Hugging Face API catalog
   (``data/api/huggingface_api.jsonl``, 936 models) and evaluation instructions; gold = the API the
   reference answer calls. Names ``org/model`` become ``org__model`` (tool names allow no ``/``).
+- ``mcptoolbench`` (``mcp-tool-bench/MCPToolBenchPP``, no licence stated: never sampled here):
+  single-step queries over real MCP servers' tools; each tool keeps its ``server``; gold = the
+  labelled tool and its ``similar_tools``.
+- ``mcp-bench`` and ``mcp-bench-steps`` (``xuhaike/mcp-bench``, Apache-2.0 claimed by a README
+  badge only, tool texts from 28 third-party servers: never sampled here): the 257 tools of its
+  28 servers, each with its ``server``; tasks asked as the user's request (``mcp-bench``) or as
+  the numbered steps of their plan, tool names masked (``mcp-bench-steps``); gold derived from
+  the tools the plan names (:func:`_mcpb_gold`).
 
 Nothing here is tuned or filtered by how any method scores. Run::
 
     python benchmarks/sets/build.py toolalpaca --src /path/to/ToolAlpaca --out bench-out/sets
+    python benchmarks/sets/build.py mcp-bench-steps --src /path/to/mcp-bench
 """
 
 from __future__ import annotations
@@ -42,11 +52,13 @@ import json
 import random
 import re
 import subprocess
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 Rows = list[dict[str, Any]]
+Converted = tuple[Rows, Rows, dict[str, Any]]
+"""A converter's tools, queries and notes (what was left out and why; into ``source.json``)."""
 
 
 def read_text(src: Path, rel: str) -> str:
@@ -98,7 +110,7 @@ def _ta_params(text: str) -> dict[str, Any] | None:
     return {"type": "object", "properties": props}
 
 
-def toolalpaca(src: Path) -> tuple[Rows, Rows]:
+def toolalpaca(src: Path) -> Converted:
     """Tools and queries of ToolAlpaca's evaluation files."""
     tools: Rows = []
     queries: Rows = []
@@ -125,7 +137,7 @@ def toolalpaca(src: Path) -> tuple[Rows, Rows]:
                 gold = [f"{prefix}.{tool_name(step['Action'])}" for step in answer or []]
                 if text and gold:
                     queries.append({"id": f"{part}-{prefix}-{i}", "text": text, "gold": gold})
-    return tools, queries
+    return tools, queries, {}
 
 
 # --------------------------------------------------------------------------- BFCL
@@ -152,7 +164,7 @@ def _lines(text: str) -> Iterator[dict[str, Any]]:
             yield json.loads(line)
 
 
-def bfcl(src: Path) -> tuple[Rows, Rows]:
+def bfcl(src: Path) -> Converted:
     """Tools and queries of the four single-turn, non-live BFCL sets."""
     tools: dict[str, dict[str, Any]] = {}
     queries: Rows = []
@@ -177,7 +189,7 @@ def bfcl(src: Path) -> tuple[Rows, Rows]:
             gold = list(dict.fromkeys(tool_name(n) for call in answers[entry["id"]] for n in call))
             if text.strip() and gold:
                 queries.append({"id": entry["id"], "text": text, "gold": gold})
-    return list(tools.values()), queries
+    return list(tools.values()), queries, {}
 
 
 # --------------------------------------------------------------------------- APIBench
@@ -192,7 +204,7 @@ def _api_body(api: dict[str, Any]) -> str:
     return "\n".join(parts)
 
 
-def apibench_hf(src: Path) -> tuple[Rows, Rows]:
+def apibench_hf(src: Path) -> Converted:
     """APIBench's Hugging Face catalog and evaluation instructions."""
     tools: dict[str, dict[str, Any]] = {}
     for api in _lines(read_text(src, "data/api/huggingface_api.jsonl")):
@@ -211,7 +223,7 @@ def apibench_hf(src: Path) -> tuple[Rows, Rows]:
         gold = tool_name(str(row["api_data"]["api_name"]))
         if found and found.group(1).strip() and gold in tools:
             queries.append({"id": f"hf-{i}", "text": found.group(1).strip(), "gold": [gold]})
-    return list(tools.values()), queries
+    return list(tools.values()), queries, {}
 
 
 # --------------------------------------------------------------------------- API-Bank
@@ -234,7 +246,7 @@ def _py_literal(text: str, name: str) -> Any:
     return None
 
 
-def apibank(src: Path) -> tuple[Rows, Rows]:
+def apibank(src: Path) -> Converted:
     """API-Bank's API list and its level-1 dialogues (the request = the user turns before the
     first API call; gold = every API the dialogue calls)."""
     tools: dict[str, dict[str, Any]] = {}
@@ -277,7 +289,7 @@ def apibank(src: Path) -> tuple[Rows, Rows]:
         )
         if text.strip() and gold:
             queries.append({"id": Path(rel).stem, "text": text, "gold": gold})
-    return list(tools.values()), queries
+    return list(tools.values()), queries, {}
 
 
 def _list_files(src: Path, folder: str) -> list[str]:
@@ -291,18 +303,308 @@ def _list_files(src: Path, folder: str) -> list[str]:
     return sorted(f"{folder}/{n}" for n in out.stdout.decode().split() if n.endswith(".jsonl"))
 
 
-SETS: dict[str, tuple[Callable[[Path], tuple[Rows, Rows]], str, str]] = {
-    "toolalpaca": (toolalpaca, "tangqiaoyu/ToolAlpaca", "Apache-2.0"),
-    "bfcl": (bfcl, "ShishirPatil/gorilla", "Apache-2.0"),
-    "apibench-hf": (apibench_hf, "ShishirPatil/gorilla", "Apache-2.0"),
-    "api-bank": (apibank, "AlibabaResearch/DAMO-ConvAI (api-bank/)", "Apache-2.0"),
+def _try_read(src: Path, rel: str) -> str | None:
+    """:func:`read_text`, or None when the copy lacks the file's content (a mirror may list a
+    large file without holding it)."""
+    try:
+        return read_text(src, rel)
+    except SystemExit:
+        return None
+
+
+def _tree(src: Path, folder: str, suffix: str) -> list[str]:
+    """Every file under ``folder`` (recursively) whose name ends with ``suffix``, sorted."""
+    if (src / folder).is_dir():
+        return sorted(
+            str(p.relative_to(src)) for p in (src / folder).rglob(f"*{suffix}") if p.is_file()
+        )
+    out = subprocess.run(
+        ["git", f"--git-dir={src}", "ls-tree", "-r", "--name-only", "HEAD", folder],
+        capture_output=True,
+        check=True,
+    )
+    return sorted(n for n in out.stdout.decode().splitlines() if n.endswith(suffix))
+
+
+def _unique_names(pairs: Sequence[tuple[str, str]]) -> dict[tuple[str, str], str]:
+    """(server, tool) -> a catalog name: the tool's own name, or ``server.tool`` (server made a
+    valid name) for every tool whose name another server also uses."""
+    servers_of: dict[str, set[str]] = {}
+    for server, name in pairs:
+        servers_of.setdefault(name, set()).add(server)
+    return {
+        (server, name): tool_name(name)
+        if len(servers_of[name]) == 1
+        else tool_name(f"{server}.{name}")
+        for server, name in pairs
+    }
+
+
+# --------------------------------------------------------------------------- MCPToolBench++
+_MTB = "data"
+_MTB_SKIP = ("_forqwen", "/test_project_root/")  # a renamed copy of the search set; fixtures
+
+
+def _mtb_rows(text: str) -> tuple[Rows, bool]:
+    """A MCPToolBench++ data file's entries, and whether it had to be repaired (the map demo
+    lists its entries with no comma between them)."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        data = json.loads(re.sub(r"\}\s*\{\s*\"uuid\"", '},{"uuid"', text))
+        return list(data), True
+    return (list(data) if isinstance(data, list) else [data]), False
+
+
+def mcptoolbench(src: Path) -> Converted:
+    """MCPToolBench++'s single-step queries over real MCP servers' tools (browser, file system,
+    finance, search, map, pay): the catalog is every tool any entry offers (a name two servers
+    use becomes ``server.name``); gold = the labelled tool and the tools it lists as
+    ``similar_tools`` (the same action on another server offered alongside it)."""
+    files = [f for f in _tree(src, _MTB, ".json") if not any(x in f for x in _MTB_SKIP)]
+    read: list[str] = []
+    unreadable: list[str] = []
+    repaired: list[str] = []
+    entries: list[tuple[str, dict[str, Any]]] = []
+    for rel in files:
+        text = _try_read(src, rel)
+        if text is None:
+            unreadable.append(rel)
+            continue
+        rows, fixed = _mtb_rows(text)
+        read.append(rel)
+        if fixed:
+            repaired.append(rel)
+        entries.extend((rel, row) for row in rows)
+    definitions: dict[tuple[str, str], dict[str, Any]] = {}
+    for _, row in entries:
+        by_name = {t["name"]: t for t in row.get("tools") or []}
+        for server, names in (row.get("mcp_tools_dict") or {}).items():
+            for name in names:
+                if name in by_name:
+                    definitions.setdefault((server, name), by_name[name])
+    names = _unique_names(list(definitions))
+    tools: Rows = []
+    for (server, name), spec in definitions.items():
+        tool: dict[str, Any] = {
+            "name": names[(server, name)],
+            "description": str(spec.get("description") or name).strip(),
+            "server": server,
+        }
+        schema = spec.get("input_schema") or spec.get("inputSchema")
+        if isinstance(schema, dict):
+            tool["parameters"] = schema
+        tools.append(tool)
+    queries: Rows = []
+    seen: set[str] = set()
+    for _, row in entries:
+        qid = str(row.get("uuid") or "")
+        text = str(row.get("query") or "").strip()
+        if not qid or qid in seen or not text:  # the demo files repeat some entries
+            continue
+        seen.add(qid)
+        gold: list[str] = []
+        for call in row.get("function_call_label") or []:
+            for item in [call, *(call.get("similar_tools") or [])]:
+                key = (str(item.get("mcp_server")), str(item.get("name")))
+                gold.append(names.get(key, tool_name(key[1])))
+        if gold:
+            queries.append(
+                {
+                    "id": qid,
+                    "text": text,
+                    "gold": list(dict.fromkeys(gold)),
+                    "category": row.get("category"),
+                }
+            )
+    notes = {"files_read": read, "files_unreadable": unreadable, "files_repaired": repaired}
+    return tools, queries, notes
+
+
+# --------------------------------------------------------------------------- MCP-Bench
+_MCPB_TASKS = (
+    "tasks/mcpbench_tasks_single_runner_format.json",
+    "tasks/mcpbench_tasks_multi_2server_runner_format.json",
+    "tasks/mcpbench_tasks_multi_3server_runner_format.json",
+)
+_EDGE = r"A-Za-z0-9_\-"
+
+
+def _identifier_like(name: str) -> bool:
+    """A tool name no sentence uses as a plain word (``get_article``, ``getParkDetails``,
+    ``tavily-search``), unlike ``search`` or ``add``."""
+    return bool(re.search(r"[_\-0-9]|[a-z][A-Z]", name))
+
+
+def _mentioned(text: str, server: str, name: str) -> bool:
+    """Does the task text name this tool: ``Server:tool`` always counts; the bare name counts
+    when it is identifier-like or written as a call (``add(``)."""
+    if re.search(rf"{re.escape(server)}\s*:\s*{re.escape(name)}(?![{_EDGE}])", text):
+        return True
+    bare = rf"(?<![{_EDGE}]){re.escape(name)}"
+    if _identifier_like(name):
+        return re.search(bare + rf"(?![{_EDGE}])", text) is not None
+    return re.search(bare + r"\(", text) is not None
+
+
+def _mask(text: str, servers: Sequence[str], names: Collection[str]) -> str:
+    """``Server:tool`` -> ``Server``; a bare identifier-like tool name -> ``a tool``: a step
+    then says what it needs and of which service, not which tool (else a lexical method
+    finds a tool by its spelled-out name)."""
+    for server in sorted(servers, key=len, reverse=True):
+        text = re.sub(rf"{re.escape(server)}\s*:\s*[{_EDGE}]+", server, text)
+    for name in sorted((n for n in names if _identifier_like(n)), key=len, reverse=True):
+        text = re.sub(rf"(?<![{_EDGE}]){re.escape(name)}(?![{_EDGE}])", "a tool", text)
+    return text
+
+
+def _numbered(text: str) -> list[str]:
+    """A task description split at its top-level numbered items (``1.``, ``2)``, ``Step 3:``,
+    in order 1, 2, 3, ...): the text before item 1 (if any) and then each item."""
+    parts: list[str] = []
+    start, number = 0, 1
+    while True:
+        pattern = rf"(?:(?<=\s)|^|(?<=[:.]))(?:Step\s*)?{number}[.):]\s"
+        found = re.compile(pattern).search(text, start)
+        if not found:
+            break
+        parts.append(text[start : found.start()])
+        start, number = found.end(), number + 1
+    parts.append(text[start:])
+    if number <= 2:  # no numbered list: nothing to split
+        return []
+    return [p for p in (" ".join(x.split()) for x in parts) if p]
+
+
+def _mcpb_catalog(src: Path) -> tuple[Rows, dict[tuple[str, str], str]]:
+    servers = json.loads(read_text(src, "mcp_servers_info.json"))["servers"]
+    pairs = [(server, name) for server, info in servers.items() for name in info["tools"]]
+    names = _unique_names(pairs)
+    tools: Rows = []
+    for server, name in pairs:
+        spec = servers[server]["tools"][name]
+        tool: dict[str, Any] = {
+            "name": names[(server, name)],
+            "description": str(spec.get("description") or name).strip(),
+            "server": server,
+        }
+        schema = spec.get("input_schema") or spec.get("inputSchema")
+        if isinstance(schema, dict):
+            tool["parameters"] = schema
+        tools.append(tool)
+    return tools, names
+
+
+def _mcpb_tasks(src: Path) -> Iterator[tuple[list[str], dict[str, Any]]]:
+    """(the task's servers, the task) for every task of the three task files."""
+    for rel in _MCPB_TASKS:
+        for group in json.loads(read_text(src, rel))["server_tasks"]:
+            servers = list(group.get("servers") or [group["server_name"]])
+            for task in group["tasks"]:
+                yield servers, task
+
+
+def _mcpb_gold(
+    servers: Sequence[str], task: dict[str, Any], names: dict[tuple[str, str], str]
+) -> list[str]:
+    """The task's servers' tools its own plan names (``task_description`` and
+    ``dependency_analysis``), in catalog order."""
+    text = f"{task.get('task_description') or ''}\n{task.get('dependency_analysis') or ''}"
+    return [
+        catalog_name
+        for (server, name), catalog_name in names.items()
+        if server in servers and _mentioned(text, server, name)
+    ]
+
+
+def mcp_bench(src: Path) -> Converted:
+    """MCP-Bench's 28 real MCP servers (``mcp_servers_info.json``, every tool; a name two
+    servers use becomes ``server.name``) and its tasks, asked as the user's request
+    (``fuzzy_description``, which names no tool); gold = the tools of the task's servers that
+    the task's plan names (see :func:`_mcpb_gold`)."""
+    tools, names = _mcpb_catalog(src)
+    queries: Rows = []
+    no_gold: list[str] = []
+    for servers, task in _mcpb_tasks(src):
+        gold = _mcpb_gold(servers, task, names)
+        text = str(task.get("fuzzy_description") or "").strip()
+        if not gold or not text:
+            no_gold.append(str(task["task_id"]))
+            continue
+        queries.append({"id": task["task_id"], "text": text, "gold": gold, "servers": servers})
+    return tools, queries, {"tasks_left_out_no_named_tool": no_gold}
+
+
+def mcp_bench_steps(src: Path) -> Converted:
+    """MCP-Bench's tasks step by step: the steps are the numbered items of the task's plan
+    (``task_description``; the text before item 1 is a step too), tool names masked (see
+    :func:`_mask`); the query's ``text`` is the whole masked plan, so asking it once and
+    asking its steps differ only in the splitting. Same catalog and gold as ``mcp-bench``;
+    tasks whose plan has no numbered list are left out."""
+    tools, names = _mcpb_catalog(src)
+    all_servers = sorted({server for server, _ in names})
+    all_names = {name for _, name in names}
+    queries: Rows = []
+    no_gold: list[str] = []
+    no_steps: list[str] = []
+    for servers, task in _mcpb_tasks(src):
+        gold = _mcpb_gold(servers, task, names)
+        plan = str(task.get("task_description") or "")
+        steps = [_mask(step, all_servers, all_names) for step in _numbered(plan)]
+        if not gold:
+            no_gold.append(str(task["task_id"]))
+        elif len(steps) < 2:
+            no_steps.append(str(task["task_id"]))
+        else:
+            text = " ".join(_mask(plan, all_servers, all_names).split())
+            queries.append(
+                {
+                    "id": task["task_id"],
+                    "text": text,
+                    "steps": steps,
+                    "gold": gold,
+                    "servers": servers,
+                }
+            )
+    notes = {"tasks_left_out_no_named_tool": no_gold, "tasks_left_out_no_steps": no_steps}
+    return tools, queries, notes
+
+
+class Source(NamedTuple):
+    """Where a set comes from: its converter, repository, licence, and whether that licence
+    lets a derived sample be committed here (``--sample`` refuses otherwise)."""
+
+    convert: Callable[[Path], Converted]
+    repository: str
+    licence: str
+    redistributable: bool = True
+
+
+_NO_LICENCE_MTB = "none stated (no licence file or statement in the repository)"
+_NO_LICENCE_MCPB = (
+    "Apache-2.0 claimed by a README badge, but no licence file; the tool descriptions are "
+    "copied from 28 third-party MCP servers, several without a licence"
+)
+
+SETS: dict[str, Source] = {
+    "toolalpaca": Source(toolalpaca, "tangqiaoyu/ToolAlpaca", "Apache-2.0"),
+    "bfcl": Source(bfcl, "ShishirPatil/gorilla", "Apache-2.0"),
+    "apibench-hf": Source(apibench_hf, "ShishirPatil/gorilla", "Apache-2.0"),
+    "api-bank": Source(apibank, "AlibabaResearch/DAMO-ConvAI (api-bank/)", "Apache-2.0"),
+    "mcptoolbench": Source(
+        mcptoolbench, "mcp-tool-bench/MCPToolBenchPP", _NO_LICENCE_MTB, redistributable=False
+    ),
+    "mcp-bench": Source(mcp_bench, "xuhaike/mcp-bench", _NO_LICENCE_MCPB, redistributable=False),
+    "mcp-bench-steps": Source(
+        mcp_bench_steps, "xuhaike/mcp-bench", _NO_LICENCE_MCPB, redistributable=False
+    ),
 }
 
 
 def build(name: str, src: Path, out: Path, *, max_queries: int, seed: int = 0) -> dict[str, Any]:
     """Convert set ``name`` from ``src`` into ``out/name``; return its ``source.json``."""
-    convert, repo, licence = SETS[name]
-    tools, queries = convert(src)
+    source = SETS[name]
+    tools, queries, notes = source.convert(src)
     if max_queries and len(queries) > max_queries:
         queries = random.Random(seed).sample(queries, max_queries)
         queries.sort(key=lambda q: str(q["id"]))
@@ -312,13 +614,16 @@ def build(name: str, src: Path, out: Path, *, max_queries: int, seed: int = 0) -
     _jsonl(folder / "queries.jsonl", queries)
     info = {
         "set": name,
-        "repository": repo,
+        "repository": source.repository,
         "commit": commit_of(src),
-        "licence": licence,
+        "licence": source.licence,
+        "redistributable": source.redistributable,
         "tools": len(tools),
         "queries": len(queries),
         "multi_tool_queries": sum(len(q["gold"]) > 1 for q in queries),
+        "step_queries": sum(bool(q.get("steps")) for q in queries),
         "seed": seed,
+        **notes,
     }
     (folder / "source.json").write_text(json.dumps(info, indent=1) + "\n", "utf-8")
     return info
@@ -326,7 +631,16 @@ def build(name: str, src: Path, out: Path, *, max_queries: int, seed: int = 0) -
 
 def sample(name: str, out: Path, dest: Path, *, queries: int = 12, others: int = 24) -> None:
     """A small committed sample of a converted set: ``queries`` seeded queries, their gold
-    tools and ``others`` seeded other tools (the tests read it; licences allow it)."""
+    tools and ``others`` seeded other tools (the tests read it; licences allow it).
+
+    Raises:
+        SystemExit: the set's licence does not allow committing a derived sample.
+    """
+    if not SETS[name].redistributable:
+        raise SystemExit(
+            f"{name}: its source's licence ({SETS[name].licence}) does not clearly allow "
+            "redistributing a derived sample; build the set from a fetched copy instead"
+        )
     folder = out / name
     tools = [json.loads(x) for x in (folder / "tools.jsonl").read_text("utf-8").splitlines()]
     rows = [json.loads(x) for x in (folder / "queries.jsonl").read_text("utf-8").splitlines()]

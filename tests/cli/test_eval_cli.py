@@ -249,3 +249,115 @@ def test_unpaired_catalogs_and_queries_are_refused(
     )  # fmt: skip
     assert code == 2
     assert "2 --queries files need as many --catalog paths" in err
+
+
+STEP_KEYS = {
+    "n_step_queries",
+    "step_k",
+    "step_complete_at_k",
+    "step_exposed",
+    "oneshot_complete_at_exposed",
+}
+
+
+@pytest.fixture
+def stepped(tmp_path: Path) -> tuple[Path, Path]:
+    """(tools file, query file) with one step-wise task and one one-shot query."""
+    tools = _write(tmp_path / "tools.jsonl", TOOLS)
+    queries = _write(
+        tmp_path / "steps" / "queries.jsonl",
+        [
+            {
+                "id": "trip",
+                "text": "get ready for my trip",
+                "gold": ["get_weather", "send_email"],
+                "steps": ["weather forecast for Rome", "send an email to Ana"],
+            },
+            {"id": "2", "text": "convert 10 euros to dollars", "gold": ["convert_currency"]},
+        ],
+    )
+    return tools, queries
+
+
+def test_step_queries_are_scored_step_by_step(
+    call_main: CallMain, stepped: tuple[Path, Path]
+) -> None:
+    tools, queries = stepped
+    code, out, err = call_main(
+        "eval", "routing", "-s", str(tools), "-q", str(queries), "-m", "bm25", "--step-k", "1",
+        "--json",
+    )  # fmt: skip
+    assert code == 0, err
+    result = json.loads(out)
+    assert set(result) == METRIC_KEYS | STEP_KEYS
+    assert result["n_queries"] == 2 and result["n_step_queries"] == 1 and result["step_k"] == 1
+    assert result["step_complete_at_k"] == 1.0  # each step finds its tool as its top 1
+    assert result["step_exposed"] == 2.0
+    assert result["complete_at_10"] == 0.5  # the trip's text names neither tool
+    code, out, _ = call_main(
+        "eval", "routing", "-s", str(tools), "-q", str(queries), "-m", "bm25", "--step-k", "1"
+    )
+    assert code == 0
+    assert "step_complete_at_k" in out and "step_exposed" in out
+
+
+def test_several_methods_show_the_step_figures_per_row(
+    call_main: CallMain, stepped: tuple[Path, Path], small: tuple[Path, Path]
+) -> None:
+    tools, queries = stepped
+    _, plain = small
+    code, out, err = call_main(
+        "eval", "routing", "-s", str(tools), "-q", str(queries), "-s", str(tools), "-q",
+        str(plain), "-m", "bm25", "-m", "bm25-plain", "--json",
+    )  # fmt: skip
+    assert code == 0, err
+    rows = json.loads(out)["results"]
+    assert [(r["set"], "step_k" in r) for r in rows] == [
+        ("steps", True),
+        ("steps", True),
+        ("a", False),  # a set without steps keeps exactly today's keys
+        ("a", False),
+    ]
+    assert all(set(r) == METRIC_KEYS | {"set"} for r in rows[2:])
+
+
+def test_bad_step_lines_are_reported_and_the_rest_scored(
+    call_main: CallMain, stepped: tuple[Path, Path]
+) -> None:
+    tools, queries = stepped
+    rows = [json.loads(line) for line in queries.read_text().splitlines()]
+    bad = [
+        {"id": "e", "text": "trip", "gold": ["get_weather"], "steps": []},
+        {"id": "m", "steps": ["weather in Rome"], "gold": ["get_weather"]},
+    ]
+    _write(queries, [*rows, *bad])
+    code, out, err = call_main(
+        "eval", "routing", "-s", str(tools), "-q", str(queries), "-m", "bm25", "--json"
+    )
+    assert code == 1  # the bad-records policy: reported, skipped, the rest scored
+    assert f"{queries}:3: field 'steps' must be a non-empty list" in err
+    assert f"{queries}:4: missing field(s) text" in err
+    assert json.loads(out)["n_queries"] == 2
+
+
+def test_a_repeated_step_query_id_is_refused(
+    call_main: CallMain, stepped: tuple[Path, Path]
+) -> None:
+    tools, queries = stepped
+    rows = [json.loads(line) for line in queries.read_text().splitlines()]
+    _write(queries, [*rows, {**rows[0], "steps": ["rain in Lyon"]}])
+    code, out, err = call_main(
+        "eval", "routing", "-s", str(tools), "-q", str(queries), "-m", "bm25", "--json"
+    )
+    assert code == 2
+    assert f"{queries}:3: query id 'trip' repeats line 1" in err
+    assert out == ""
+
+
+def test_step_k_below_one_is_refused(call_main: CallMain, stepped: tuple[Path, Path]) -> None:
+    tools, queries = stepped
+    code, out, err = call_main(
+        "eval", "routing", "-s", str(tools), "-q", str(queries), "-m", "bm25", "--step-k", "0"
+    )
+    assert code == 2
+    assert "--step-k" in err and out == ""

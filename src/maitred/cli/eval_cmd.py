@@ -5,6 +5,12 @@ One set (``--skills`` paths and one ``--queries`` file), several sets (repeated
 ``--method``). One set and one method print that result (``--json``: one object); anything more
 prints one row per set and method (``--json``: ``{"results": [...]}``).
 
+Queries with ``steps`` (``{"id","text","steps":[...],"gold":[...]}``) are also scored step-wise:
+each step is asked for its top ``--step-k`` and the task is complete when every gold skill is in
+the union; the figures gain ``n_step_queries``, ``step_k``, ``step_complete_at_k``,
+``step_exposed`` (the union's mean size) and ``oneshot_complete_at_exposed`` (the text asked once
+with as many skills shown). Queries without steps are scored as before.
+
 Exit status: 0 when every set was read cleanly and scored; 1 when a query line was bad (each is
 reported with ``file:line``; the good lines are still scored) or when a set had no query that
 could be scored; 2 for errors that stop the run (an empty catalog, an unknown method, a query
@@ -26,6 +32,8 @@ from maitred.cli._common import index_progress as _progress
 from maitred.errors import EmptyCatalogError, InputError
 from maitred.recall.evaluate import (
     QUALITY_KEYS,
+    STEP_K,
+    STEP_KEYS,
     EvalSet,
     Query,
     describe_unknown,
@@ -52,7 +60,11 @@ def routing(
         help="Skill folders / tools file (repeat; pairs with --queries; default: --sets).",
     ),
     queries: list[Path] = typer.Option(
-        [], "--queries", "-q", help='JSONL {"id","text","gold":[...]} (repeat for several sets).'
+        [],
+        "--queries",
+        "-q",
+        help='JSONL {"id","text","gold":[...]}, optionally "steps":[...] (repeat for several '
+        "sets).",
     ),
     sets: Path | None = typer.Option(
         None,
@@ -61,6 +73,12 @@ def routing(
         "(default: the --skills/--queries pairs).",
     ),
     method: list[str] = typer.Option(["fused"], "--method", "-m", help=_METHOD_HELP),
+    step_k: int = typer.Option(
+        STEP_K,
+        "--step-k",
+        min=1,
+        help="Skills each step of a step-wise query is shown (its top k).",
+    ),
     cache_dir: Path | None = CACHE_OPT,
     as_json: bool = typer.Option(False, "--json", help="Print the figures as JSON."),
 ) -> None:
@@ -71,7 +89,9 @@ def routing(
     rows: list[dict[str, Any]] = []
     failed = False
     for spec in chosen:
-        set_rows, bad = _run_set(spec, method, cache_dir, with_set, show_progress=not as_json)
+        set_rows, bad = _run_set(
+            spec, method, cache_dir, with_set, step_k=step_k, show_progress=not as_json
+        )
         rows.extend(set_rows)
         failed = failed or bad
     if not rows:
@@ -102,6 +122,7 @@ def _run_set(
     cache_dir: Path | None,
     with_set: bool,
     *,
+    step_k: int,
     show_progress: bool,
 ) -> tuple[list[dict[str, Any]], bool]:
     """Every method on one set; returns its rows and whether anything was wrong."""
@@ -129,6 +150,7 @@ def _run_set(
             known=known,
             on_unknown=_reported_already,
             on_unranked=partial(_report_unranked, spec, name),
+            step_k=step_k,
         )
         rows.append({"set": spec.name, **result} if with_set else result)
     scored = rows[0]["n_queries"] if rows else 0
@@ -175,6 +197,9 @@ def _print_one(result: dict[str, Any]) -> None:
     table.add_column("value", justify="right")
     for key in (*QUALITY_KEYS, "ms_per_query"):
         table.add_row(key, f"{result[key]:.4f}" if key != "ms_per_query" else f"{result[key]:.2f}")
+    for key in STEP_KEYS if "n_step_queries" in result else ():
+        value = result[key]
+        table.add_row(key, f"{value:.4f}" if isinstance(value, float) else str(value))
     console.print(table)
 
 
@@ -187,16 +212,29 @@ _SHORT = {
     "ndcg_at_10": "nDCG@10",
     "complete_at_10": "C@10",
     "ms_per_query": "ms/q",
+    "n_step_queries": "steps n",
+    "step_complete_at_k": "step C@k",
+    "step_exposed": "step shown",
+    "oneshot_complete_at_exposed": "1-shot C@shown",
 }
 
 
 def _print_many(rows: list[dict[str, Any]]) -> None:
+    steps = [k for k in STEP_KEYS if k != "step_k"] if any("step_k" in r for r in rows) else []
     table = Table(title="routing")
-    for col in ("set", "method", "n_queries", *QUALITY_KEYS, "ms_per_query"):
+    for col in ("set", "method", "n_queries", *QUALITY_KEYS, "ms_per_query", *steps):
         left = col in ("set", "method")
         table.add_column(_SHORT.get(col, col), justify="left" if left else "right", no_wrap=left)
     for row in rows:
         cells = [str(row.get("set", "")), row["method"], str(row["n_queries"])]
         cells += [f"{row[k]:.3f}" for k in QUALITY_KEYS] + [f"{row['ms_per_query']:.2f}"]
+        cells += [_cell(row.get(k)) for k in steps]
         table.add_row(*cells)
     console.print(table)
+
+
+def _cell(value: Any) -> str:
+    """A step-wise figure of a row; ``-`` for a set without step-wise queries."""
+    if value is None:
+        return "-"
+    return f"{value:.3f}" if isinstance(value, float) else str(value)

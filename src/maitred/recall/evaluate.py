@@ -4,9 +4,16 @@ A query file is JSONL, one query per line::
 
     {"id": "q17", "text": "will it rain in Lyon tomorrow?", "gold": ["weather-forecast"]}
 
-``gold`` is the set of skills the query needs (one or more). A line that cannot be used (not
-JSON, a missing or empty field, a wrong type, a repeated id) is reported with ``file:line`` and
-what is wrong, and skipped; the rest of the file is still read. Blank lines are ignored.
+``gold`` is the set of skills the query needs (one or more). A query may also carry ``steps``,
+the needs of a multi-step task, each asked on its own (how an agent discovers tools sub-task by
+sub-task)::
+
+    {"id": "t3", "text": "plan a weekend in Yosemite", "gold": ["findParks", "maps_directions"],
+     "steps": ["find the park and its campgrounds", "driving directions from San Jose"]}
+
+A line that cannot be used (not JSON, a missing or empty field, a wrong type, ``steps`` that is
+not a non-empty list of non-empty strings, a repeated id) is reported with ``file:line`` and what
+is wrong, and skipped; the rest of the file is still read. Blank lines are ignored.
 
 Metrics (every one averaged over the evaluated queries, in [0, 1]):
 
@@ -19,6 +26,17 @@ Metrics (every one averaged over the evaluated queries, in [0, 1]):
   needs);
 - ``ms_per_query``: mean wall-clock milliseconds of one ``rank`` call (a speed figure, not a
   quality one: it varies between runs).
+
+Every query, with steps or without, is scored on its ``text`` by the metrics above. When some of
+the scored queries have steps, the result also has (over those queries only, see
+:data:`STEP_KEYS`):
+
+- ``n_step_queries``: how many were scored step-wise; ``step_k``: the k each step was asked with;
+- ``step_complete_at_k``: every gold skill is in the union of the steps' top ``step_k``;
+- ``step_exposed``: the mean size of that union (the skills the task was shown in all);
+- ``oneshot_complete_at_exposed``: the same task asked once (its ``text``), its top *n* holding
+  every gold skill, where *n* is that task's own union size: step-wise against one-shot at the
+  same number of skills shown.
 
 A query naming a gold skill that is not in the catalog cannot be scored fairly (no method could
 find it): such queries are left out of every metric, counted, and reported through
@@ -67,6 +85,18 @@ METRIC_KEYS: Final = (
 QUALITY_KEYS: Final = METRIC_KEYS[2:-1]
 """The six quality metrics (each in [0, 1])."""
 
+STEP_K: Final = 10
+"""The default k each step of a step-wise query is asked with."""
+
+STEP_KEYS: Final = (
+    "n_step_queries",
+    "step_k",
+    "step_complete_at_k",
+    "step_exposed",
+    "oneshot_complete_at_exposed",
+)
+"""The keys :func:`evaluate_routing` adds, after :data:`METRIC_KEYS`, when queries have steps."""
+
 logger = logging.getLogger(__name__)
 
 
@@ -86,11 +116,13 @@ class Query:
         id: unique id within its file.
         text: the message.
         gold: the skills it needs, in the file's order, without repeats.
+        steps: the needs of a multi-step task, each asked on its own (empty: a one-shot query).
     """
 
     id: str
     text: str
     gold: tuple[str, ...]
+    steps: tuple[str, ...] = ()
 
 
 class RepeatedId(ValueError):
@@ -116,9 +148,19 @@ def _parse_line(raw: str, seen: set[str]) -> Query:
         gold = [gold]
     if not isinstance(gold, list) or not gold or not all(isinstance(g, str) and g for g in gold):
         raise ValueError("field 'gold' must be a non-empty list of skill names")
+    steps = obj.get("steps", [])
+    if "steps" in obj and (
+        not isinstance(steps, list)
+        or not steps
+        or not all(isinstance(s, str) and s.strip() for s in steps)
+    ):
+        raise ValueError(
+            "field 'steps' must be a non-empty list of non-empty strings (one need per step); "
+            "leave it out for a one-shot query"
+        )
     if str(qid) in seen:
         raise RepeatedId(str(qid))
-    return Query(str(qid), text, tuple(dict.fromkeys(gold)))
+    return Query(str(qid), text, tuple(dict.fromkeys(gold)), tuple(steps))
 
 
 def load_queries(
@@ -215,6 +257,35 @@ def query_metrics(ranked: Sequence[str], gold: Collection[str]) -> dict[str, flo
     }
 
 
+def step_metrics(
+    step_rankings: Sequence[Sequence[str]],
+    oneshot: Sequence[str],
+    gold: Collection[str],
+    k: int,
+) -> dict[str, float]:
+    """The step-wise figures of one task.
+
+    Args:
+        step_rankings: each step's ranking (names best first); only its top ``k`` counts.
+        oneshot: the task's own ranking (its ``text`` asked once), at least as deep as the
+            union of the steps' top ``k`` when that many skills were ranked.
+        gold: the skills the task needs.
+        k: how many skills each step is shown.
+
+    Returns:
+        ``step_complete_at_k`` (1.0 when the union of the steps' top ``k`` holds every gold
+        skill), ``step_exposed`` (the union's size) and ``oneshot_complete_at_exposed`` (1.0
+        when ``oneshot``'s top *n* holds every gold skill, *n* the union's size).
+    """
+    union = dict.fromkeys(name for ranked in step_rankings for name in ranked[:k])
+    needed = set(gold)
+    return {
+        "step_complete_at_k": 1.0 if needed <= union.keys() else 0.0,
+        "step_exposed": float(len(union)),
+        "oneshot_complete_at_exposed": 1.0 if needed <= set(oneshot[: len(union)]) else 0.0,
+    }
+
+
 def evaluate_routing(
     recaller: Recaller,
     queries: Sequence[Query],
@@ -223,6 +294,7 @@ def evaluate_routing(
     known: Collection[str] | None = None,
     on_unknown: Callable[[list[Query]], None] | None = None,
     on_unranked: Callable[[list[Query]], None] | None = None,
+    step_k: int = STEP_K,
 ) -> dict[str, Any]:
     """Rank every query and average the routing metrics.
 
@@ -236,11 +308,19 @@ def evaluate_routing(
             the catalog; by default a warning with their count and first ids is logged.
         on_unranked: called once with the scored queries the method ranked nothing for
             (only when there are some); by default nothing is reported.
+        step_k: how many skills each step of a step-wise query is asked for.
 
     Returns:
-        Exactly the keys of :data:`METRIC_KEYS`: ``method``, ``n_queries`` (queries scored),
-        the six metrics (0.0 each when no query could be scored) and ``ms_per_query``.
+        The keys of :data:`METRIC_KEYS`: ``method``, ``n_queries`` (queries scored), the six
+        metrics (0.0 each when no query could be scored) and ``ms_per_query``; then, only when
+        some scored query has steps, the keys of :data:`STEP_KEYS` (averaged over those
+        queries; see the module docstring).
+
+    Raises:
+        ValueError: ``step_k`` is below 1.
     """
+    if step_k < 1:
+        raise ValueError(f"step_k must be at least 1, got {step_k}")
     if known is None:
         catalog = getattr(recaller, "catalog", None)
         known = set(catalog.names) if catalog is not None else None
@@ -257,6 +337,8 @@ def evaluate_routing(
             describe_unknown(skipped, known or ()),
         )
     totals = dict.fromkeys(QUALITY_KEYS, 0.0)
+    step_totals = dict.fromkeys(STEP_KEYS[2:], 0.0)
+    n_steps = 0
     unranked: list[Query] = []
     elapsed = 0.0
     for query in usable:
@@ -267,13 +349,30 @@ def evaluate_routing(
             unranked.append(query)
         for key, value in query_metrics(ranked, query.gold).items():
             totals[key] += value
+        if query.steps:
+            n_steps += 1
+            for key, value in _steps_of(recaller, query, ranked, step_k).items():
+                step_totals[key] += value
     if unranked and on_unranked is not None:
         on_unranked(unranked)
     n = len(usable)
     result: dict[str, Any] = {"method": method_name, "n_queries": n}
     result.update({key: (totals[key] / n if n else 0.0) for key in QUALITY_KEYS})
     result["ms_per_query"] = 1000.0 * elapsed / n if n else 0.0
+    if n_steps:
+        result.update({"n_step_queries": n_steps, "step_k": step_k})
+        result.update({key: value / n_steps for key, value in step_totals.items()})
     return result
+
+
+def _steps_of(recaller: Recaller, query: Query, ranked: list[str], step_k: int) -> dict[str, float]:
+    """One step-wise query: each step asked for its top ``step_k``; the text is ranked again,
+    deeper, when the union is larger than the ranking already made."""
+    steps = [[c.name for c in recaller.rank(step, step_k)] for step in query.steps]
+    exposed = len({name for names in steps for name in names[:step_k]})
+    if exposed > len(ranked) and len(ranked) == MRR_DEPTH:  # cut short by depth, not catalog
+        ranked = [c.name for c in recaller.rank(query.text, exposed)]
+    return step_metrics(steps, ranked, query.gold, step_k)
 
 
 def describe_unknown(skipped: Sequence[Query], known: Collection[str], *, show: int = 3) -> str:

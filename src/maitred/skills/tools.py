@@ -8,7 +8,7 @@ in a ``.json`` file or one per line in a ``.jsonl`` file::
                                       "parameters": {...}}}                      # OpenAI
     {"name": "get_weather", "description": "...", "input_schema": {...}}         # Anthropic
     {"name": "get_weather", "description": "...", "parameters": {...},
-     "body": "longer instructions"}                                              # plain
+     "body": "longer instructions", "server": "weather"}                         # plain
 
 A ``.json`` file holds a list of those, an MCP ``tools/list`` result ``{"tools": [...]}``, the
 JSON-RPC response around it ``{"result": {"tools": [...]}}``, or a single tool.
@@ -36,10 +36,13 @@ from maitred.skills.report import Diagnostics, LoadReport, Problem
 TOOL_SUFFIXES = (".json", ".jsonl")
 TOOL_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,128}")
 _SCHEMA_KEYS = ("inputSchema", "input_schema", "parameters")
-# Keys the MCP, OpenAI and Anthropic formats define that maitred does not use: accepted quietly.
+# Keys the MCP, OpenAI and Anthropic formats define that maitred does not use: accepted quietly;
+# so is ``server``, the MCP server a tool of a converted public set comes from
+# (benchmarks/sets/build.py writes it; routing does not read it).
 _KNOWN_KEYS = frozenset(
     {"name", "description", "body", "type", *_SCHEMA_KEYS}
     | {"title", "annotations", "outputSchema", "_meta", "icons", "strict", "cache_control"}
+    | {"server"}
 )
 _BOM = b"\xef\xbb\xbf"
 _Fail = Callable[[str, str], SkillParseError]
