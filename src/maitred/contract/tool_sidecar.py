@@ -260,9 +260,7 @@ class _Reader:
             return {}
         if self.surfaces is not None:
             names = self.surfaces
-            known = (
-                (*names.resources, *names.templates) if key == "resources" else names.prompts
-            )
+            known = (*names.resources, *names.templates) if key == "resources" else names.prompts
             lists = (
                 f"resources {sorted(names.resources)} and templates {sorted(names.templates)}"
                 if key == "resources"

@@ -297,9 +297,7 @@ class Gates:
             if log is not None:
                 log.close()
             raise
-        return cls(
-            engine, owners, finder=finder, shadow=shadow, pins=pins, sidecars=sidecars
-        )
+        return cls(engine, owners, finder=finder, shadow=shadow, pins=pins, sidecars=sidecars)
 
     @property
     def tool_names(self) -> tuple[str, ...]:

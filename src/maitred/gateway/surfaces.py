@@ -62,6 +62,7 @@ import sys
 import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any, Literal, Protocol
 
 import anyio
@@ -102,7 +103,11 @@ _ANNOUNCED: Mapping[Family, ListKind] = {
     "templates": "resources",
     "prompts": "prompts",
 }
-_NOUN: Mapping[Family, str] = {"resources": "resource", "templates": "resource", "prompts": "prompt"}
+_NOUN: Mapping[Family, str] = {
+    "resources": "resource",
+    "templates": "resource",
+    "prompts": "prompt",
+}
 
 
 def template_matches(uri: str, template: str) -> bool:
@@ -286,7 +291,9 @@ class SurfaceGate:
         governing = [self.governing(family, t) for t in targets]
         snapshot = self.read(account, governing)
         now = self.clock()
-        return tuple(t for t, g in zip(targets, governing) if self.executable(g, snapshot, now))
+        return tuple(
+            t for t, g in zip(targets, governing, strict=True) if self.executable(g, snapshot, now)
+        )
 
     def redecide(self, account: str, views: Sequence[SurfaceView]) -> list[list[Family]]:
         """For each of ``views`` (sessions of ``account``), the families whose listing would
@@ -354,7 +361,9 @@ class SurfaceGate:
         what = f"{call.name} of {noun} {target!r}"
         if governing is None:
             if self.ungated == "pass":
-                return Decision(call, "allow", OK, f"{what}: no contract governs it (ungated: pass)")
+                return Decision(
+                    call, "allow", OK, f"{what}: no contract governs it (ungated: pass)"
+                )
             return _refused(call, family, f"{what}: no contract governs it (ungated: hide)")
         verdicts = [(s, decide_exit(s.contract, snapshot, now)) for s in governing]
         outcomes = tuple(o for _, v in verdicts for o in (*v.fired, *v.soft))
@@ -421,8 +430,7 @@ def _refused(
     noun = _NOUN[family]
     code = code or (PROMPT_NOT_AVAILABLE if family == "prompts" else RESOURCE_NOT_AVAILABLE)
     why = why or (
-        f"that {noun} is not available in this conversation; use one of the {noun}s you were "
-        "shown"
+        f"that {noun} is not available in this conversation; use one of the {noun}s you were shown"
     )
     undone = "Nothing was read" if noun == "resource" else "The prompt was not fetched"
     return Decision(
@@ -498,9 +506,7 @@ class SurfaceGuard(Middleware):
         self.sessions = sessions
         self.gate = gate
         #: what each session's latest listings showed; dropped with the session
-        self.views: weakref.WeakKeyDictionary[Gatekeeper, SurfaceView] = (
-            weakref.WeakKeyDictionary()
-        )
+        self.views: weakref.WeakKeyDictionary[Gatekeeper, SurfaceView] = weakref.WeakKeyDictionary()
         metrics = sessions.metrics
         for method in ("resources/read", "prompts/get"):
             metrics.surface_requests.labels(method, "ALLOWED")  # present at zero
@@ -529,7 +535,7 @@ class SurfaceGuard(Middleware):
             )
         )
         self._view(keeper).remember(family, targets, shown)
-        return [i for i, t in zip(items, targets) if t in shown]
+        return [i for i, t in zip(items, targets, strict=True) if t in shown]
 
     async def on_list_resources(
         self,
@@ -648,8 +654,8 @@ class SurfaceGuard(Middleware):
         told = 0
         for account, group in by_account.items():
             views = [v for _, v in group]
-            changes = await anyio.to_thread.run_sync(lambda: self.gate.redecide(account, views))
-            for (key, _), changed in zip(group, changes):
+            changes = await anyio.to_thread.run_sync(partial(self.gate.redecide, account, views))
+            for (key, _), changed in zip(group, changes, strict=True):
                 kinds = sorted({_ANNOUNCED[f] for f in changed})
                 if kinds and await self.sessions.channels.notify(key, kinds):
                     told += 1
