@@ -575,3 +575,55 @@ def test_two_upstreams_giving_one_resource_a_contract_is_an_error_naming_both(
         gates.close()
     assert str(raised.value).startswith(f"{config}: the sidecars of upstreams 'a' and 'b'")
     assert "resource 'docs://x'" in str(raised.value)
+
+
+def test_the_watch_tells_a_2026_client_on_its_listen_stream_over_stdio(library: Library) -> None:
+    """The `mcp` SDK's `Client` (2026-07-28) has no standing channel; it opens
+    `subscriptions/listen` for resources and prompts, and `maitred mcp` with the state watch on
+    sends both changes there when the account moves to another plan."""
+    from mcp.client.client import Client as SdkClient
+    from mcp.client.stdio import StdioServerParameters
+
+    text = library.config.read_text(encoding="utf-8")
+    library.config.write_text("watch: {interval_s: 0.2}\n" + text, encoding="utf-8")
+    env = {**child_env(), "PYTHONPATH": str(SRC)}
+    args = ["-m", "maitred.cli.main", "mcp", "--config", str(library.config)]
+    params = StdioServerParameters(command=sys.executable, args=args, env=env)
+    got: dict[str, Any] = {"events": set()}
+
+    async def main() -> None:
+        async with SdkClient(params) as client:
+            got["version"] = client.session.protocol_version
+            got["before"] = [str(r.uri) for r in (await client.list_resources()).resources]
+            await client.list_prompts()
+            async with client.listen(
+                resources_list_changed=True, prompts_list_changed=True
+            ) as events:
+                library.set_plan("sales")
+                with anyio.fail_after(WAIT_S):
+                    async for event in events:
+                        got["events"].add(type(event).__name__)
+                        if len(got["events"]) == 2:
+                            break
+            got["after"] = [str(r.uri) for r in (await client.list_resources()).resources]
+            got["prompts"] = [p.name for p in (await client.list_prompts()).prompts]
+
+    anyio.run(main)
+    assert got["version"] == "2026-07-28"
+    assert "docs://pricing" not in got["before"] and "docs://pricing" in got["after"]
+    assert got["events"] == {"ResourcesListChanged", "PromptsListChanged"}
+    assert "negotiate" in got["prompts"]
+
+
+def test_a_resource_predicate_that_does_not_type_check_stops_the_start(tmp_path: Path) -> None:
+    site = library_at(
+        tmp_path, sidecar=SIDECAR.replace('account.plan == "free"', "account.plan > 3", 1)
+    )
+    accounts = tmp_path / "accounts.json"
+    data = json.loads(accounts.read_text(encoding="utf-8"))
+    accounts.write_text(json.dumps({"$types": {"account.plan": "string"}, **data}))
+    with pytest.raises(ConfigError) as raised:
+        _open(site)
+    text = str(raised.value)
+    assert text.startswith(f"{site.config}: the upstreams' resources and prompts:")
+    assert "free_plan" in text and "library.maitred.yaml" in text

@@ -77,6 +77,7 @@ from mcp.shared.exceptions import MCPError
 
 from maitred._canonical import content_hash
 from maitred.actions.model import OK, STATE_UNAVAILABLE, Decision, Rejection, ToolCall, new_call_id
+from maitred.build import check_against_state
 from maitred.contract.kernel import decide_exit
 from maitred.contract.model import Contract
 from maitred.contract.tool_sidecar import SurfaceNames
@@ -87,6 +88,7 @@ from maitred.gateway.config import GatewayConfig, Upstream
 from maitred.gateway.keeper import Gatekeeper, Gates
 from maitred.gateway.metrics import GatewayMetrics
 from maitred.log.base import DecisionLog
+from maitred.skills.model import Catalog, Skill
 from maitred.state.snapshot import Snapshot, StateProvider
 
 #: the key of a result's ``_meta`` that carries the decision-log id of its decision
@@ -199,7 +201,9 @@ class SurfaceGate:
         naming on stderr what no entry governs.
 
         Raises:
-            ConfigError: two upstreams' sidecars govern the same URI, template or prompt.
+            ConfigError: two upstreams' sidecars govern the same URI, template or prompt, or
+                an entry's predicates fail the tools' load-time checks against the state
+                (a key with no source, a CEL predicate that does not type-check).
         """
         surfaces: list[Surface] = []
         owner: dict[tuple[Family, str], str] = {}
@@ -223,6 +227,18 @@ class SurfaceGate:
                 owner[family, key] = up.name
                 surfaces.append(Surface(family, key, up.name, contract))
         engine = gates.engine
+        as_catalog = Catalog(
+            tuple(
+                Skill(f"{s.family}:{s.key}", s.describe(), kind="tool", contract=s.contract)
+                for s in surfaces
+            )
+        )
+        try:  # the tools' load-time checks: keys have a source, CEL type-checks
+            check_against_state(as_catalog, engine.provider)
+        except ConfigError as exc:
+            raise ConfigError(
+                f"{config.source}: the upstreams' resources and prompts: {exc}"
+            ) from None
         gate = cls(
             surfaces,
             ungated=config.ungated,
