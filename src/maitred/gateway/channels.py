@@ -14,7 +14,9 @@ what it can push on depends on the protocol era the client negotiated.
   gatekeeper has its own subscription bus, so an event for one tenant's session never reaches
   another's stream.
 
-:meth:`Channels.notify` uses whichever the session has (both, if it has both); a session with
+:meth:`Channels.notify` sends the ``list_changed`` of the lists it is given (tools by default;
+resources and prompts for :mod:`maitred.gateway.surfaces`) on whichever way out the session has
+(both, if it has both); a session with
 neither cannot be told, and the watch leaves it alone (its next ``tools/list`` is a fresh
 listing anyway). Nothing here decides anything: the gates do, in :mod:`maitred.gateway.keeper`.
 """
