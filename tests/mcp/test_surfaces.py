@@ -184,6 +184,12 @@ def test_a_hidden_resource_is_not_listed_and_its_read_is_refused_logged_and_neve
         got["refused"] = await refusal(client.read_resource_mcp("docs://pricing"))
         read = await client.read_resource_mcp("docs://handbook")
         got["handbook"] = (read.contents[0].text, (read.meta or {})["maitred/decision_id"])
+        sample = gate.metrics.registry.get_sample_value
+        name = "maitred_gateway_surface_requests_total"
+        got["counted"] = [
+            sample(name, {"method": "resources/read", "code": code})
+            for code in ("RESOURCE_NOT_AVAILABLE", "ALLOWED")
+        ]
 
     run(library, scenario)
     # docs://roadmap has no contract: passed through (ungated: pass, the default)
@@ -192,6 +198,7 @@ def test_a_hidden_resource_is_not_listed_and_its_read_is_refused_logged_and_neve
     assert refused["code"] == "RESOURCE_NOT_AVAILABLE" and refused["executed"] is False
     assert "pricing" not in refused["message"] and "paid plan" not in refused["message"]
     assert library.served() == ["read docs://handbook"]  # the refused read never reached it
+    assert got["counted"] == [1.0, 1.0]
     text, allowed_id = got["handbook"]
     assert text == "Be kind."
     logged = library.decisions()
