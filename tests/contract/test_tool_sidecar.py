@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from maitred.actions import ActionGate, Rulebook, Session, ToolCall
+from maitred.contract.tool_sidecar import SurfaceNames, load_tool_contracts
 from maitred.errors import ContractError, SidecarError
 from maitred.skills import load_catalog
 from maitred.skills.catalog import load_catalog_report
@@ -237,3 +238,52 @@ def test_a_control_character_in_a_sidecar_is_a_contract_error_naming_the_file(
     (skill / "maitred.yaml").write_text("cost: 1\x00\n", encoding="utf-8")
     with pytest.raises(ContractError, match=r"maitred\.yaml: not valid YAML: character #x0000"):
         load_catalog([tmp_path / "skills"], strict=True)
+
+
+RESOURCES = """
+tools: {}
+resources:
+  docs://pricing:
+    exit_predicates:
+      - name: free_plan
+        expr: account.plan == "free"
+        reads: [account.plan]
+  reports://{year}: {}
+prompts:
+  negotiate: ~
+"""
+
+
+def test_resources_and_prompts_get_contracts_like_tools(tmp_path: Path) -> None:
+    _write(tmp_path, RESOURCES)
+    listed = SurfaceNames(("docs://pricing",), ("reports://{year}",), ("negotiate",))
+    found = load_tool_contracts(tmp_path / "shop.json", ["refund", "get_order"], surfaces=listed)
+    assert set(found.resources) == {"docs://pricing", "reports://{year}"}
+    assert [p.name for p in found.resources["docs://pricing"].exit_predicates] == ["free_plan"]
+    assert found.resources["docs://pricing"].reads == {"account.plan"}
+    assert found.resources["reports://{year}"].exit_predicates == ()  # {}: no rules
+    assert found.prompts["negotiate"].exit_predicates == ()  # an empty entry: the same
+    # without the server's names (a tools file read on its own) only the form is checked
+    alone = load_tool_contracts(tmp_path / "shop.json", ["refund", "get_order"])
+    assert set(alone.resources) == set(found.resources)
+
+
+@pytest.mark.parametrize(
+    ("sidecar", "message"),
+    [
+        ("resources: [docs://x]\n", "`resources` must map resource URIs or URI templates"),
+        ("prompts: {p: {policies: []}}\n", "prompts.p: unknown key(s) ['policies']"),
+        (
+            "resources:\n  docs://x:\n    exit_predicates:\n      - {name: n, expr: 'a ==', "
+            "reads: [a]}\n",
+            "shop.maitred.yaml:4",
+        ),
+    ],
+)
+def test_resource_and_prompt_entry_errors_name_the_file_and_entry(
+    tmp_path: Path, sidecar: str, message: str
+) -> None:
+    _write(tmp_path, sidecar)
+    with pytest.raises(SidecarError) as raised:
+        load_tool_contracts(tmp_path / "shop.json", ["refund", "get_order"])
+    assert message in str(raised.value)

@@ -36,6 +36,19 @@ contracts from ``tools.maitred.yaml`` in the same folder -- the same contract mo
             approve: args.amount > 100            # a CEL condition over args/state/session
             reads: [args.amount]
             message: Refunds over 100 need a person's yes.   # what the person is shown
+    resources:                        # optional (the MCP gateway): by URI or URI template
+      docs://pricing:                             # hidden, and its reads refused, while an
+        exit_predicates:                          # exit predicate holds, as for a tool
+          - name: free_plan
+            expr: account.plan == "free"
+            reads: [account.plan]
+      reports://{year}: {}                        # a template governs every URI under it;
+    prompts:                                      # {} is a contract with no rules: shown
+      negotiate:                                  # (what `ungated: hide` asks for)
+        exit_predicates:
+          - name: free_plan
+            expr: account.plan == "free"
+            reads: [account.plan]
 
 A ``python:`` entry names a :class:`~maitred.contract.policy.PolicyPredicate`, a list of them,
 or a *factory* -- a function whose parameters are filled from ``settings`` by name (the values
@@ -47,14 +60,23 @@ arguments, ``args``); a CEL condition asks only when it holds and declares its `
 like any CEL rule (and is type-checked like them). A tool of the file without an entry gets
 an empty contract (it does not mutate and has no rules); an entry naming no tool of
 the file is an error. Every error names the YAML file and the entry at fault.
+
+``resources`` and ``prompts`` are for the MCP gateway (:mod:`maitred.gateway.surfaces`),
+which reads an upstream's sidecar as this file: each entry is a contract body like a tool's,
+with the keys that mean something for something read rather than called
+(:data:`SURFACE_KEYS`: ``exit_predicates``; a key added to tools' contracts that is not
+tool-only applies here too). Given the names the upstream lists (:class:`SurfaceNames`), a
+key that is neither a resource URI, a resource template nor a prompt it lists is an error;
+without them (a tools file read by ``maitred skills validate``) the entries are checked for
+form only.
 """
 
 from __future__ import annotations
 
 import importlib
 import inspect
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import ModuleType
 from typing import Any, TypeVar
@@ -79,8 +101,12 @@ from maitred.errors import ContractError, ProcedureError, SidecarError
 _T = TypeVar("_T")
 
 SUFFIX = ".maitred.yaml"
-_TOP_KEYS = {"settings", "policies", "tools"}
+_TOP_KEYS = {"settings", "policies", "tools", "resources", "prompts"}
 _TOOL_KEYS = {"mutates", "cost", "family", "records", "exit_predicates", "policies"}
+#: contract keys that only mean something for a call (a tool), never for a read
+_TOOL_ONLY = {"mutates", "cost", "family", "records", "policies"}
+#: the keys of a ``resources`` or ``prompts`` entry: every contract key but the tool-only ones
+SURFACE_KEYS = frozenset(_TOOL_KEYS - _TOOL_ONLY)
 _POLICY_KEYS = {
     "name", "expr", "python", "code", "reads", "optional", "tools", "fields", "message",
     "max_age_s", "approve",
@@ -95,6 +121,16 @@ def sidecar_for(tools_file: Path) -> Path:
 
 
 @dataclass(frozen=True)
+class SurfaceNames:
+    """What an MCP server lists besides its tools: the names a sidecar's ``resources`` and
+    ``prompts`` keys must be one of (read by the gateway at start)."""
+
+    resources: tuple[str, ...] = ()
+    templates: tuple[str, ...] = ()
+    prompts: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class ToolContracts:
     """What a tools file's sidecar declares.
 
@@ -103,42 +139,58 @@ class ToolContracts:
         families: tool name -> family, for tools that declare one.
         settings: the settings the rules were built with (defaults updated by overrides).
         source: the sidecar's path (``""`` when there is none).
+        resources: resource URI or URI template -> its contract (the ``resources`` key).
+        prompts: prompt name -> its contract (the ``prompts`` key).
     """
 
     contracts: Mapping[str, Contract]
     families: Mapping[str, str]
     settings: Mapping[str, Any]
     source: str = ""
+    resources: Mapping[str, Contract] = field(default_factory=dict)
+    prompts: Mapping[str, Contract] = field(default_factory=dict)
 
 
 def load_tool_contracts(
     tools_file: Path,
     tool_names: Sequence[str],
     settings: Mapping[str, Any] | None = None,
+    *,
+    surfaces: SurfaceNames | None = None,
 ) -> ToolContracts:
     """Read ``tools_file``'s sidecar for the tools it defines (no sidecar: no contracts).
 
     ``settings`` override the sidecar's own defaults of the same names (others are ignored
     here; :func:`maitred.skills.load_catalog` refuses a setting no sidecar declares).
+    ``surfaces``: what the MCP server behind the sidecar lists, which its ``resources`` and
+    ``prompts`` keys must name (``None``: not checked).
 
     Raises:
         SidecarError: the sidecar is not valid YAML, has an unknown key, names a tool the file
-            does not define, or a rule cannot be built (every problem, each with its line).
+            does not define (or a resource or prompt the server does not list), or a rule
+            cannot be built (every problem, each with its line).
     """
     path = sidecar_for(tools_file)
     if not path.is_file():
         return ToolContracts({}, {}, {})
-    return _Reader(path, tool_names, settings or {}).read()
+    return _Reader(path, tool_names, settings or {}, surfaces).read()
 
 
 class _Reader:
     """One sidecar being read: its folder (for file references), modules, settings, and every
     problem found so far (each with its line; raised together at the end)."""
 
-    def __init__(self, path: Path, tool_names: Sequence[str], overrides: Mapping[str, Any]):
+    def __init__(
+        self,
+        path: Path,
+        tool_names: Sequence[str],
+        overrides: Mapping[str, Any],
+        surfaces: SurfaceNames | None = None,
+    ):
         self.path, self.where, self.folder = path, str(path), path.parent
         self.tool_names = list(tool_names)
         self.overrides = overrides
+        self.surfaces = surfaces
         self.modules: dict[str, ModuleType] = {}
         self.settings: dict[str, Any] = {}
         self.problems = _Problems(self.where)
@@ -186,8 +238,54 @@ class _Reader:
                     f"policy {pred.name!r} names tools {unknown} that the tools file does not "
                     f"define; it defines {sorted(self.tool_names)}",
                 )
+        resources = self._surfaces("resources", data, nodes)
+        prompts = self._surfaces("prompts", data, nodes)
         self.problems.raise_any()
-        return ToolContracts(contracts, families, dict(self.settings), self.where)
+        return ToolContracts(
+            contracts, families, dict(self.settings), self.where, resources, prompts
+        )
+
+    def _surfaces(
+        self, key: str, data: Mapping[str, Any], nodes: Mapping[str, yaml.Node]
+    ) -> dict[str, Contract]:
+        """The contracts under ``resources`` or ``prompts`` (key -> contract body), each key
+        checked against what the server lists when that is known."""
+        entries = data.get(key)
+        listed = nodes.get(key)
+        if entries is None:
+            return {}
+        what = "resource URIs or URI templates" if key == "resources" else "prompt names"
+        if not isinstance(entries, dict):
+            self.problems.add(listed, f"`{key}` must map {what} to contracts")
+            return {}
+        if self.surfaces is not None:
+            names = self.surfaces
+            known = (*names.resources, *names.templates) if key == "resources" else names.prompts
+            lists = (
+                f"resources {sorted(names.resources)} and templates {sorted(names.templates)}"
+                if key == "resources"
+                else f"prompts {sorted(names.prompts)}"
+            )
+            for stray in sorted(set(map(str, entries)) - set(known)):
+                self.problems.add(
+                    _key_node(listed, stray) or listed,
+                    f"{key}: {stray!r} is not listed by the server; it lists {lists} "
+                    "(a key is one of those, exactly as listed)",
+                )
+        entry_nodes = _value_nodes(listed)
+        out: dict[str, Contract] = {}
+        for name, entry in entries.items():
+            made = self._tool(
+                str(name),
+                entry if entry is not None else {},
+                (),
+                entry_nodes.get(str(name), listed),
+                at=f"{key}.{name}",
+                keys=SURFACE_KEYS,
+            )
+            if made is not None:
+                out[str(name)] = made[0]
+        return out
 
     def _attempt(self, node: yaml.Node | None, make: Callable[..., _T], *args: Any) -> _T | None:
         """``make(*args)``; a problem at ``node`` (or the field it names) when it fails."""
@@ -218,16 +316,26 @@ class _Reader:
         return bool(unknown)
 
     def _tool(
-        self, name: str, entry: Any, shared: Sequence[PolicyPredicate], node: yaml.Node | None
+        self,
+        name: str,
+        entry: Any,
+        shared: Sequence[PolicyPredicate],
+        node: yaml.Node | None,
+        *,
+        at: str = "",
+        keys: Collection[str] = _TOOL_KEYS,
     ) -> tuple[Contract, str | None] | None:
-        """The tool's contract and family; ``None`` when a problem was recorded."""
-        at = f"tools.{name}"
+        """The tool's contract and family; ``None`` when a problem was recorded.
+
+        ``at`` names the entry in messages (``tools.<name>`` by default); ``keys`` are the
+        contract keys it may have (a resource's or prompt's entry: :data:`SURFACE_KEYS`)."""
+        at = at or f"tools.{name}"
         before = len(self.problems.items)
         if not isinstance(entry, dict):
             self.problems.add(node, f"`{at}` must be a mapping of contract keys")
             return None
         fields = _value_nodes(node)
-        self._unknown(entry, _TOOL_KEYS, f"{at}: ", node)
+        self._unknown(entry, set(keys), f"{at}: ", node)
         cost = entry.get("cost", 1.0)
         if isinstance(cost, bool) or not isinstance(cost, (int, float)) or cost <= 0:
             self.problems.add(

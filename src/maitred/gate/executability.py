@@ -107,18 +107,7 @@ class ExecutabilityGate:
 
     def fetch(self, account: str, skills: Sequence[str]) -> tuple[Snapshot, str]:
         """One batched fetch; a failing provider gives an all-missing snapshot and its error."""
-        keys = self.keys_for(skills)
-        t = self.clock()
-        if not keys:
-            return Snapshot(account, {}, t), ""
-        try:
-            return self.provider.fetch(account, keys), ""
-        except MaitredError as exc:
-            error = f"{type(exc).__name__}: {exc}"
-        except Exception as exc:  # a broken provider must not become a silent offer
-            error = f"{type(exc).__name__}: {exc}"
-        snapshot = Snapshot(account, {}, t, missing=keys, version=PROVIDER_ERROR_VERSION)
-        return snapshot, error
+        return fetch_keys(self.provider, account, self.keys_for(skills), self.clock)
 
     def check(self, account: str, skills: Sequence[str]) -> GateResult:
         """Decide visibility for each of ``skills`` (in order) for ``account``."""
@@ -141,6 +130,29 @@ class ExecutabilityGate:
         replay's, an audit's or the gateway's state watch)."""
         verdict = decide_exit(self.catalog[skill].contract, snapshot, at)
         return GateOutcome(skill, verdict.executable, verdict.fired, verdict.soft, verdict.cause)
+
+
+def fetch_keys(
+    provider: StateProvider, account: str, keys: frozenset[str], clock: Callable[[], float] = now
+) -> tuple[Snapshot, str]:
+    """Stage 2's state read: ``keys`` for ``account`` in one provider call, and its error.
+
+    A provider that fails gives the all-missing snapshot with the
+    :data:`~maitred.contract.kernel.PROVIDER_ERROR_VERSION` marker (on which the kernel hides
+    everything that reads state) and the error's text; no keys read nothing. The gateway's
+    resources and prompts (:mod:`maitred.gateway.surfaces`) are read through it too.
+    """
+    t = clock()
+    if not keys:
+        return Snapshot(account, {}, t), ""
+    try:
+        return provider.fetch(account, keys), ""
+    except MaitredError as exc:
+        error = f"{type(exc).__name__}: {exc}"
+    except Exception as exc:  # a broken provider must not become a silent offer
+        error = f"{type(exc).__name__}: {exc}"
+    snapshot = Snapshot(account, {}, t, missing=keys, version=PROVIDER_ERROR_VERSION)
+    return snapshot, error
 
 
 def require_coverage(catalog: Catalog, provider: StateProvider) -> None:

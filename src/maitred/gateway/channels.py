@@ -14,23 +14,41 @@ what it can push on depends on the protocol era the client negotiated.
   gatekeeper has its own subscription bus, so an event for one tenant's session never reaches
   another's stream.
 
-:meth:`Channels.notify` uses whichever the session has (both, if it has both); a session with
+:meth:`Channels.notify` sends the ``list_changed`` of the lists it is given (tools by default;
+resources and prompts for :mod:`maitred.gateway.surfaces`) on whichever way out the session has
+(both, if it has both); a session with
 neither cannot be told, and the watch leaves it alone (its next ``tools/list`` is a fresh
 listing anyway). Nothing here decides anything: the gates do, in :mod:`maitred.gateway.keeper`.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
 
 import mcp_types as mt  # the MCP wire types (`mcp.types` re-exports them)
 from fastmcp.server.middleware import MiddlewareContext
 from mcp.server.context import ServerRequestContext
 from mcp.server.session import ServerSession
-from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
+from mcp.server.subscriptions import (
+    InMemorySubscriptionBus,
+    ListenHandler,
+    PromptsListChanged,
+    ResourcesListChanged,
+    ServerEvent,
+    ToolsListChanged,
+)
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 Key = tuple[str, ...]
+#: the lists a session can be told have changed
+ListKind = Literal["tools", "resources", "prompts"]
+#: each list's change: as an event on a listen stream, and as a notification on a standing one
+_CHANGED: Mapping[ListKind, tuple[ServerEvent, Any]] = {
+    "tools": (ToolsListChanged(), mt.ToolListChangedNotification()),
+    "resources": (ResourcesListChanged(), mt.ResourceListChangedNotification()),
+    "prompts": (PromptsListChanged(), mt.PromptListChangedNotification()),
+}
 
 
 class _Listeners:
@@ -77,18 +95,21 @@ class Channels:
             if listening.open == 0 and self.listeners.get(key) is listening:
                 del self.listeners[key]
 
-    async def notify(self, key: Key) -> bool:
-        """Send ``tools/list_changed`` to ``key`` on every way out it has; True when one took
-        it. A standing channel that fails (the client went away) is forgotten."""
+    async def notify(self, key: Key, lists: Sequence[ListKind] = ("tools",)) -> bool:
+        """Send ``<list>/list_changed`` for each of ``lists`` (tools by default; resources,
+        prompts) to ``key`` on every way out it has; True when one took it. A standing
+        channel that fails (the client went away) is forgotten."""
         sent = False
         listening = self.listeners.get(key)
         if listening is not None and listening.open > 0:
-            await listening.bus.publish(ToolsListChanged())
+            for kind in lists:
+                await listening.bus.publish(_CHANGED[kind][0])
             sent = True
         channel = self.standing.get(key)
         if channel is not None:
             try:
-                await channel.send_notification(mt.ToolListChangedNotification())
+                for kind in lists:
+                    await channel.send_notification(_CHANGED[kind][1])
                 sent = True
             except Exception:  # a closed stream: nobody left to tell there
                 self.standing.pop(key, None)

@@ -29,6 +29,7 @@
     tracing: {enabled: true, exporter: otlp}   # OpenTelemetry spans (maitred.tracing; off)
     pins: {file: gateway.pins.json, unpinned: hide}   # reviewed tool definitions (or just a path)
     scan: warn                      # warn at start about suspicious tool descriptions (or off)
+    ungated: pass                   # resources/prompts no sidecar names: pass (warned) | hide
 
 **Whose account.** Over stdio the account is part of the *launch*: an MCP client starts one
 gateway process per account (its own pipe), so nothing the model writes can change whose state
@@ -54,6 +55,12 @@ definition differs from its pin is hidden and refused (``TOOL_DEFINITION_CHANGED
 re-approved. ``unpinned`` says what happens to a tool the file has no pin for (one added to an
 upstream after the review): ``hide`` (the default: nothing unreviewed reaches a model) or
 ``allow``. ``scan`` (:mod:`maitred.gateway.scan`) only ever warns.
+
+**Resources and prompts** are gated by the same contracts as tools, given under the sidecar's
+``resources`` and ``prompts`` keys (:mod:`maitred.gateway.surfaces`). ``ungated`` says what
+happens to those that no sidecar names: ``pass`` (the default: listed and readable as the
+upstream serves them, and named on stderr at start) or ``hide`` (absent from every list, and
+reads and gets refused).
 
 Every error names the file and the dotted field (``upstreams[0].command``) and says what to
 write; unknown fields are errors, so a typo never becomes a silently ignored setting. Relative
@@ -95,6 +102,7 @@ _TOP = frozenset(
         "tracing",
         "pins",
         "scan",
+        "ungated",
     }
 )
 _UPSTREAM = frozenset(
@@ -209,6 +217,7 @@ class GatewayConfig:
     tracing: TracingOptions = field(default_factory=TracingOptions)
     pins: PinOptions | None = None
     scan: Literal["warn", "off"] = "warn"
+    ungated: Literal["pass", "hide"] = "pass"
 
     @property
     def upstream(self) -> Upstream:
@@ -273,6 +282,13 @@ def parse_config(
     scan = top.get("scan", "warn")
     if scan not in ("warn", "off"):
         r.fail("scan", f"must be one of ['warn', 'off'], not {scan!r}")
+    ungated = top.get("ungated", "pass")
+    if ungated not in ("pass", "hide"):
+        r.fail(
+            "ungated",
+            f"must be one of ['hide', 'pass'], not {ungated!r}: what happens to the resources, "
+            "resource templates and prompts no sidecar names",
+        )
     return GatewayConfig(
         account=r.string(who, "account") if who is not None else "",
         state=state,
@@ -289,6 +305,7 @@ def parse_config(
         tracing=read_tracing(r, top.get("tracing"), service_name="maitred-gateway"),
         pins=_pins(r, top["pins"], root) if top.get("pins") is not None else None,
         scan="off" if scan == "off" else "warn",
+        ungated="hide" if ungated == "hide" else "pass",
     )
 
 

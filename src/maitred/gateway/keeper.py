@@ -80,7 +80,12 @@ from maitred._canonical import content_hash
 from maitred.actions.model import ApprovalAnswer, Decision, Hold, ToolCall
 from maitred.build import PipelineOptions, build_pipeline, check_against_state
 from maitred.context import CallContext
-from maitred.contract.tool_sidecar import SUFFIX, load_tool_contracts
+from maitred.contract.tool_sidecar import (
+    SUFFIX,
+    SurfaceNames,
+    ToolContracts,
+    load_tool_contracts,
+)
 from maitred.engine import Maitred
 from maitred.errors import ConfigError, MaitredError
 from maitred.gateway.config import GatewayConfig, Upstream
@@ -118,6 +123,17 @@ def catalog_from_tools(
             message names the sidecar file and the entry).
         ConfigError: the upstream lists no usable tool at all.
     """
+    return _catalog_and_sidecar(tools, upstream, settings, None)[0]
+
+
+def _catalog_and_sidecar(
+    tools: Sequence[Mapping[str, Any]],
+    upstream: Upstream,
+    settings: Mapping[str, Any],
+    listed: SurfaceNames | None,
+) -> tuple[Catalog, ToolContracts]:
+    """:func:`catalog_from_tools`, and the sidecar it read (its resources' and prompts'
+    contracts too, checked against ``listed`` when given: the sidecar is read once)."""
     skills, report = parse_tools({"tools": list(tools)}, source=f"upstream {upstream.name!r}")
     for problem in report.errors:
         print(f"maitred mcp: tool left out: {problem}", file=sys.stderr)
@@ -126,9 +142,12 @@ def catalog_from_tools(
             f"upstream {upstream.name!r} ({upstream.where}) lists no usable tool; check that "
             "it is the MCP server you meant"
         )
+    found = ToolContracts({}, {}, {})
     if upstream.contracts:
         as_tools_file = Path(upstream.contracts[: -len(SUFFIX)] + ".json")
-        found = load_tool_contracts(as_tools_file, [s.name for s in skills], settings)
+        found = load_tool_contracts(
+            as_tools_file, [s.name for s in skills], settings, surfaces=listed
+        )
         skills = tuple(
             replace(
                 s,
@@ -137,7 +156,7 @@ def catalog_from_tools(
             )
             for s in skills
         )
-    return Catalog(tuple(skills))
+    return Catalog(tuple(skills)), found
 
 
 def without_rules(catalog: Catalog, names: Sequence[str], source: str = "") -> Catalog:
@@ -205,6 +224,8 @@ class Gates:
         finder: routes ``find_tools`` needs over the same catalog (``find_tools`` mode only).
         shadow: an engine over the full contracts, when some rules run in shadow mode.
         pins: the reviewed tool definitions, when the config names a pin file.
+        sidecars: upstream name -> its sidecar as read (for its resources' and prompts'
+            contracts, :mod:`maitred.gateway.surfaces`).
     """
 
     def __init__(
@@ -215,9 +236,11 @@ class Gates:
         finder: Maitred | None = None,
         shadow: Maitred | None = None,
         pins: PinGuard | None = None,
+        sidecars: Mapping[str, ToolContracts] | None = None,
     ) -> None:
         self.engine = engine
         self.pins = pins
+        self.sidecars = dict(sidecars or {})
         self.owners = dict(owners)
         self.finder = finder
         self.shadow = shadow
@@ -231,15 +254,23 @@ class Gates:
         )
 
     @classmethod
-    def open(cls, config: GatewayConfig, tools: Mapping[str, Sequence[Mapping[str, Any]]]) -> Gates:
+    def open(
+        cls,
+        config: GatewayConfig,
+        tools: Mapping[str, Sequence[Mapping[str, Any]]],
+        listed: Mapping[str, SurfaceNames] | None = None,
+    ) -> Gates:
         """The gates for ``config`` over ``tools`` (upstream name -> what it listed at start).
+
+        ``listed``: what each upstream listed besides tools, which its sidecar's ``resources``
+        and ``prompts`` keys must name (``None``: those keys are checked for form only).
 
         Raises:
             ConfigError: two upstreams list the same tool name (both named), a shadow rule
                 names no rule, or an upstream lists nothing usable.
             ContractError: a sidecar is invalid.
         """
-        full, enforced, owners = _join(config, tools)
+        full, enforced, owners, sidecars = _join(config, tools, listed)
         warn_at_start(config, tools)
         pins = guard_at_start(config, tools, owners)
         provider = open_provider(config.state, config.tables)
@@ -266,7 +297,7 @@ class Gates:
             if log is not None:
                 log.close()
             raise
-        return cls(engine, owners, finder=finder, shadow=shadow, pins=pins)
+        return cls(engine, owners, finder=finder, shadow=shadow, pins=pins, sidecars=sidecars)
 
     @property
     def tool_names(self) -> tuple[str, ...]:
@@ -352,16 +383,24 @@ class Gates:
 
 
 def _join(
-    config: GatewayConfig, tools: Mapping[str, Sequence[Mapping[str, Any]]]
-) -> tuple[Catalog, Catalog, dict[str, str]]:
+    config: GatewayConfig,
+    tools: Mapping[str, Sequence[Mapping[str, Any]]],
+    listed: Mapping[str, SurfaceNames] | None = None,
+) -> tuple[Catalog, Catalog, dict[str, str], dict[str, ToolContracts]]:
     """Every upstream's tools as one catalog with full contracts and one without the shadowed
-    rules (each upstream's sidecar and shadow list applied to its own tools), and the owner
-    of each tool."""
+    rules (each upstream's sidecar and shadow list applied to its own tools), the owner of
+    each tool, and each upstream's sidecar as read."""
     full: list[Skill] = []
     enforced: list[Skill] = []
     owners: dict[str, str] = {}
+    sidecars: dict[str, ToolContracts] = {}
     for i, up in enumerate(config.upstreams):
-        catalog = catalog_from_tools(tools.get(up.name, ()), up, config.settings)
+        catalog, sidecars[up.name] = _catalog_and_sidecar(
+            tools.get(up.name, ()),
+            up,
+            config.settings,
+            None if listed is None else listed.get(up.name, SurfaceNames()),
+        )
         for skill in catalog:
             if skill.name in owners:
                 raise ConfigError(
@@ -379,7 +418,7 @@ def _join(
         full += catalog.skills
         where = f"{config.source}: upstreams[{i}]"
         enforced += (without_rules(catalog, up.shadow, where) if up.shadow else catalog).skills
-    return Catalog(tuple(full)), Catalog(tuple(enforced)), owners
+    return Catalog(tuple(full)), Catalog(tuple(enforced)), owners, sidecars
 
 
 def _begin(pipeline: Pipeline, log: DecisionLog | None, run: str) -> None:

@@ -15,6 +15,9 @@ them from :attr:`GatewayMetrics.registry`).
 ``maitred_gateway_definition_changes`` tool definitions found to differ from their pins, by
                                        upstream and tool (each new definition once; calls
                                        refused for it count as ``TOOL_DEFINITION_CHANGED``)
+``maitred_gateway_surface_requests``   ``resources/read`` and ``prompts/get`` outcomes by
+                                       ``method`` and ``code``: ``ALLOWED`` when forwarded,
+                                       else the refusal's code (``RESOURCE_NOT_AVAILABLE``...)
 =====================================  ======================================================
 
 A capability that refuses calls for a reason of its own (rate limits, changed definitions)
@@ -68,6 +71,12 @@ class GatewayMetrics:
             "maitred_gateway_definition_changes",
             "Tool definitions found to differ from their pins, by upstream and tool.",
             ("upstream", "tool"),
+            registry=reg,
+        )
+        self.surface_requests = Counter(
+            "maitred_gateway_surface_requests",
+            "resources/read and prompts/get outcomes by method and code (ALLOWED: forwarded).",
+            ("method", "code"),
             registry=reg,
         )
         for code in ("ALLOWED", "TOOL_NOT_OFFERED", "GATE_UNAVAILABLE", "AUTH_REQUIRED"):

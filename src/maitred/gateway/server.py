@@ -42,6 +42,10 @@ served), and returns a FastMCP server that serves one proxy provider per upstrea
   ``TOOL_DEFINITION_CHANGED``), named on stderr and counted in ``/metrics``.
 * ``find_tools`` (``disclosure: find_tools``): answered by the gateway itself, never by an
   upstream (see :meth:`Gatekeeper.find <maitred.gateway.keeper.Gatekeeper.find>`).
+* resources, resource templates and prompts: listed per session and read or got only as the
+  sidecars' ``resources`` / ``prompts`` contracts allow, by :class:`SurfaceGuard
+  <maitred.gateway.surfaces.SurfaceGuard>`, the middleware after this one (the state watch
+  and a mutating call announce their changes too).
 
 **Sessions and accounts.** Over stdio (and in memory) the gateway has one client, so it keeps
 one gatekeeper, for the launch account. Over HTTP every request must carry a bearer token
@@ -105,13 +109,15 @@ from maitred.gateway.config import GatewayConfig, HttpServer, Token, Upstream
 from maitred.gateway.keeper import FIND_TOOLS, FIND_TOOLS_DESCRIPTION, Gatekeeper, Gates
 from maitred.gateway.limits import BodyLimit, argument_fault
 from maitred.gateway.metrics import CONTENT_TYPE, GatewayMetrics
+from maitred.gateway.surfaces import (
+    DECISION_ID_META,  # the key of a result's _meta that carries the decision's log id
+    SurfaceGate,
+    SurfaceGuard,
+    upstream_surfaces,
+)
 from maitred.tracing import OFF, Tracing
 
 T = TypeVar("T")
-
-
-#: the key of a tool result's ``_meta`` that carries the decision-log id of the call's decision
-DECISION_ID_META = "maitred/decision_id"
 
 
 def _text_result(payload: Mapping[str, Any], decision_id: str = "") -> ToolResult:
@@ -157,6 +163,8 @@ class GateMiddleware(Middleware):
             an HTTP gateway: the account comes from the authenticated token only.
         max_sessions: gatekeepers kept (HTTP); the least recently used is dropped beyond it.
         tracing: the gateway's traces (:mod:`maitred.gateway.traces`); off by default.
+        surfaces: the resources' and prompts' contracts; their middleware
+            (:attr:`surface_guard`) is to be added to the server after this one.
     """
 
     def __init__(
@@ -166,6 +174,7 @@ class GateMiddleware(Middleware):
         account: str | None,
         max_sessions: int = 1000,
         tracing: Tracing = OFF,
+        surfaces: SurfaceGate | None = None,
     ) -> None:
         self.gates = gates
         self.account = account
@@ -178,6 +187,7 @@ class GateMiddleware(Middleware):
         #: questions put to people about calls that need approval (:mod:`.approval`)
         self.approvals = Approvals(max_sessions)
         self.tracing = tracing
+        self.surface_guard = SurfaceGuard(self, surfaces) if surfaces is not None else None
 
     def watch_pins(self, proxies: Sequence[ListingProxy]) -> None:
         """Count what the start listing held back, and have every later listing of the
@@ -246,6 +256,12 @@ class GateMiddleware(Middleware):
         self.channels.remember(found[0], context)
         return keeper
 
+    keeper_of = _keeper  # for the surfaces' middleware (:class:`SurfaceGuard`)
+
+    def reachable(self) -> list[tuple[tuple[str, ...], Gatekeeper]]:
+        """The sessions a notification outside any request can reach (the watch's)."""
+        return [(k, g) for k, g in self.keepers.items() if self.channels.reachable(k)]
+
     async def listen(
         self, ctx: ServerRequestContext[Any, Any], params: mt.SubscriptionsListenRequestParams
     ) -> mt.SubscriptionsListenResult:
@@ -265,9 +281,8 @@ class GateMiddleware(Middleware):
         ``tools/list`` is a fresh listing anyway.
         """
         by_account: dict[str, list[tuple[tuple[str, ...], Gatekeeper]]] = {}
-        for key, keeper in self.keepers.items():
-            if self.channels.reachable(key):
-                by_account.setdefault(keeper.account, []).append((key, keeper))
+        for key, keeper in self.reachable():
+            by_account.setdefault(keeper.account, []).append((key, keeper))
         told = 0
         for group in by_account.values():  # one hop per account
             changed = await self._engine(partial(self.gates.recheck, [k for _, k in group]))
@@ -284,6 +299,8 @@ class GateMiddleware(Middleware):
             await anyio.sleep(interval_s)
             try:
                 await self.recheck()
+                if self.surface_guard is not None:
+                    await self.surface_guard.recheck()
             except Exception as exc:
                 print(
                     f"maitred mcp: state watch pass failed ({type(exc).__name__}: {exc}); "
@@ -591,13 +608,20 @@ async def open_gateway(
         )
     proxies = {up.name: proxy_for(up) for up in config.upstreams}
     tools = {up.name: await upstream_tools(proxies[up.name], up) for up in config.upstreams}
-    gates = await anyio.to_thread.run_sync(lambda: Gates.open(config, tools))
+    listed = {up.name: await upstream_surfaces(proxies[up.name], up) for up in config.upstreams}
+    gates = await anyio.to_thread.run_sync(lambda: Gates.open(config, tools, listed))
+    try:
+        surfaces = SurfaceGate.open(config, gates, listed)
+    except BaseException:
+        gates.close()
+        raise
     limit = (config.server or HttpServer()).max_sessions
     gate = GateMiddleware(
         gates,
         account=None if http else config.account,
         max_sessions=limit,
         tracing=Tracing.start(config.tracing) if tracing is None else tracing,
+        surfaces=surfaces,
     )
     server: FastMCP[Any] = FastMCP(
         name="maitred-gateway",
@@ -614,6 +638,8 @@ async def open_gateway(
 
         server.tool(find_tools, name=FIND_TOOLS, description=FIND_TOOLS_DESCRIPTION)
     server.add_middleware(gate)
+    if gate.surface_guard is not None:
+        server.add_middleware(gate.surface_guard)  # inner: sees only calls the gate let through
     if http:
         _add_routes(server, gate)
     # served by the SDK's low-level server: FastMCP 4 has no hook of its own for this method
