@@ -29,6 +29,7 @@
     tracing: {enabled: true, exporter: otlp}   # OpenTelemetry spans (maitred.tracing; off)
     pins: {file: gateway.pins.json, unpinned: hide}   # reviewed tool definitions (or just a path)
     scan: warn                      # warn at start about suspicious tool descriptions (or off)
+    rate_limits: {per_token: 60/minute, per_tool: {upgrade: 5/second}}   # maitred.ratelimit
 
 **Whose account.** Over stdio the account is part of the *launch*: an MCP client starts one
 gateway process per account (its own pipe), so nothing the model writes can change whose state
@@ -75,6 +76,7 @@ import yaml
 from maitred.config_reader import ConfigReader, resolve_log, resolve_path, resolve_state
 from maitred.contract.tool_sidecar import SUFFIX
 from maitred.errors import ConfigError
+from maitred.ratelimit import RateLimitOptions, read_rate_limits
 from maitred.tracing import TracingOptions, read_tracing
 
 Disclosure = Literal["all", "find_tools"]
@@ -95,6 +97,7 @@ _TOP = frozenset(
         "tracing",
         "pins",
         "scan",
+        "rate_limits",
     }
 )
 _UPSTREAM = frozenset(
@@ -209,6 +212,7 @@ class GatewayConfig:
     tracing: TracingOptions = field(default_factory=TracingOptions)
     pins: PinOptions | None = None
     scan: Literal["warn", "off"] = "warn"
+    rate_limits: RateLimitOptions | None = None
 
     @property
     def upstream(self) -> Upstream:
@@ -289,6 +293,7 @@ def parse_config(
         tracing=read_tracing(r, top.get("tracing"), service_name="maitred-gateway"),
         pins=_pins(r, top["pins"], root) if top.get("pins") is not None else None,
         scan="off" if scan == "off" else "warn",
+        rate_limits=read_rate_limits(r, top.get("rate_limits")),
     )
 
 

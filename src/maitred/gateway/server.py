@@ -105,6 +105,8 @@ from maitred.gateway.config import GatewayConfig, HttpServer, Token, Upstream
 from maitred.gateway.keeper import FIND_TOOLS, FIND_TOOLS_DESCRIPTION, Gatekeeper, Gates
 from maitred.gateway.limits import BodyLimit, argument_fault
 from maitred.gateway.metrics import CONTENT_TYPE, GatewayMetrics
+from maitred.gateway.rates import admit, open_limiter
+from maitred.ratelimit import Limiter
 from maitred.tracing import OFF, Tracing
 
 T = TypeVar("T")
@@ -157,6 +159,7 @@ class GateMiddleware(Middleware):
             an HTTP gateway: the account comes from the authenticated token only.
         max_sessions: gatekeepers kept (HTTP); the least recently used is dropped beyond it.
         tracing: the gateway's traces (:mod:`maitred.gateway.traces`); off by default.
+        limiter: the gateway's rate limits (:mod:`maitred.gateway.rates`); ``None``: none.
     """
 
     def __init__(
@@ -166,6 +169,7 @@ class GateMiddleware(Middleware):
         account: str | None,
         max_sessions: int = 1000,
         tracing: Tracing = OFF,
+        limiter: Limiter | None = None,
     ) -> None:
         self.gates = gates
         self.account = account
@@ -178,6 +182,9 @@ class GateMiddleware(Middleware):
         #: questions put to people about calls that need approval (:mod:`.approval`)
         self.approvals = Approvals(max_sessions)
         self.tracing = tracing
+        self.limiter = limiter
+        if limiter is not None:
+            self.metrics.limits_on(limiter.options.scopes)
 
     def watch_pins(self, proxies: Sequence[ListingProxy]) -> None:
         """Count what the start listing held back, and have every later listing of the
@@ -342,18 +349,31 @@ class GateMiddleware(Middleware):
         refused = argument_fault(name, args)  # NaN, a lone surrogate...: never decided
         if refused is not None:
             return str(refused["code"]), _text_result(refused)
+        admission = await admit(self.limiter, keeper, name, stdio=self.account is not None)
+        limited = admission.refusal
+        if admission.store_error:
+            self.metrics.rate_limit_store_errors.inc()
+        if limited is not None and limited.scope is not None:
+            self.metrics.rate_limited.labels(limited.scope).inc()
         if name == FIND_TOOLS and keeper.found is not None:
+            if limited is not None:  # no action decision: find_tools answers are turns
+                return limited.code, _text_result(limited.rejection().to_json())
             return "FIND_TOOLS", await self._find(context, keeper, args)
+        hold = limited.hold() if limited is not None else None
         extra: Mapping[str, Any] = {}
 
         async def answer_with(pending: Decision, answer: ApprovalAnswer) -> Decision:
             return await self._engine(lambda: keeper.approve(pending, answer, VIA), keeper)
 
         try:
-            decision = await self.approvals.answered(context, keeper, answer_with)
+            decision = None  # a limited call answers no question: it is refused first
+            if hold is None:
+                decision = await self.approvals.answered(context, keeper, answer_with)
             if decision is None:
                 with self.tracing.span("maitred.check") as checking:
-                    decision = await self._engine(lambda: keeper.check(name, args), keeper)
+                    decision = await self._engine(
+                        lambda: keeper.check(name, args, hold=hold), keeper
+                    )
                     traces.note_decision(checking, decision)
             if awaits_person(decision):  # asked outside the session's lock (see .approval)
                 asked = await self.approvals.ask(context, keeper, decision, answer_with)
@@ -591,6 +611,7 @@ async def open_gateway(
         )
     proxies = {up.name: proxy_for(up) for up in config.upstreams}
     tools = {up.name: await upstream_tools(proxies[up.name], up) for up in config.upstreams}
+    limiter = open_limiter(config, tools)
     gates = await anyio.to_thread.run_sync(lambda: Gates.open(config, tools))
     limit = (config.server or HttpServer()).max_sessions
     gate = GateMiddleware(
@@ -598,6 +619,7 @@ async def open_gateway(
         account=None if http else config.account,
         max_sessions=limit,
         tracing=Tracing.start(config.tracing) if tracing is None else tracing,
+        limiter=limiter,
     )
     server: FastMCP[Any] = FastMCP(
         name="maitred-gateway",
