@@ -161,12 +161,15 @@ def test_a_limited_call_reads_no_state_and_says_nothing_of_a_hidden_tool(site: S
 
     _run(site, one_call)  # a gateway of its own (an in-memory budget of its own)
     alone = _turns(site.log)
-    _run(site, scenario)
+    metrics = _run(site, scenario)
     # the hidden tool gets the limit's words, which name no tool and no predicate
     assert got["hidden"]["code"] == "RATE_LIMITED"
     assert "export_report" not in got["hidden"]["message"]
     assert "free" not in got["hidden"]["message"]
     assert got["unknown"]["code"] == "TOOL_UNKNOWN"  # a name no upstream lists stays unknown
+    # each call counted under the code it got: one RATE_LIMITED, one TOOL_UNKNOWN
+    assert _count(metrics, 'maitred_gateway_rate_limited_total{scope="per_token"}') == 1
+    assert _count(metrics, 'maitred_gateway_calls_total{code="TOOL_UNKNOWN"}') == 1
     assert site.upstream_calls() == ["get_plan", "get_plan"]
     # a call to a tool the session's listing did not show is normally listed afresh first (a
     # logged turn, which reads the account's state); a limited one is not

@@ -96,6 +96,12 @@ class GatewayMetrics:
         for scope in scopes:
             self.rate_limited.labels(scope)
 
+    def count_limited(self, scope: str | None) -> None:
+        """Count one call refused ``RATE_LIMITED`` by ``scope`` (``None``: the store could
+        not be asked, which ``calls{code=RATE_LIMIT_UNAVAILABLE}`` counts)."""
+        if scope is not None:
+            self.rate_limited.labels(scope).inc()
+
     def count_call(self, code: str) -> None:
         """Count one ``tools/call`` answered with ``code`` (``ALLOWED``: forwarded)."""
         self.calls.labels(code).inc()

@@ -353,10 +353,9 @@ class GateMiddleware(Middleware):
         limited = admission.refusal
         if admission.store_error:
             self.metrics.rate_limit_store_errors.inc()
-        if limited is not None and limited.scope is not None:
-            self.metrics.rate_limited.labels(limited.scope).inc()
         if name == FIND_TOOLS and keeper.found is not None:
             if limited is not None:  # no action decision: find_tools answers are turns
+                self.metrics.count_limited(limited.scope)
                 return limited.code, _text_result(limited.rejection().to_json())
             return "FIND_TOOLS", await self._find(context, keeper, args)
         hold = limited.hold() if limited is not None else None
@@ -389,6 +388,8 @@ class GateMiddleware(Middleware):
             )
             return refusal.code, _text_result(refusal.to_json())
         if not decision.allow:
+            if limited is not None and decision.code == limited.code:  # not a prior refusal
+                self.metrics.count_limited(limited.scope)
             payload = {**decision.tool_result(), **extra}
             if keeper.found is not None and decision.code == "TOOL_NOT_OFFERED":
                 payload["hint"] = f"call {FIND_TOOLS} with what you need to do first"
