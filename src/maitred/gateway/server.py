@@ -42,6 +42,9 @@ served), and returns a FastMCP server that serves one proxy provider per upstrea
   ``TOOL_DEFINITION_CHANGED``), named on stderr and counted in ``/metrics``.
 * ``find_tools`` (``disclosure: find_tools``): answered by the gateway itself, never by an
   upstream (see :meth:`Gatekeeper.find <maitred.gateway.keeper.Gatekeeper.find>`).
+* rate limits (``rate_limits:``, :mod:`maitred.gateway.rates`): a call is charged to its
+  caller's budgets before anything else; one past a rate is decided ``RATE_LIMITED`` (a logged
+  decision with ``retry_after_s``) and never reaches the upstream.
 
 **Sessions and accounts.** Over stdio (and in memory) the gateway has one client, so it keeps
 one gatekeeper, for the launch account. Over HTTP every request must carry a bearer token
