@@ -25,7 +25,7 @@ class _BrokenLogKeeper:
     found = None
     lock = threading.Lock()
 
-    def check(self, name: str, arguments: Any) -> Any:
+    def check(self, name: str, arguments: Any, *, hold: Any = None) -> Any:
         raise LogError("database is locked")
 
 

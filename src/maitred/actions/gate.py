@@ -260,7 +260,11 @@ class ActionGate:
         at = self.clock() if now is None else now
         decision = self._reject(call, hold.code, hold.message_for_model, (), tool.mutates, at)
         reason = hold.reason or hold.message_for_model
-        return replace(decision, message=f"{call.name} rejected: {hold.code}: {reason}")
+        return replace(
+            decision,
+            message=f"{call.name} rejected: {hold.code}: {reason}",
+            retry_after_s=hold.retry_after_s,
+        )
 
     def _policy_decision(
         self,

@@ -37,9 +37,11 @@ the question -- with its approval rules satisfied, so the second decision is ``O
 refusal; a no is ``APPROVAL_DECLINED``. The second decision is the one that lets the call run.
 
 An adapter may also *hold back* a tool for a reason outside the contracts (the MCP gateway: the
-tool's definition is not the one an operator reviewed, ``TOOL_DEFINITION_CHANGED``): it passes
-a :class:`Hold` per such tool with the call, and the action gate decides and logs the refusal
-like its own, right after ``TOOL_UNKNOWN``.
+tool's definition is not the one an operator reviewed, ``TOOL_DEFINITION_CHANGED``; a rate limit
+reached, ``RATE_LIMITED``, :mod:`maitred.ratelimit`): it passes a :class:`Hold` per such tool
+with the call, and the action gate decides and logs the refusal like its own, right after
+``TOOL_UNKNOWN``. A hold that passes (a rate limit) says when to try again
+(:attr:`Decision.retry_after_s`, in the model's payload too).
 
 So a tool hidden at stage 2 is, at stage 5, ``TOOL_NOT_EXECUTABLE`` -- or ``STATE_UNAVAILABLE``
 when the kernel's cause is ``state_unavailable`` -- and :attr:`Decision.cause` carries the
@@ -144,11 +146,14 @@ class Hold:
         message_for_model: what the model is told; it must not repeat what the operator has
             not approved (a changed tool's new description stays unsaid).
         reason: for people, stored in the decision's ``message``: what the adapter found.
+        retry_after_s: whole seconds after which the same call may pass (a rate limit);
+            ``None`` when waiting will not help.
     """
 
     code: str
     message_for_model: str
     reason: str = ""
+    retry_after_s: int | None = None
 
 
 @dataclass(frozen=True)
@@ -168,6 +173,8 @@ class Rejection:
             adapter's own (``"gate_unavailable"``, ``"upstream_failed"``, ``"auth_required"``).
         executed: always False for a gate rejection; None when it is not known (an upstream
             that failed mid-call).
+        retry_after_s: whole seconds after which the same call may pass (``RATE_LIMITED``);
+            ``None`` (and absent from the JSON) otherwise.
     """
 
     code: str
@@ -176,6 +183,7 @@ class Rejection:
     decision_id: str = ""
     error: str = "rejected_by_policy"
     executed: bool | None = False
+    retry_after_s: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The payload as JSON (the tool result's text, the service's ``tool_result``)."""
@@ -188,6 +196,8 @@ class Rejection:
         }
         if self.executed is not None:
             out["executed"] = self.executed
+        if self.retry_after_s is not None:
+            out["retry_after_s"] = self.retry_after_s
         return out
 
 
@@ -216,6 +226,8 @@ class Decision:
         approval_message: for ``APPROVAL_REQUIRED``: what the person who must approve is shown
             (the holding approval rules' messages).
         approval: the person's answer this decision was made with (``None``: none).
+        retry_after_s: for a refusal that waiting lifts (``RATE_LIMITED``): whole seconds
+            until the same call may pass; ``None`` otherwise.
     """
 
     call: ToolCall
@@ -235,6 +247,7 @@ class Decision:
     tenant: str = ""
     approval_message: str = ""
     approval: Approval | None = None
+    retry_after_s: int | None = None
 
     @property
     def allow(self) -> bool:
@@ -258,7 +271,13 @@ class Decision:
 
     def rejection(self) -> Rejection:
         """The model-facing payload of this decision (see :class:`Rejection`)."""
-        return Rejection(self.code, self.message_for_model, self.fields, self.decision_id)
+        return Rejection(
+            self.code,
+            self.message_for_model,
+            self.fields,
+            self.decision_id,
+            retry_after_s=self.retry_after_s,
+        )
 
     def tool_result(self) -> dict[str, Any]:
         """What the model receives instead of the tool's output when the call is rejected:
@@ -299,6 +318,8 @@ class Decision:
             out["approval_message"] = self.approval_message
         if self.approval is not None:  # likewise: only decisions made with a person's answer
             out["approval"] = self.approval.to_json()
+        if self.retry_after_s is not None:  # likewise: only refusals that waiting lifts
+            out["retry_after_s"] = self.retry_after_s
         return out
 
 

@@ -32,6 +32,7 @@ def serve(
         import uvicorn
 
         from maitred.serve import Reloader, Service, create_app, load_config, open_engine
+        from maitred.serve.rates import open_limiter
         from maitred.tracing import Tracing
     except ImportError as exc:
         raise MissingExtraError("maitred serve", "serve", exc.name) from None
@@ -39,6 +40,7 @@ def serve(
     engine = open_engine(settings)
     tracing = Tracing.start(settings.tracing, extra="serve")
     try:
+        limiter = open_limiter(settings, engine)
         service = Service(engine, settings.tenants, settings.limits, durability=settings.durability)
         reloader = Reloader(service, settings)  # hot reload of the catalog files
 
@@ -47,7 +49,12 @@ def serve(
             tracing.close()  # exports the spans still buffered
 
         app = create_app(
-            service, settings.limits, on_shutdown=shutdown, reloader=reloader, tracing=tracing
+            service,
+            settings.limits,
+            on_shutdown=shutdown,
+            reloader=reloader,
+            tracing=tracing,
+            limiter=limiter,
         )
         uvicorn.run(
             app,

@@ -20,6 +20,8 @@ client sees its result.
   (a standing channel, or a ``subscriptions/listen`` stream).
 * :mod:`maitred.gateway.traces` -- what each request's and each decision's span holds
   (``tracing:`` in the config).
+* :mod:`maitred.gateway.rates` -- who a call is charged to under ``rate_limits:``
+  (:mod:`maitred.ratelimit`), and where the limit applies.
 
 Only the CLI imports this package, and only this package imports fastmcp or mcp.
 """

@@ -30,6 +30,7 @@
     pins: {file: gateway.pins.json, unpinned: hide}   # reviewed tool definitions (or just a path)
     scan: warn                      # warn at start about suspicious tool descriptions (or off)
     ungated: pass                   # resources/prompts no sidecar names: pass (warned) | hide
+    rate_limits: {per_token: 60/minute, per_tool: {upgrade: 5/second}}   # maitred.ratelimit
 
 **Whose account.** Over stdio the account is part of the *launch*: an MCP client starts one
 gateway process per account (its own pipe), so nothing the model writes can change whose state
@@ -82,6 +83,7 @@ import yaml
 from maitred.config_reader import ConfigReader, resolve_log, resolve_path, resolve_state
 from maitred.contract.tool_sidecar import SUFFIX
 from maitred.errors import ConfigError
+from maitred.ratelimit import RateLimitOptions, read_rate_limits
 from maitred.tracing import TracingOptions, read_tracing
 
 Disclosure = Literal["all", "find_tools"]
@@ -103,6 +105,7 @@ _TOP = frozenset(
         "pins",
         "scan",
         "ungated",
+        "rate_limits",
     }
 )
 _UPSTREAM = frozenset(
@@ -218,6 +221,7 @@ class GatewayConfig:
     pins: PinOptions | None = None
     scan: Literal["warn", "off"] = "warn"
     ungated: Literal["pass", "hide"] = "pass"
+    rate_limits: RateLimitOptions | None = None
 
     @property
     def upstream(self) -> Upstream:
@@ -306,6 +310,7 @@ def parse_config(
         pins=_pins(r, top["pins"], root) if top.get("pins") is not None else None,
         scan="off" if scan == "off" else "warn",
         ungated="hide" if ungated == "hide" else "pass",
+        rate_limits=read_rate_limits(r, top.get("rate_limits")),
     )
 
 

@@ -548,7 +548,9 @@ class Gatekeeper:
             return False
         return self.visible() != before
 
-    def check(self, name: str, arguments: Mapping[str, Any] | None) -> Decision:
+    def check(
+        self, name: str, arguments: Mapping[str, Any] | None, *, hold: Hold | None = None
+    ) -> Decision:
         """May ``name(arguments)`` reach the upstream now? (logged, flushed, then returned).
 
         The call is decided against this session's latest *committed* listing, like every
@@ -558,14 +560,20 @@ class Gatekeeper:
         still hidden is ``TOOL_NOT_OFFERED``, its predicates unsaid; a tool the listing showed
         that cannot run now is ``TOOL_NOT_EXECUTABLE``; a tool held back because its definition
         is not the reviewed one is ``TOOL_DEFINITION_CHANGED`` (:mod:`maitred.gateway.pins`).
+
+        ``hold`` is the gateway's own reason to refuse this one call (a rate limit reached,
+        :mod:`maitred.gateway.rates`): the call is decided and logged with it, reading no
+        state and listing nothing afresh; a definition hold on the same tool comes first.
         """
         call = ToolCall(name, dict(arguments or {}))
         offerable = self.gates.knows(name) and (self.found is None or name in self.found)
-        if offerable and name not in self._listed_set():
+        if hold is None and offerable and name not in self._listed_set():
             self.visible()
         held = self.gates.held()
         if held and self.found is not None:  # a tool never found stays TOOL_NOT_OFFERED
             held = {n: h for n, h in held.items() if n in self.found}
+        if hold is not None and name not in held:
+            held = {**held, name: hold}
         if self.shadow is not None and self.shadow_session is not None:
             self.shadow.check(call, session=self.shadow_session, held=held)
         return self.engine.check(call, session=self.session, held=held)

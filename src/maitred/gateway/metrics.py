@@ -18,6 +18,11 @@ them from :attr:`GatewayMetrics.registry`).
 ``maitred_gateway_surface_requests``   ``resources/read`` and ``prompts/get`` outcomes by
                                        ``method`` and ``code``: ``ALLOWED`` when forwarded,
                                        else the refusal's code (``RESOURCE_NOT_AVAILABLE``...)
+``maitred_gateway_rate_limited``       calls refused ``RATE_LIMITED``, by the exhausted scope
+                                       (``per_token``, ``per_tenant``, ``per_tool``)
+``maitred_gateway_rate_limit_store_``  calls whose rate limit the shared store could not
+``errors``                             check (refused ``RATE_LIMIT_UNAVAILABLE`` when they
+                                       mutate, else counted by this process alone)
 =====================================  ======================================================
 
 A capability that refuses calls for a reason of its own (rate limits, changed definitions)
@@ -26,7 +31,7 @@ counts them here under its code, so one series answers "what did the gateway ref
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -79,8 +84,32 @@ class GatewayMetrics:
             ("method", "code"),
             registry=reg,
         )
+        self.rate_limited = Counter(
+            "maitred_gateway_rate_limited",
+            "Calls refused RATE_LIMITED, by the exhausted scope.",
+            ("scope",),
+            registry=reg,
+        )
+        self.rate_limit_store_errors = Counter(
+            "maitred_gateway_rate_limit_store_errors",
+            "Calls whose rate limit the shared store could not check.",
+            registry=reg,
+        )
         for code in ("ALLOWED", "TOOL_NOT_OFFERED", "GATE_UNAVAILABLE", "AUTH_REQUIRED"):
             self.calls.labels(code)  # present at zero, so dashboards see the series
+
+    def limits_on(self, scopes: Sequence[str]) -> None:
+        """Show the rate-limit series at zero (the gateway has limits on these ``scopes``)."""
+        for code in ("RATE_LIMITED", "RATE_LIMIT_UNAVAILABLE"):
+            self.calls.labels(code)
+        for scope in scopes:
+            self.rate_limited.labels(scope)
+
+    def count_limited(self, scope: str | None) -> None:
+        """Count one call refused ``RATE_LIMITED`` by ``scope`` (``None``: the store could
+        not be asked, which ``calls{code=RATE_LIMIT_UNAVAILABLE}`` counts)."""
+        if scope is not None:
+            self.rate_limited.labels(scope).inc()
 
     def count_call(self, code: str) -> None:
         """Count one ``tools/call`` answered with ``code`` (``ALLOWED``: forwarded)."""

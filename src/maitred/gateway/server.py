@@ -46,6 +46,9 @@ served), and returns a FastMCP server that serves one proxy provider per upstrea
   sidecars' ``resources`` / ``prompts`` contracts allow, by :class:`SurfaceGuard
   <maitred.gateway.surfaces.SurfaceGuard>`, the middleware after this one (the state watch
   and a mutating call announce their changes too).
+* rate limits (``rate_limits:``, :mod:`maitred.gateway.rates`): a call is charged to its
+  caller's budgets before anything else; one past a rate is decided ``RATE_LIMITED`` (a logged
+  decision with ``retry_after_s``) and never reaches the upstream.
 
 **Sessions and accounts.** Over stdio (and in memory) the gateway has one client, so it keeps
 one gatekeeper, for the launch account. Over HTTP every request must carry a bearer token
@@ -109,12 +112,14 @@ from maitred.gateway.config import GatewayConfig, HttpServer, Token, Upstream
 from maitred.gateway.keeper import FIND_TOOLS, FIND_TOOLS_DESCRIPTION, Gatekeeper, Gates
 from maitred.gateway.limits import BodyLimit, argument_fault
 from maitred.gateway.metrics import CONTENT_TYPE, GatewayMetrics
+from maitred.gateway.rates import admit, open_limiter
 from maitred.gateway.surfaces import (
     DECISION_ID_META,  # the key of a result's _meta that carries the decision's log id
     SurfaceGate,
     SurfaceGuard,
     upstream_surfaces,
 )
+from maitred.ratelimit import Limiter
 from maitred.tracing import OFF, Tracing
 
 T = TypeVar("T")
@@ -165,6 +170,7 @@ class GateMiddleware(Middleware):
         tracing: the gateway's traces (:mod:`maitred.gateway.traces`); off by default.
         surfaces: the resources' and prompts' contracts; their middleware
             (:attr:`surface_guard`) is to be added to the server after this one.
+        limiter: the gateway's rate limits (:mod:`maitred.gateway.rates`); ``None``: none.
     """
 
     def __init__(
@@ -175,6 +181,7 @@ class GateMiddleware(Middleware):
         max_sessions: int = 1000,
         tracing: Tracing = OFF,
         surfaces: SurfaceGate | None = None,
+        limiter: Limiter | None = None,
     ) -> None:
         self.gates = gates
         self.account = account
@@ -188,6 +195,9 @@ class GateMiddleware(Middleware):
         self.approvals = Approvals(max_sessions)
         self.tracing = tracing
         self.surface_guard = SurfaceGuard(self, surfaces) if surfaces is not None else None
+        self.limiter = limiter
+        if limiter is not None:
+            self.metrics.limits_on(limiter.options.scopes)
 
     def watch_pins(self, proxies: Sequence[ListingProxy]) -> None:
         """Count what the start listing held back, and have every later listing of the
@@ -359,18 +369,30 @@ class GateMiddleware(Middleware):
         refused = argument_fault(name, args)  # NaN, a lone surrogate...: never decided
         if refused is not None:
             return str(refused["code"]), _text_result(refused)
+        admission = await admit(self.limiter, keeper, name, stdio=self.account is not None)
+        limited = admission.refusal
+        if admission.store_error:
+            self.metrics.rate_limit_store_errors.inc()
         if name == FIND_TOOLS and keeper.found is not None:
+            if limited is not None:  # no action decision: find_tools answers are turns
+                self.metrics.count_limited(limited.scope)
+                return limited.code, _text_result(limited.rejection().to_json())
             return "FIND_TOOLS", await self._find(context, keeper, args)
+        hold = limited.hold() if limited is not None else None
         extra: Mapping[str, Any] = {}
 
         async def answer_with(pending: Decision, answer: ApprovalAnswer) -> Decision:
             return await self._engine(lambda: keeper.approve(pending, answer, VIA), keeper)
 
         try:
-            decision = await self.approvals.answered(context, keeper, answer_with)
+            decision = None  # a limited call answers no question: it is refused first
+            if hold is None:
+                decision = await self.approvals.answered(context, keeper, answer_with)
             if decision is None:
                 with self.tracing.span("maitred.check") as checking:
-                    decision = await self._engine(lambda: keeper.check(name, args), keeper)
+                    decision = await self._engine(
+                        lambda: keeper.check(name, args, hold=hold), keeper
+                    )
                     traces.note_decision(checking, decision)
             if awaits_person(decision):  # asked outside the session's lock (see .approval)
                 asked = await self.approvals.ask(context, keeper, decision, answer_with)
@@ -386,6 +408,8 @@ class GateMiddleware(Middleware):
             )
             return refusal.code, _text_result(refusal.to_json())
         if not decision.allow:
+            if limited is not None and decision.code == limited.code:  # not a prior refusal
+                self.metrics.count_limited(limited.scope)
             payload = {**decision.tool_result(), **extra}
             if keeper.found is not None and decision.code == "TOOL_NOT_OFFERED":
                 payload["hint"] = f"call {FIND_TOOLS} with what you need to do first"
@@ -608,6 +632,7 @@ async def open_gateway(
         )
     proxies = {up.name: proxy_for(up) for up in config.upstreams}
     tools = {up.name: await upstream_tools(proxies[up.name], up) for up in config.upstreams}
+    limiter = open_limiter(config, tools)
     listed = {up.name: await upstream_surfaces(proxies[up.name], up) for up in config.upstreams}
     gates = await anyio.to_thread.run_sync(lambda: Gates.open(config, tools, listed))
     try:
@@ -622,6 +647,7 @@ async def open_gateway(
         max_sessions=limit,
         tracing=Tracing.start(config.tracing) if tracing is None else tracing,
         surfaces=surfaces,
+        limiter=limiter,
     )
     server: FastMCP[Any] = FastMCP(
         name="maitred-gateway",

@@ -44,9 +44,11 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from maitred.ratelimit import Limiter
 from maitred.serve.config import Limits
 from maitred.serve.metrics import CONTENT_TYPE, Metrics
 from maitred.serve.openapi import openapi
+from maitred.serve.rates import admit, mutates
 from maitred.serve.reload import Reloader
 from maitred.serve.requests import Problem, authenticate, parse_check, parse_turn, read_json
 from maitred.serve.service import Service
@@ -66,6 +68,7 @@ def create_app(
     on_shutdown: Callable[[], None] | None = None,
     reloader: Reloader | None = None,
     tracing: Tracing = OFF,
+    limiter: Limiter | None = None,
 ) -> ASGIApp:
     """The ASGI app: the routes above, each error a JSON body, every request counted.
 
@@ -79,6 +82,8 @@ def create_app(
             ``on_shutdown`` is called.
         tracing: a span per ``/v1`` request with the turn or check inside it
             (:mod:`maitred.serve.traces`); off by default. Its owner closes it.
+        limiter: the rate limits of turns and checks (:mod:`maitred.serve.rates`: 429 with
+            ``Retry-After``); ``None``: none.
     """
 
     engine_threads = _Workers(ENGINE_THREADS)
@@ -105,6 +110,7 @@ def create_app(
                 f"account {req.account!r} is not one of tenant {tenant.name!r}'s accounts",
                 field="account",
             )
+        await admit(limiter, service.metrics, tenant)
         with tracing.span("maitred.turn") as span:
             out = await engine_threads.run(service.turn, tenant, req)
             note_turn(span, tracing, tenant, service.run_ids[tenant.name], out)
@@ -113,6 +119,8 @@ def create_app(
     async def check(request: Request) -> Response:
         tenant = authenticate(request, service.tenants)
         req = parse_check(await read_json(request, limits.max_body_bytes))
+        writes = limiter is not None and mutates(service.engine, req.name)
+        await admit(limiter, service.metrics, tenant, req.name, mutates=writes)
         with tracing.span("maitred.check") as span:
             out = await engine_threads.run(service.check, tenant, req)
             note_check(span, tenant, req.name, out)

@@ -19,6 +19,7 @@
     server: {host: 127.0.0.1, port: 8080}
     reload: {interval_s: 2}                # poll the catalog files this often (hot reload)
     tracing: {enabled: true, exporter: otlp}   # OpenTelemetry spans (maitred.tracing; off)
+    rate_limits: {per_tenant: 600/minute, per_tool: {connect_domain: 5/second}}   # 429s
 
 Invariants:
 
@@ -49,6 +50,7 @@ import yaml
 from maitred.build import PipelineOptions
 from maitred.config_reader import ConfigReader, resolve_log, resolve_path, resolve_state
 from maitred.errors import ConfigError
+from maitred.ratelimit import RateLimitOptions, read_rate_limits
 from maitred.tracing import TracingOptions, read_tracing
 
 _TENANT = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
@@ -70,6 +72,7 @@ _TOP = frozenset(
         "server",
         "reload",
         "tracing",
+        "rate_limits",
     }
 )
 
@@ -132,6 +135,7 @@ class ServeConfig:
     reload_interval_s: float = 2.0
     source: str = "<config>"
     tracing: TracingOptions = field(default_factory=TracingOptions)
+    rate_limits: RateLimitOptions | None = None
 
 
 def load_config(path: str | Path) -> ServeConfig:
@@ -194,7 +198,20 @@ def parse_config(data: Any, source: str, *, base: Path | None = None) -> ServeCo
         reload_interval_s=interval,
         source=source,
         tracing=read_tracing(r, top.get("tracing"), service_name="maitred-serve"),
+        rate_limits=_rate_limits(r, top.get("rate_limits")),
     )
+
+
+def _rate_limits(r: ConfigReader, value: Any) -> RateLimitOptions | None:
+    """The ``rate_limits`` block (:mod:`maitred.serve.rates`): the gateway's, less
+    ``per_token``."""
+    if isinstance(value, Mapping) and "per_token" in value:
+        r.fail(
+            "rate_limits.per_token",
+            "is the gateway's: the service has one token per tenant, so a token's budget is "
+            "its tenant's; write per_tenant",
+        )
+    return read_rate_limits(r, value, scopes=("per_tenant", "per_tool"))
 
 
 def _is_number(value: Any) -> bool:

@@ -26,6 +26,11 @@ one), so two apps in one process -- tests, a benchmark -- count apart.
 ``maitred_log_waiting``                the log's backlog: requests decided and waiting for
                                        the commit that holds their decision
 ``maitred_log_commit_seconds``         how long a request waited for that commit (histogram)
+``maitred_rate_limited_total``         requests refused 429 by a rate limit (``rate_limits``),
+                                       by the exhausted scope (``per_tenant``, ``per_tool``)
+``maitred_rate_limit_store_errors_``   requests whose rate limit the shared store could not
+``total``                              check (503 for a mutating check, else counted by this
+                                       process alone)
 =====================================  ======================================================
 """
 
@@ -131,6 +136,17 @@ class Metrics:
             "maitred_log_commit_seconds",
             "How long a request waited for the commit holding its decision.",
             buckets=_STAGE_BUCKETS,
+            registry=reg,
+        )
+        self.rate_limited = Counter(
+            "maitred_rate_limited",
+            "Requests refused 429 by a rate limit, by the exhausted scope.",
+            ("scope",),
+            registry=reg,
+        )
+        self.rate_limit_store_errors = Counter(
+            "maitred_rate_limit_store_errors",
+            "Requests whose rate limit the shared store could not check.",
             registry=reg,
         )
         self.sessions.set_function(lambda: float(sessions()))

@@ -49,10 +49,19 @@ _SCHEMAS: dict[str, Any] = {
                         "description": "stable: unauthorized, account_forbidden, "
                         "session_not_found, session_account_mismatch, body_too_large, "
                         "malformed_json, invalid_field, run_not_found, no_decision_log, "
-                        "engine_unavailable",
+                        "engine_unavailable, rate_limited, rate_limit_unavailable",
                     },
                     "message": _STR,
                     "field": {"type": "string", "description": "the offending field, dotted"},
+                    "retry_after_s": {
+                        "type": "integer",
+                        "minimum": 1,
+                        "description": "rate_limited: seconds to wait (also Retry-After)",
+                    },
+                    "scope": {
+                        "enum": ["per_tenant", "per_tool"],
+                        "description": "rate_limited: the exhausted budget",
+                    },
                 },
             }
         },
@@ -240,7 +249,15 @@ _BODY_ERRORS = {
     ),
     "413": _error("the body is larger than limits.max_body_bytes"),
     "422": _error("a field is missing, unknown or of the wrong type (`field` names it)"),
-    "503": _error("the decision log or the engine failed; nothing was decided"),
+    "429": _error(
+        "rate_limited: a rate limit (rate_limits) is reached; nothing was decided. "
+        "Retry-After says when to try again"
+    ),
+    "503": _error(
+        "the decision log or the engine failed (engine_unavailable), or the shared rate-limit "
+        "store could not count a check of a tool that changes things (rate_limit_unavailable); "
+        "nothing was decided"
+    ),
 }
 _SECURE: list[dict[str, list[str]]] = [{"bearer": []}]
 

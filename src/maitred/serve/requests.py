@@ -68,6 +68,7 @@ class Problem(Exception):
         *,
         field: str | None = None,
         headers: Mapping[str, str] | None = None,
+        extra: Mapping[str, Any] | None = None,
     ) -> None:
         super().__init__(message)
         self.status = status
@@ -75,12 +76,15 @@ class Problem(Exception):
         self.message = message
         self.field = field
         self.headers = dict(headers or {})
+        self.extra = dict(extra or {})
 
     def body(self) -> dict[str, Any]:
-        """The JSON error body: ``{"error": {"status", "code", "message", "field"?}}``."""
+        """The JSON error body: ``{"error": {"status", "code", "message", "field"?, ...}}``
+        (``...``: what this error adds, e.g. a 429's ``retry_after_s`` and ``scope``)."""
         out: dict[str, Any] = {"status": self.status, "code": self.code, "message": self.message}
         if self.field is not None:
             out["field"] = self.field
+        out.update(self.extra)
         return {"error": out}
 
 
