@@ -19,6 +19,7 @@ contracts from ``tools.maitred.yaml`` in the same folder -- the same contract mo
         mutates: true
         cost: 1.5
         family: orders
+        scopes: [orders:write]                    # OAuth scopes a caller must hold (all of them)
         records: {reads: order_id}                # or {creates: {read_tool: get_order, key: id}}
         exit_predicates:                          # visibility, as for skills (account state)
           - name: refunds_disabled
@@ -73,6 +74,7 @@ from maitred.contract.sidecar import (
     _read,
     _resolve,
     _value_nodes,
+    read_scopes,
 )
 from maitred.errors import ContractError, ProcedureError, SidecarError
 
@@ -80,7 +82,7 @@ _T = TypeVar("_T")
 
 SUFFIX = ".maitred.yaml"
 _TOP_KEYS = {"settings", "policies", "tools"}
-_TOOL_KEYS = {"mutates", "cost", "family", "records", "exit_predicates", "policies"}
+_TOOL_KEYS = {"mutates", "cost", "family", "records", "exit_predicates", "policies", "scopes"}
 _POLICY_KEYS = {
     "name", "expr", "python", "code", "reads", "optional", "tools", "fields", "message",
     "max_age_s", "approve",
@@ -241,6 +243,9 @@ class _Reader:
             self.problems.add(
                 fields.get("family", node), f"{at}.family must be a string, got {family!r}"
             )
+        scopes = read_scopes(entry.get("scopes"))
+        if isinstance(scopes, str):
+            self.problems.add(fields.get("scopes", node), f"{at}.scopes {scopes}")
         predicates = self._exits(name, entry.get("exit_predicates") or [], at, fields)
         own = self._policy_list(
             entry.get("policies"), f"{at}.policies", name, fields.get("policies")
@@ -255,7 +260,7 @@ class _Reader:
         records = self._attempt(
             fields.get("records", node), self._records, entry.get("records"), at
         )
-        if len(self.problems.items) > before or records is None:
+        if len(self.problems.items) > before or records is None or isinstance(scopes, str):
             return None
         contract = self._attempt(
             node,
@@ -267,6 +272,7 @@ class _Reader:
             self.where,
             policies,
             records,
+            scopes,
         )
         return None if contract is None else (contract, family)
 

@@ -71,6 +71,8 @@ class Skill:
         }
         if self.contract.policies:  # only when present, so catalogs without them keep versions
             out["policies"] = [[p.name, p.code, p.version] for p in self.contract.policies]
+        if self.contract.scopes:  # likewise
+            out["scopes"] = sorted(self.contract.scopes)
         return out
 
 
