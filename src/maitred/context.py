@@ -3,11 +3,12 @@
 An engine (:class:`maitred.Maitred`) is built once and shared: by the threads of the HTTP
 service, by every MCP session of the gateway, by the CLI's batch runs. What differs from one
 request to the next -- the run a turn is logged under, the menu format the client asked for, the
-tools a listing may consider, the scopes the caller was granted -- travels with that request as one small immutable
-value, the way pydantic-ai hands a tool its ``RunContext``. Nothing per request is ever set on
-the engine or its parts, so two requests cannot see each other's settings, and an adapter needs
-no lock of its own to keep them apart. (Whose request it is -- the tenant -- is part of the
-session and of the run, both stored with every row; it is not a per-call setting.)
+tools a listing may consider, the scopes the caller was granted -- travels with that request as
+one small immutable value, the way pydantic-ai hands a tool its ``RunContext``. Nothing per
+request is ever set on the engine or its parts, so two requests cannot see each other's
+settings, and an adapter needs no lock of its own to keep them apart. (Whose request it is --
+the tenant -- is part of the session and of the run, both stored with every row; it is not a
+per-call setting.)
 
 Every field has a neutral default: ``CallContext()`` is what a call without one gets.
 """

@@ -285,9 +285,7 @@ class ActionGate:
             "that this call needs; the user can connect again with a token that has them"
         )
         outcome = scope_outcome(tool.tool.contract, lacking, granted)
-        return self._reject(
-            call, INSUFFICIENT_SCOPE, why, (), tool.mutates, at, (outcome,)
-        )
+        return self._reject(call, INSUFFICIENT_SCOPE, why, (), tool.mutates, at, (outcome,))
 
     def _held(self, call: ToolCall, hold: Hold, now: float | None) -> Decision:
         """The refusal of a call to a tool the caller holds back (its words for the model,
@@ -474,9 +472,7 @@ class ActionGate:
         if verdict.missing_scopes:  # refused before the offer already; kept for one mapping
             names = ", ".join(sorted(verdict.missing_scopes))
             why = f"this call needs scope(s) the access token was not granted: {names}"
-            return self._reject(
-                call, INSUFFICIENT_SCOPE, why, (), tool.mutates, at, verdict.fired
-            )
+            return self._reject(call, INSUFFICIENT_SCOPE, why, (), tool.mutates, at, verdict.fired)
         if verdict.cause == "state_unavailable":
             code = STATE_UNAVAILABLE
             why = (

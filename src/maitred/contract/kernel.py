@@ -61,9 +61,8 @@ hold only because a fail-open policy decided (``soft``), so a log row can say ex
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from collections.abc import Collection
+from dataclasses import dataclass
 
 from maitred._canonical import text_hash
 from maitred.contract.evaluate import PredicateOutcome, evaluate
@@ -153,8 +152,8 @@ def decide_exit(
     """
     lacking = missing_scopes(contract, granted)
     if lacking and granted is not None:
-        fired = (scope_outcome(contract, lacking, granted),)
-        return ExitVerdict(False, None, fired, mutates=contract.mutates, missing_scopes=lacking)
+        denied = (scope_outcome(contract, lacking, granted),)
+        return ExitVerdict(False, None, denied, mutates=contract.mutates, missing_scopes=lacking)
     cause = snapshot_cause(snapshot)
     if cause is not None and contract.reads:
         return ExitVerdict(False, cause, mutates=contract.mutates)

@@ -46,7 +46,7 @@ from maitred.errors import (
 SIDECAR = "maitred.yaml"
 _KEYS = {"cost", "mutates", "family", "procedure", "exit_predicates", "scopes"}
 #: one OAuth scope token (RFC 6749, section 3.3): printable ASCII but space, '"' and '\\'
-_SCOPE = re.compile(r'^[\x21\x23-\x5b\x5d-\x7e]+$')
+SCOPE_PATTERN = re.compile(r"^[\x21\x23-\x5b\x5d-\x7e]+$")
 
 
 def read_scopes(value: Any) -> frozenset[str] | str:
@@ -56,13 +56,15 @@ def read_scopes(value: Any) -> frozenset[str] | str:
         return frozenset()
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         return f"must be a list of scope names (e.g. [repo:write]), got {value!r}"
-    bad = [v for v in value if not _SCOPE.match(v)]
+    bad = [v for v in value if not SCOPE_PATTERN.match(v)]
     if bad:
         return (
             f"has {bad[0]!r}, which is not an OAuth scope (printable ASCII without spaces, "
             "'\"' or '\\')"
         )
     return frozenset(value)
+
+
 _PRED_KEYS = {"name", "expr", "python", "reads", "on_missing", "on_stale", "max_age_s", "message"}
 
 

@@ -54,7 +54,7 @@ class Skill:
 
     def fingerprint(self) -> dict[str, Any]:
         """Everything that defines the skill, as JSON (feeds the catalog version)."""
-        out = {
+        out: dict[str, Any] = {
             "name": self.name,
             "description": self.description,
             "kind": self.kind,
