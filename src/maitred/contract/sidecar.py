@@ -56,7 +56,7 @@ def read_scopes(value: Any) -> frozenset[str] | str:
         return frozenset()
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         return f"must be a list of scope names (e.g. [repo:write]), got {value!r}"
-    bad = [v for v in value if not SCOPE_PATTERN.match(v)]
+    bad = [v for v in value if not SCOPE_PATTERN.fullmatch(v)]
     if bad:
         return (
             f"has {bad[0]!r}, which is not an OAuth scope (printable ASCII without spaces, "

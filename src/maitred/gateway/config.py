@@ -480,7 +480,7 @@ def _scopes(r: ConfigReader, value: Any, where: str) -> tuple[str, ...]:
         return ()
     scopes = r.str_list(value, where)
     for i, scope in enumerate(scopes):
-        if not SCOPE_PATTERN.match(scope):
+        if not SCOPE_PATTERN.fullmatch(scope):
             r.fail(
                 f"{where}[{i}]",
                 f"{scope!r} is not an OAuth scope (printable ASCII without spaces, '\"' or '\\')",
