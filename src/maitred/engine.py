@@ -29,6 +29,11 @@
   ``TOOL_NOT_OFFERED``; a hidden tool named anyway is re-checked (``TOOL_NOT_EXECUTABLE``); the
   arguments meet the tool's schema; then its call policies run. The decision carries the
   session id and the turn id, so the log links the call to the turn that offered it.
+* A caller that says which OAuth scopes it holds passes them with each call
+  (``context=CallContext(granted=...)``, on :meth:`turn` and :meth:`check` alike): a tool
+  whose contract requires another scope is hidden by the turn and refused by the check with
+  ``INSUFFICIENT_SCOPE`` -- the kernel's one rule for both, decided before the offer and
+  before any state is read.
 * State for :meth:`check` comes from the engine's provider (the keys the tool's predicates
   declare, for the session's account) or, for rules over a whole document (the tau2 database),
   from ``state=``. Its ``account_found`` and a provider failure reach the action gate's

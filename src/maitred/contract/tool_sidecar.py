@@ -47,7 +47,10 @@ approval rule (:mod:`maitred.contract.policy`): it takes no ``code`` (its code i
 arguments, ``args``); a CEL condition asks only when it holds and declares its ``reads``
 like any CEL rule (and is type-checked like them). A tool of the file without an entry gets
 an empty contract (it does not mutate and has no rules); an entry naming no tool of
-the file is an error. Every error names the YAML file and the entry at fault.
+the file is an error. ``scopes`` lists the OAuth scopes a caller must hold (all of them) for
+the tool to be offered or called: the decision kernel's scope rule
+(:func:`~maitred.contract.kernel.missing_scopes`), asked only of a caller that says which
+scopes it holds. Every error names the YAML file and the entry at fault.
 """
 
 from __future__ import annotations

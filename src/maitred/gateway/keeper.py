@@ -41,6 +41,13 @@ over those engines.
   to a tool never found is ``TOOL_NOT_OFFERED``. A tool the gate blocks is never disclosed,
   however well it matched; the answer says which predicate blocked it.
 
+**Scopes** (HTTP). A gatekeeper is for one caller's grant as well as one account: the scopes
+its token granted (:attr:`Gatekeeper.granted`; ``None`` over stdio) travel with every listing,
+check, watch probe and ``find_tools`` as :attr:`CallContext.granted
+<maitred.context.CallContext.granted>`, so the decision kernel hides a tool whose contract
+requires a scope the token lacks and refuses a call to it (``INSUFFICIENT_SCOPE``); nothing
+here decides scopes itself. ``find_tools`` never names such a tool among the blocked ones.
+
 **Pinned definitions** (``pins:``; :mod:`maitred.gateway.pins`). A tool whose definition is
 not the one reviewed is *held back*: :meth:`Gatekeeper.visible`, :meth:`Gatekeeper.would_list`
 and :meth:`Gatekeeper.find` leave it out, and :meth:`Gatekeeper.check` passes the holds with
