@@ -147,9 +147,9 @@ def test_a_jwks_url_is_fetched_once_cached_and_fetched_again_for_a_rotated_key(
     clock = [1000.0]
     keys = KeySource(url=url, timeout_s=5, cache_s=300, clock=lambda: clock[0])
     verifier = JwtVerifier(OPTIONS, keys)
-    assert isinstance(_verify(verifier, issuer.mint()), Verified)
-    assert isinstance(_verify(verifier, issuer.mint()), Verified)
-    assert len(served.hits) == 1  # cached
+    assert isinstance(_verify(verifier, issuer.mint(jti="first")), Verified)
+    assert isinstance(_verify(verifier, issuer.mint(jti="second")), Verified)
+    assert len(served.hits) == 1  # the keys are cached
 
     served.document = json.dumps(issuer.jwks()).encode()  # the issuer adds ec-1
     es = issuer.mint(alg="ES256")
@@ -161,7 +161,7 @@ def test_a_jwks_url_is_fetched_once_cached_and_fetched_again_for_a_rotated_key(
 
     served.down = True
     clock[0] += 301  # the cache has expired and the URL fails: the keys known still serve
-    assert isinstance(_verify(verifier, issuer.mint()), Verified)
+    assert isinstance(_verify(verifier, issuer.mint(jti="third")), Verified)
     assert len(served.hits) == 3
 
 
@@ -283,3 +283,18 @@ def test_the_defaults(tmp_path: Path) -> None:
         "scope",
     )
     assert (auth.jwks_timeout_s, auth.jwks_cache_s, auth.required_scopes) == (5.0, 300.0, ())
+
+
+def test_a_remembered_token_is_refused_once_it_expires(issuer: Issuer) -> None:
+    clock = [float(NOW)]
+    keys = KeySource(parse_jwks(json.dumps(issuer.jwks()), "test"))
+    verifier = JwtVerifier(OPTIONS, keys, clock=lambda: clock[0])
+    token = issuer.mint(iat=NOW, exp=NOW + 60)
+    assert isinstance(_verify(verifier, token), Verified)
+    keys.keys = []  # remembered: accepted without its signature checked again ...
+    assert isinstance(_verify(verifier, token), Verified)
+    clock[0] = NOW + 60 + OPTIONS.leeway_s + 1  # ... until it expires
+    outcome = _verify(verifier, token)
+    assert isinstance(outcome, Refused)
+    keys.keys = parse_jwks(json.dumps(issuer.jwks()), "test")
+    assert "expired" in str(_verify(verifier, token))

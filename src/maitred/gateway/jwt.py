@@ -29,6 +29,11 @@ in order, each with its own reason:
 Values quoted in a reason come from the token, which anyone can write: they are cut short and
 made printable ASCII without quotes (RFC 6750 allows nothing else in ``error_description``).
 
+A token that passed is remembered until it expires (:data:`REMEMBERED` at most), so a client
+that sends the same token with every request costs one signature check, not one per request;
+an issuer that withdraws a key therefore stops tokens signed with it at their ``exp``, which
+is how JWT access tokens are meant to be revoked (keep them short-lived).
+
 **Keys** come from one of: a JWKS file (read at start), a JWKS URL on the operator's network
 (fetched on first use with ``jwks_timeout_s``, at most :data:`MAX_JWKS_BYTES`, cached for
 ``jwks_cache_s``; a fetch that fails while no earlier copy is cached is
@@ -44,6 +49,7 @@ import re
 import time
 import urllib.error
 import urllib.request
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -76,6 +82,8 @@ KEY_TYPES: Mapping[str, tuple[str, str | None]] = {
 REFRESH_MIN_S = 30.0
 #: the largest JWKS document fetched from a URL
 MAX_JWKS_BYTES = 1 << 20
+#: how many verified tokens are remembered until they expire (least recently used dropped)
+REMEMBERED = 1024
 _QUOTED = 60  # characters of a token's own value quoted in a reason
 
 
@@ -279,6 +287,9 @@ class JwtVerifier:
         self.options = options
         self.keys = keys
         self.clock = clock
+        #: tokens that passed every check, until they expire (a client sends its token with
+        #: every request; a signature is verified once, not per request)
+        self._verified: OrderedDict[str, Verified] = OrderedDict()
 
     @classmethod
     def open(cls, options: AuthOptions, where: str) -> JwtVerifier:
@@ -286,7 +297,29 @@ class JwtVerifier:
         return cls(options, key_source(options, where))
 
     async def verify(self, token: str) -> Outcome:
-        """Check ``token`` (see the module docstring for the order and the reasons)."""
+        """Check ``token`` (see the module docstring for the order and the reasons).
+
+        A token that passed is remembered (at most :data:`REMEMBERED` of them) and accepted
+        again without its signature being verified anew, until its ``exp`` (with the leeway)
+        has passed.
+        """
+        known = self._verified.get(token)
+        if known is not None:
+            if (
+                known.expires_at is not None
+                and self.clock() <= known.expires_at + self.options.leeway_s
+            ):
+                self._verified.move_to_end(token)
+                return known
+            del self._verified[token]
+        outcome = await self._verify(token)
+        if isinstance(outcome, Verified):
+            self._verified[token] = outcome
+            while len(self._verified) > REMEMBERED:
+                self._verified.popitem(last=False)
+        return outcome
+
+    async def _verify(self, token: str) -> Outcome:
         parts = token.split(".")
         if len(parts) != 3:
             kind = "an encrypted JWT (JWE)" if len(parts) == 5 else "not a JWT"
