@@ -3,11 +3,12 @@
 An engine (:class:`maitred.Maitred`) is built once and shared: by the threads of the HTTP
 service, by every MCP session of the gateway, by the CLI's batch runs. What differs from one
 request to the next -- the run a turn is logged under, the menu format the client asked for, the
-tools a listing may consider -- travels with that request as one small immutable
-value, the way pydantic-ai hands a tool its ``RunContext``. Nothing per request is ever set on
-the engine or its parts, so two requests cannot see each other's settings, and an adapter needs
-no lock of its own to keep them apart. (Whose request it is -- the tenant -- is part of the
-session and of the run, both stored with every row; it is not a per-call setting.)
+tools a listing may consider, the scopes the caller was granted -- travels with that request as
+one small immutable value, the way pydantic-ai hands a tool its ``RunContext``. Nothing per
+request is ever set on the engine or its parts, so two requests cannot see each other's
+settings, and an adapter needs no lock of its own to keep them apart. (Whose request it is --
+the tenant -- is part of the session and of the run, both stored with every row; it is not a
+per-call setting.)
 
 Every field has a neutral default: ``CallContext()`` is what a call without one gets.
 """
@@ -28,11 +29,17 @@ class CallContext:
         menu_format: the menu format to render and count tokens in (``None``: the pipeline's).
         scope: the only tools this turn may consider (``None``: every tool recall ranks); the
             gateway's listing of what a ``find_tools`` session has found.
+        granted: the OAuth scopes the caller holds (an access token's ``scope``): a tool whose
+            contract requires one it lacks is hidden at stage 2 and refused at stage 5
+            (``INSUFFICIENT_SCOPE``), by the one kernel
+            (:func:`~maitred.contract.kernel.decide_exit`). ``None``: the caller did not say,
+            and contracts' ``scopes`` are not asked (a library call, a stdio launch).
     """
 
     run_id: str = ""
     menu_format: str | None = None
     scope: frozenset[str] | None = None
+    granted: frozenset[str] | None = None
 
     @classmethod
     def scoped(cls, names: Collection[str] | None) -> CallContext:

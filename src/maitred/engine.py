@@ -29,6 +29,11 @@
   ``TOOL_NOT_OFFERED``; a hidden tool named anyway is re-checked (``TOOL_NOT_EXECUTABLE``); the
   arguments meet the tool's schema; then its call policies run. The decision carries the
   session id and the turn id, so the log links the call to the turn that offered it.
+* A caller that says which OAuth scopes it holds passes them with each call
+  (``context=CallContext(granted=...)``, on :meth:`turn` and :meth:`check` alike): a tool
+  whose contract requires another scope is hidden by the turn and refused by the check with
+  ``INSUFFICIENT_SCOPE`` -- the kernel's one rule for both, decided before the offer and
+  before any state is read.
 * State for :meth:`check` comes from the engine's provider (the keys the tool's predicates
   declare, for the session's account) or, for rules over a whole document (the tau2 database),
   from ``state=``. Its ``account_found`` and a provider failure reach the action gate's
@@ -67,7 +72,7 @@ from maitred.actions.rules import Rulebook, ToolRules
 from maitred.actions.session import Session
 from maitred.build import PipelineOptions, build_pipeline
 from maitred.context import DEFAULT, CallContext
-from maitred.contract.kernel import PROVIDER_ERROR_VERSION
+from maitred.contract.kernel import PROVIDER_ERROR_VERSION, missing_scopes
 from maitred.decision import Message
 from maitred.errors import ConfigError, MaitredError
 from maitred.log.base import DecisionLog, open_log
@@ -214,12 +219,20 @@ class Maitred:
         provider-error marker, on which the kernel hides every tool that reads state)."""
         return self.pipeline.executability_gate.fetch(account, names)[0]
 
-    def executable(self, name: str, snapshot: Snapshot, now: float | None = None) -> bool:
+    def executable(
+        self,
+        name: str,
+        snapshot: Snapshot,
+        now: float | None = None,
+        *,
+        context: CallContext = DEFAULT,
+    ) -> bool:
         """Whether the kernel finds ``name`` executable on ``snapshot`` at ``now`` (the engine's
-        clock by default): stage 2's verdict, not logged (the gateway's state watch probes with
-        it before it re-lists)."""
+        clock by default) for the caller of ``context`` (its granted scopes): stage 2's
+        verdict, not logged (the gateway's state watch probes with it before it re-lists)."""
         at = self.now() if now is None else now
-        return self.pipeline.executability_gate.decide(name, snapshot, at).visible
+        gate = self.pipeline.executability_gate
+        return gate.decide(name, snapshot, at, context.granted).visible
 
     def begin_run(self, run_id: str | None = None, *, tenant: str = "") -> str:
         """Record a run in the log and return its id, without making it the engine's own run:
@@ -339,6 +352,7 @@ class Maitred:
         durable: bool = True,
         approval: Approval | None = None,
         held: Mapping[str, Hold] | None = None,
+        context: CallContext = DEFAULT,
     ) -> Decision:
         """May this call run now? Allow, or reject with a code the model can act on.
 
@@ -355,6 +369,9 @@ class Maitred:
             held: tools the caller holds back now, for a reason outside the contracts (the
                 gateway's changed tool definitions): a call to one is refused with the
                 :class:`~maitred.actions.model.Hold`'s code, decided and logged like any.
+            context: what is particular to this request; its ``granted`` scopes are decided
+                by the same kernel rule as at stage 2 (``INSUFFICIENT_SCOPE``, before the
+                offer, reading no state); see :class:`~maitred.context.CallContext`.
         """
         tc = call if isinstance(call, ToolCall) else _tool_call(call)
         if not tc.id:  # the logged call id is never empty: one the client can quote back
@@ -362,8 +379,11 @@ class Maitred:
         offered, turn_id = self._offer(session)
         tool = self.rulebook.tools.get(tc.name)
         src: ActionState | Snapshot | Mapping[str, Any] | None = state
-        if state is None and tool is not None and not (held and tc.name in held):
-            src = self._fetch(tool, session.account)  # a held tool's call reads nothing
+        refused_early = (held is not None and tc.name in held) or (
+            tool is not None and bool(missing_scopes(tool.tool.contract, context.granted))
+        )
+        if state is None and tool is not None and not refused_early:
+            src = self._fetch(tool, session.account)  # a held or out-of-scope call reads nothing
         decision = self.action_gate.check(
             tc,
             src if src is not None else {},
@@ -372,6 +392,7 @@ class Maitred:
             turn_id=turn_id,
             approval=approval,
             held=held,
+            granted=context.granted,
         )
         if durable and self.log is not None:
             self.log.flush()
@@ -385,13 +406,15 @@ class Maitred:
         session: Session,
         via: str = "",
         durable: bool = True,
+        context: CallContext = DEFAULT,
     ) -> Decision:
         """Decide ``pending``'s call again with a person's ``answer`` (logged like any check).
 
         ``approve`` re-checks the call in full on fresh state with its approval rules
         satisfied: the result is the decision that lets the call run (or a rule's refusal,
         when the state changed meanwhile). ``decline`` / ``cancel`` is ``APPROVAL_DECLINED``.
-        Either way the new decision names ``pending`` in ``approval.of``.
+        Either way the new decision names ``pending`` in ``approval.of``. ``context`` is the
+        request's, as for :meth:`check` (the re-check keeps the caller's scopes).
 
         Raises:
             ConfigError: ``pending`` is not an ``APPROVAL_REQUIRED`` decision of ``session``.
@@ -407,7 +430,9 @@ class Maitred:
                 f"not {session.id!r}"
             )
         given = Approval(pending.decision_id, answer, via)
-        return self.check(pending.call, session=session, durable=durable, approval=given)
+        return self.check(
+            pending.call, session=session, durable=durable, approval=given, context=context
+        )
 
     def _offer(self, session: Session) -> tuple[frozenset[str], str]:
         """What ``session`` was offered, and by which turn (see the module docstring).

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from maitred.context import DEFAULT, CallContext
+from maitred.contract.kernel import SCOPES
 from maitred.decision import Message, PairRecord, RunInfo, TurnRecord
 from maitred.depth.rules import DepthRule, ExposeAll, Ranked
 from maitred.gate.executability import ExecutabilityGate, GateResult
@@ -66,8 +67,10 @@ class Turn:
         """The turn as JSON: what ``maitred route --json`` prints and the service returns.
 
         ``blocked`` lists each blocked candidate with the predicates that fired, the state
-        values they read and each predicate's message for people, or the ``cause`` when the
-        whole turn failed closed (``state_unavailable``, ``account_not_found``).
+        values they read and each predicate's message for people (a candidate hidden because
+        the caller lacks a scope: the one ``scopes`` outcome, its message naming them), or the
+        ``cause`` when the whole turn failed closed (``state_unavailable``,
+        ``account_not_found``).
         """
         rec = self.record
         blocked = []
@@ -81,7 +84,9 @@ class Turn:
                     "predicates": [
                         {
                             **o.to_json(),
-                            "message": getattr(predicates.get(o.predicate), "message", ""),
+                            "message": o.detail
+                            if o.predicate == SCOPES
+                            else getattr(predicates.get(o.predicate), "message", ""),
                         }
                         for o in pair.fired
                     ],
@@ -221,7 +226,11 @@ class Pipeline:
         candidates = self.candidates(ranked)
         names = [c.name for c in candidates]
         t1 = time.perf_counter_ns()
-        gate = self.executability_gate.check(message.account, names) if names else None
+        gate = (
+            self.executability_gate.check(message.account, names, context.granted)
+            if names
+            else None
+        )
         t2 = time.perf_counter_ns()
         outcomes = {o.skill: o for o in gate.outcomes} if gate else {}
         visible = [

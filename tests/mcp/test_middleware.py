@@ -30,7 +30,9 @@ class _BrokenLogKeeper:
 
 
 class _Gates:
-    def keeper(self, account: str, *, tenant: str = "") -> _BrokenLogKeeper:
+    def keeper(
+        self, account: str, *, tenant: str = "", granted: frozenset[str] | None = None
+    ) -> _BrokenLogKeeper:
         return _BrokenLogKeeper()
 
 
@@ -86,7 +88,9 @@ def test_each_transport_asks_for_what_names_the_account_before_anything_starts(
 
 
 class _NoKeeper:
-    def keeper(self, account: str, *, tenant: str = "") -> Any:
+    def keeper(
+        self, account: str, *, tenant: str = "", granted: frozenset[str] | None = None
+    ) -> Any:
         raise AssertionError("no session may be opened without an identity")
 
 

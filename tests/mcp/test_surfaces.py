@@ -511,7 +511,7 @@ def test_a_tool_only_key_on_a_resource_names_the_entry(tmp_path: Path) -> None:
         _open(library_at(tmp_path, sidecar=sidecar))
     text = str(raised.value)
     assert "library.maitred.yaml" in text and "resources.docs://handbook" in text
-    assert "unknown key(s) ['mutates']; known keys: ['exit_predicates']" in text
+    assert "unknown key(s) ['mutates']; known keys: ['exit_predicates', 'scopes']" in text
 
 
 def test_a_bad_ungated_value_names_the_file_and_field(tmp_path: Path) -> None:
@@ -634,3 +634,60 @@ def test_a_resource_predicate_that_does_not_type_check_stops_the_start(tmp_path:
     text = str(raised.value)
     assert text.startswith(f"{site.config}: the upstreams' resources and prompts:")
     assert "free_plan" in text and "library.maitred.yaml" in text
+
+
+def test_a_resource_or_prompt_that_needs_a_scope_is_hidden_from_a_token_without_it(
+    tmp_path: Path,
+) -> None:
+    """``scopes`` on a resource or prompt entry is the kernel's scope rule, as on a tool: the
+    token without it neither sees nor reads it, the token with it does (one permission
+    source for tools, resources and prompts)."""
+    scoped = SIDECAR.replace(
+        "  docs://handbook: {}", "  docs://handbook:\n    scopes: [docs:read]"
+    ).replace("  summarize: {}", "  summarize:\n    scopes: [docs:read]")
+    site = library_at(tmp_path, sidecar=scoped)
+    env = {"CALLS_FILE": str(tmp_path / "calls.jsonl"), "ACCOUNTS": str(tmp_path / "accounts.json")}
+    reader, other = "tok-library-reader-71c0", "tok-library-other-0d3e"
+    config = tmp_path / "gateway-http.yaml"
+    config.write_text(
+        "state: accounts.json\n"
+        "log: gateway.sqlite\n"
+        "server: {host: 127.0.0.1, port: 0}\n"
+        "tokens:\n"
+        f"  - {{token_sha256: {sha256(reader)}, tenant: books, account: acc-1, "
+        "scopes: [docs:read]}\n"
+        f"  - {{token_sha256: {sha256(other)}, tenant: books, account: acc-1}}\n"
+        "upstreams:\n"
+        "  - name: library\n"
+        f"    command: {json.dumps(sys.executable)}\n"
+        f"    args: [{json.dumps(str(LIBRARY))}]\n"
+        f"    env: {json.dumps(env)}\n"
+        "    contracts: library.maitred.yaml\n",
+        encoding="utf-8",
+    )
+    gateway = Process(
+        [sys.executable, "-m", "maitred.cli.main", "mcp", "--config", str(config)],
+        child_env(),
+        r"serving (http://\S+)",
+    )
+    url = gateway.match.group(1)
+    got: dict[str, Any] = {}
+
+    async def main() -> None:
+        async with Client(url, auth=other) as client:
+            got["other"] = (await uris(client), await prompts(client))
+            got["other_read"] = await refusal(client.read_resource_mcp("docs://handbook"))
+            got["other_get"] = await refusal(client.get_prompt_mcp("summarize", {"text": "x"}))
+        async with Client(url, auth=reader) as client:
+            got["reader"] = (await uris(client), await prompts(client))
+            await client.read_resource_mcp("docs://handbook")
+
+    try:
+        anyio.run(main)
+    finally:
+        gateway.stop()
+    assert got["other"] == (["docs://roadmap"], ["brainstorm"])
+    assert got["reader"] == (["docs://handbook", "docs://roadmap"], ["summarize", "brainstorm"])
+    assert got["other_read"]["code"] == "RESOURCE_NOT_AVAILABLE"
+    assert got["other_get"]["code"] == "PROMPT_NOT_AVAILABLE"
+    assert site.served() == ["read docs://handbook"]

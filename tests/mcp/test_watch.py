@@ -294,9 +294,11 @@ def test_a_pass_over_state_whose_content_is_unchanged_decides_nothing(
     decided: list[str] = []
     real = ExecutabilityGate.decide
 
-    def counting(self: ExecutabilityGate, skill: str, snapshot: Any, at: float) -> Any:
+    def counting(
+        self: ExecutabilityGate, skill: str, snapshot: Any, at: float, granted: Any = None
+    ) -> Any:
         decided.append(skill)
-        return real(self, skill, snapshot, at)
+        return real(self, skill, snapshot, at, granted)
 
     monkeypatch.setattr(ExecutabilityGate, "decide", counting)
     (tmp_path / "bounded").mkdir()

@@ -22,6 +22,7 @@ from typing import Any, Literal
 import pytest
 
 from maitred import Maitred, PipelineOptions, ToolCall
+from maitred.context import CallContext
 from maitred.contract import CelPredicate, Contract
 from maitred.errors import ProviderError
 from maitred.skills.model import Catalog, Skill
@@ -168,3 +169,112 @@ def test_hidden_at_stage_2_iff_not_executable_at_stage_5(
         assert decision.code == "STATE_UNAVAILABLE"
     elif hidden:
         assert decision.code == "TOOL_NOT_EXECUTABLE"
+
+
+# -- the scope rule: who is asking, decided by the same kernel ---------------------------------
+
+REQUIRES = {
+    "none": frozenset(),
+    "write": frozenset({"seats:write"}),
+    "both": frozenset({"seats:write", "seats:admin"}),
+}
+GRANTS: dict[str, frozenset[str] | None] = {
+    "not said": None,
+    "nothing": frozenset(),
+    "write": frozenset({"seats:write"}),
+    "write+admin": frozenset({"seats:write", "seats:admin", "billing:read"}),
+    "other": frozenset({"billing:read"}),
+}
+
+
+def expected_scope_hidden(requires: frozenset[str], granted: frozenset[str] | None) -> bool:
+    """The scope rule, written out independently of the kernel."""
+    return granted is not None and not requires <= granted
+
+
+def _scoped_engine(
+    tmp_path: Path, requires: frozenset[str], mutates: bool
+) -> tuple[Maitred, Switch]:
+    predicate = CelPredicate(
+        "100 / account.seats < 10", "too_many_seats", ("account.seats",), max_age_s=600
+    )
+    tools = (
+        Skill(
+            TOOL,
+            "Assign seats to the team members.",
+            kind="tool",
+            contract=Contract(mutates=mutates, exit_predicates=(predicate,), scopes=requires),
+        ),
+        Skill("read_invoice", "Read the latest invoice.", kind="tool", contract=Contract()),
+    )
+    switch = Switch(_memory(GOOD))
+    engine = Maitred.open(
+        Catalog(tools),
+        switch,
+        PipelineOptions(method="bm25", top_k=5),
+        log=str(tmp_path / "log.sqlite"),
+        clock=lambda: NOW,
+    )
+    return engine, switch
+
+
+@pytest.mark.parametrize("mutates", [True, False], ids=["mutating", "read-only"])
+@pytest.mark.parametrize("outcome", ["ok_not_holding", "ok_holding", "state_unavailable"])
+@pytest.mark.parametrize("granted", list(GRANTS))
+@pytest.mark.parametrize("requires", list(REQUIRES))
+def test_scopes_hide_at_stage_2_iff_refused_at_stage_5(
+    tmp_path: Path, requires: str, granted: str, outcome: Outcome, mutates: bool
+) -> None:
+    needs, holds = REQUIRES[requires], GRANTS[granted]
+    context = CallContext(granted=holds)
+    engine, switch = _scoped_engine(tmp_path, needs, mutates)
+    with engine:
+        offered = engine.session(ACCOUNT)  # offered the tool by a caller that did not say
+        assert TOOL in engine.turn(TEXT, session=offered).exposed
+
+        switch.current = state_for(outcome)
+        fresh = engine.session(ACCOUNT)
+        turn = engine.turn(TEXT, session=fresh, context=context)
+        assert turn.gate is not None
+        gate = next(o for o in turn.gate.outcomes if o.skill == TOOL)
+        hidden = TOOL not in turn.exposed
+
+        decision = engine.check(ToolCall(TOOL, {}), session=offered, context=context)
+        again = engine.check(ToolCall(TOOL, {}), session=fresh, context=context)
+        verdict = engine.executable(TOOL, engine.read_state(ACCOUNT, [TOOL]), context=context)
+        assert engine.log is not None
+        logged = [d for d in engine.log.iter_action_decisions() if d["tool"] == TOOL]
+
+    by_scope = expected_scope_hidden(needs, holds)
+    assert hidden == (by_scope or expected_hidden(outcome, "block"))
+    assert verdict == (not hidden)  # the watch's probe is the same kernel
+    assert (gate.missing_scopes != frozenset()) == by_scope
+    if by_scope:  # who is asking is decided before the state: nothing else is said
+        assert holds is not None
+        assert gate.missing_scopes == needs - holds
+        assert [o.predicate for o in gate.fired] == ["scopes"] and gate.cause is None
+        assert decision.code == again.code == "INSUFFICIENT_SCOPE"  # offered or not
+        assert decision.fired[0].predicate == "scopes"
+        assert all(s in decision.message_for_model for s in needs - holds)
+        assert TOOL not in decision.message_for_model
+        assert {d["code"] for d in logged} == {"INSUFFICIENT_SCOPE"}
+    else:  # the scope rule passed: the state decides, exactly as without scopes
+        assert decision.allow == (not hidden)
+        assert decision.code in ({"OK"} if not hidden else NOT_EXECUTABLE)
+        assert again.allow == (not hidden)
+        assert all(o.predicate != "scopes" for o in decision.outcomes)
+
+
+def test_a_call_out_of_scope_reads_no_state(tmp_path: Path) -> None:
+    """An INSUFFICIENT_SCOPE call is refused before the state is read, and a turn reads no
+    state for tools its caller may not see: a store that is down changes neither answer."""
+    engine, switch = _scoped_engine(tmp_path, REQUIRES["write"], True)
+    with engine:
+        switch.current = Down()
+        session = engine.session(ACCOUNT)
+        context = CallContext(granted=frozenset({"billing:read"}))
+        turn = engine.turn(TEXT, session=session, context=context)
+        decision = engine.check(ToolCall(TOOL, {}), session=session, context=context)
+    assert turn.record.provider_error == ""  # nothing that reads state was a candidate it read
+    assert decision.code == "INSUFFICIENT_SCOPE"
+    assert "STATE_UNAVAILABLE" not in decision.message

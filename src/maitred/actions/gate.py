@@ -5,8 +5,10 @@ arguments, the authoritative state and the session's record, and returns a
 :class:`~maitred.actions.model.Decision`. In order:
 
 1. an unknown tool -> ``TOOL_UNKNOWN``; a tool the caller holds back (``held``, a
-   :class:`~maitred.actions.model.Hold`) -> the hold's code; a tool outside this turn's
-   ``offered`` set ->
+   :class:`~maitred.actions.model.Hold`) -> the hold's code; a caller ``granted`` scopes that
+   lack one the tool's contract requires -> ``INSUFFICIENT_SCOPE`` (the kernel's scope rule,
+   :func:`maitred.contract.kernel.missing_scopes`, the one stage 2 hid it by); a tool outside
+   this turn's ``offered`` set ->
    ``TOOL_NOT_OFFERED``; then the decision kernel (:func:`maitred.contract.kernel.decide_exit`,
    the very function stage 2 uses) on one snapshot of the tool's exit-predicate keys, carrying
    the provider's ``account_found`` and its error: a tool it hides is ``TOOL_NOT_EXECUTABLE``
@@ -52,6 +54,7 @@ from maitred.actions.model import (
     APPROVAL_DECLINED,
     APPROVAL_REQUIRED,
     FAIL_CLOSED_CODES,
+    INSUFFICIENT_SCOPE,
     OK,
     STATE_UNAVAILABLE,
     TOOL_NOT_EXECUTABLE,
@@ -67,7 +70,13 @@ from maitred.actions.rules import PolicyPredicate, Rulebook, ToolRules
 from maitred.actions.session import Session
 from maitred.actions.sink import DecisionSink
 from maitred.contract.evaluate import PredicateOutcome, evaluate
-from maitred.contract.kernel import PROVIDER_ERROR_VERSION, ExitVerdict, decide_exit
+from maitred.contract.kernel import (
+    PROVIDER_ERROR_VERSION,
+    ExitVerdict,
+    decide_exit,
+    missing_scopes,
+    scope_outcome,
+)
 from maitred.contract.predicate import StateView
 from maitred.errors import ContractError
 from maitred.state.snapshot import Snapshot
@@ -176,11 +185,13 @@ class ActionGate:
         turn_id: str = "",
         approval: Approval | None = None,
         held: Mapping[str, Hold] | None = None,
+        granted: Collection[str] | None = None,
     ) -> Decision:
         """Allow or reject ``call`` (see the module docstring for the order of checks).
 
         ``held`` maps the tools the caller holds back now to why (see
-        :class:`~maitred.actions.model.Hold`).
+        :class:`~maitred.actions.model.Hold`); ``granted`` is the OAuth scopes the caller holds
+        (``None``: not said, and contracts' ``scopes`` are not asked).
 
         The decision carries ``session.id`` and ``turn_id`` (the logged turn whose menu offered
         the call); with a ``log``, it is recorded before it is returned (a log that fails
@@ -196,7 +207,7 @@ class ActionGate:
         elif approval is not None and approval.answer != "approve":
             decision = self._declined(call, approval, self.clock() if now is None else now)
         else:  # no answer yet, or a yes: decided in full (again)
-            decision = self._decide(call, state, session, offered, now, approval)
+            decision = self._decide(call, state, session, offered, now, approval, granted)
         if approval is not None and hold is None:
             decision = replace(decision, approval=approval)
         if (session is not None and session.id) or turn_id:
@@ -216,9 +227,14 @@ class ActionGate:
         offered: Collection[str] | None,
         now: float | None,
         approval: Approval | None = None,
+        granted: Collection[str] | None = None,
     ) -> Decision:
         at = self.clock() if now is None else now
         tool = self.rulebook.tools.get(call.name)
+        if tool is not None and granted is not None:
+            lacking = missing_scopes(tool.tool.contract, granted)
+            if lacking:
+                return self._insufficient_scope(call, tool, lacking, granted, at)
         if tool is None or (offered is not None and call.name not in offered):
             # the same words for both: the model learns nothing of tools it was not shown
             return self._reject(
@@ -232,7 +248,7 @@ class ActionGate:
             )
         src = as_action_state(state)
         down = str(getattr(src, "unavailable", ""))
-        verdict = self._exit_verdict(tool, src, at)
+        verdict = self._exit_verdict(tool, src, at, granted)
         if verdict.hidden:
             return self._not_executable(call, tool, verdict, down, at)
         if down and tool.mutates:
@@ -252,6 +268,24 @@ class ActionGate:
                 call, problem.code, problem.message, problem.fields, tool.mutates, at
             )
         return self._policy_decision(call, tool, src, session or Session(), at, approval)
+
+    def _insufficient_scope(
+        self,
+        call: ToolCall,
+        tool: ToolRules,
+        lacking: frozenset[str],
+        granted: Collection[str],
+        at: float,
+    ) -> Decision:
+        """The refusal of a call whose caller lacks a scope the tool requires: the missing
+        scopes are named (what the user must grant), nothing of the tool's other rules."""
+        names = ", ".join(sorted(lacking))
+        why = (
+            f"the access token this conversation uses was not granted the scope(s) {names} "
+            "that this call needs; the user can connect again with a token that has them"
+        )
+        outcome = scope_outcome(tool.tool.contract, lacking, granted)
+        return self._reject(call, INSUFFICIENT_SCOPE, why, (), tool.mutates, at, (outcome,))
 
     def _held(self, call: ToolCall, hold: Hold, now: float | None) -> Decision:
         """The refusal of a call to a tool the caller holds back (its words for the model,
@@ -391,7 +425,13 @@ class ActionGate:
             invalid=invalid,
         )
 
-    def _exit_verdict(self, tool: ToolRules, state: ActionState, at: float) -> ExitVerdict:
+    def _exit_verdict(
+        self,
+        tool: ToolRules,
+        state: ActionState,
+        at: float,
+        granted: Collection[str] | None = None,
+    ) -> ExitVerdict:
         """The kernel's verdict on ``tool`` over one snapshot of its exit-predicate keys.
 
         The snapshot keeps what the state read knew about the read itself: a provider's
@@ -399,10 +439,10 @@ class ActionGate:
         the same cause stage 2 saw on the same state.
         """
         contract = tool.tool.contract
-        if not contract.exit_predicates:
+        if not contract.exit_predicates and not missing_scopes(contract, granted):
             return ExitVerdict(True, mutates=contract.mutates)
         if isinstance(state, SnapshotState):  # the provider's own read: exactly what stage 2 sees
-            return decide_exit(contract, state.snapshot, at)
+            return decide_exit(contract, state.snapshot, at, granted)
         values: dict[str, Any] = {}
         key_as_of: dict[str, float] = {}
         for key in contract.reads:
@@ -427,12 +467,16 @@ class ActionGate:
             _DEFERRED_HASH,
             found,
         )
-        return decide_exit(contract, snap, at)
+        return decide_exit(contract, snap, at, granted)
 
     def _not_executable(
         self, call: ToolCall, tool: ToolRules, verdict: ExitVerdict, down: str, at: float
     ) -> Decision:
         """The rejection of a call to a tool the kernel hides (one mapping, see the module)."""
+        if verdict.missing_scopes:  # refused before the offer already; kept for one mapping
+            names = ", ".join(sorted(verdict.missing_scopes))
+            why = f"this call needs scope(s) the access token was not granted: {names}"
+            return self._reject(call, INSUFFICIENT_SCOPE, why, (), tool.mutates, at, verdict.fired)
         if verdict.cause == "state_unavailable":
             code = STATE_UNAVAILABLE
             why = (

@@ -11,6 +11,12 @@ the session it came from, the values each predicate read, their versions and the
 Gate-level codes (rule packs add their own, e.g. ``AIRLINE_CANCEL_NOT_ELIGIBLE``):
 
 * ``TOOL_UNKNOWN`` -- no tool of that name is known to the policy;
+* ``INSUFFICIENT_SCOPE`` -- the caller said which OAuth scopes it holds
+  (:attr:`CallContext.granted <maitred.context.CallContext.granted>`) and lacks one the tool's
+  contract requires: decided by the kernel's scope rule
+  (:func:`maitred.contract.kernel.missing_scopes`) before the offer and before any state is
+  read, so it is what stage 2 hid the tool for. The message names the missing scopes (what the
+  user must grant), never the tool's other rules;
 * ``TOOL_NOT_OFFERED`` -- the tool was not on this turn's menu;
 * ``TOOL_NOT_EXECUTABLE`` -- the decision kernel (:func:`maitred.contract.kernel.decide_exit`)
   hides the tool now: an exit predicate holds, or the provider has no record of the account
@@ -76,6 +82,7 @@ ApprovalAnswer = Literal["approve", "decline", "cancel"]
 OK = "OK"
 TOOL_UNKNOWN = "TOOL_UNKNOWN"
 TOOL_NOT_OFFERED = "TOOL_NOT_OFFERED"
+INSUFFICIENT_SCOPE = "INSUFFICIENT_SCOPE"
 TOOL_NOT_EXECUTABLE = "TOOL_NOT_EXECUTABLE"
 ARGS_MISSING = "ARGS_MISSING"
 ARGS_INVALID = "ARGS_INVALID"

@@ -52,7 +52,8 @@ def mcp(
     http: bool | None = typer.Option(
         None,
         "--http/--stdio",
-        help="Serve streamable HTTP (bearer tokens from the config's 'tokens') or stdio "
+        help="Serve streamable HTTP (bearer tokens from the config's 'tokens', JWTs with "
+        "'auth') or stdio "
         "(default: HTTP when the config has a 'server' block).",
     ),
     port: int | None = typer.Option(
@@ -87,7 +88,8 @@ def mcp(
     if over_http:
         if account is not None:
             raise typer.BadParameter(
-                "over HTTP each token names its account (the config's 'tokens'); drop --account",
+                "over HTTP each token names its account (the config's 'tokens', or a JWT's "
+                "claim with 'auth'); drop --account",
                 param_hint="--account",
             )
         anyio.run(lambda: serve_http(settings, port=port))

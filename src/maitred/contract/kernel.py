@@ -12,6 +12,10 @@ Every input ends in exactly one of these outcomes, each with one rule:
 ==========================  ======================================================  ==========
 outcome                     rule                                                     verdict
 ==========================  ======================================================  ==========
+``insufficient_scope``      the caller was granted scopes (``granted`` is not        hidden
+                            ``None``) and lacks one the contract requires
+                            (``Contract.scopes``): no state is asked; who is
+                            asking is decided before what their account holds
 ``state_unavailable``       the provider failed (the snapshot carries the            hidden
                             :data:`PROVIDER_ERROR_VERSION` marker): no predicate
                             is asked; ``on_missing`` is about *a key* an account
@@ -26,6 +30,15 @@ stale key                   the predicate's ``on_stale``, likewise              
 evaluation error            holds, always (an error never passes)                    hidden
 otherwise                   --                                                       executable
 ==========================  ======================================================  ==========
+
+**Scopes** are the caller's permissions (an OAuth access token's ``scope``, passed per request
+as :attr:`CallContext.granted <maitred.context.CallContext.granted>`): ``granted=None`` means
+the caller did not say (a library call, a stdio launch), and the scope rule is not asked;
+a contract without ``scopes`` never is. A missing scope is kept as one
+:class:`~maitred.contract.evaluate.PredicateOutcome` named :data:`SCOPES` (in ``fired``), so the
+decision log says which scopes were missing the way it says which predicate held, and
+``missing_scopes`` names them. :func:`missing_scopes` is the rule itself, for a caller that must
+refuse before it reads anything (the action gate, before the offer: ``INSUFFICIENT_SCOPE``).
 
 The two causes apply to any contract whose predicates read state, mutating or not: a tool
 that reads state cannot be judged without it, and a read-only tool offered on state that
@@ -48,8 +61,10 @@ hold only because a fail-open policy decided (``soft``), so a log row can say ex
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 
+from maitred._canonical import text_hash
 from maitred.contract.evaluate import PredicateOutcome, evaluate
 from maitred.contract.model import Contract
 from maitred.decision import Cause
@@ -57,6 +72,34 @@ from maitred.state.snapshot import Snapshot
 
 #: ``Snapshot.version`` of the all-missing snapshot recorded when the provider failed.
 PROVIDER_ERROR_VERSION = "provider-error"
+#: the name of the outcome that records missing scopes (never a predicate of a contract)
+SCOPES = "scopes"
+
+
+def missing_scopes(contract: Contract, granted: Collection[str] | None) -> frozenset[str]:
+    """The scopes ``contract`` requires that ``granted`` lacks (empty: the scope rule passes).
+
+    ``granted=None`` is a caller that did not say which scopes it holds: nothing is missing.
+    """
+    if granted is None or not contract.scopes:
+        return frozenset()
+    return contract.scopes.difference(granted)
+
+
+def scope_outcome(
+    contract: Contract, lacking: Collection[str], granted: Collection[str]
+) -> PredicateOutcome:
+    """The outcome a missing scope is logged as: it holds, names what was missing, and keeps
+    the scopes the caller was granted as the values it "read"."""
+    required = sorted(contract.scopes)
+    return PredicateOutcome(
+        SCOPES,
+        text_hash(" ".join(required)),
+        True,
+        "ok",
+        {"granted": sorted(granted)},
+        f"missing scope(s): {', '.join(sorted(lacking))} (requires {', '.join(required)})",
+    )
 
 
 def snapshot_cause(snapshot: Snapshot) -> Cause | None:
@@ -79,6 +122,8 @@ class ExitVerdict:
         fired: the outcomes that hold (why it is hidden), in declaration order.
         soft: outcomes that did not hold only because a fail-open policy decided (logged).
         mutates: the contract's ``mutates``, kept so a caller can say how it fails.
+        missing_scopes: the required scopes the caller lacks (then ``fired`` is the one
+            :data:`SCOPES` outcome, and no state was asked).
     """
 
     executable: bool
@@ -86,6 +131,7 @@ class ExitVerdict:
     fired: tuple[PredicateOutcome, ...] = ()
     soft: tuple[PredicateOutcome, ...] = ()
     mutates: bool = False
+    missing_scopes: frozenset[str] = frozenset()
 
     @property
     def hidden(self) -> bool:
@@ -93,11 +139,21 @@ class ExitVerdict:
         return not self.executable
 
 
-def decide_exit(contract: Contract, snapshot: Snapshot, now: float) -> ExitVerdict:
-    """The verdict on ``contract``'s exit predicates over ``snapshot`` at ``now``.
+def decide_exit(
+    contract: Contract,
+    snapshot: Snapshot,
+    now: float,
+    granted: Collection[str] | None = None,
+) -> ExitVerdict:
+    """The verdict on ``contract`` for a caller granted ``granted`` (``None``: not said) over
+    ``snapshot`` at ``now``: its scopes, then its exit predicates.
 
     See the module docstring for the one rule of each outcome.
     """
+    lacking = missing_scopes(contract, granted)
+    if lacking and granted is not None:
+        denied = (scope_outcome(contract, lacking, granted),)
+        return ExitVerdict(False, None, denied, mutates=contract.mutates, missing_scopes=lacking)
     cause = snapshot_cause(snapshot)
     if cause is not None and contract.reads:
         return ExitVerdict(False, cause, mutates=contract.mutates)
@@ -112,7 +168,15 @@ def decide_exit(contract: Contract, snapshot: Snapshot, now: float) -> ExitVerdi
     return ExitVerdict(not fired, None, tuple(fired), tuple(soft), contract.mutates)
 
 
-__all__ = ["PROVIDER_ERROR_VERSION", "ExitVerdict", "decide_exit", "snapshot_cause"]
+__all__ = [
+    "PROVIDER_ERROR_VERSION",
+    "SCOPES",
+    "ExitVerdict",
+    "decide_exit",
+    "missing_scopes",
+    "scope_outcome",
+    "snapshot_cause",
+]
 
 
 def exits(contract: Contract, snapshot: Snapshot, now: float) -> bool:

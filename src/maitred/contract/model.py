@@ -57,6 +57,9 @@ class Contract:
         source: the sidecar file the contract came from, if any.
         policies: call policies, in evaluation order (tools; checked by the action gate).
         records: what a successful call tells the session (tools).
+        scopes: the OAuth scopes a caller must hold for the tool to be shown or called
+            (all of them; empty: none). Decided by the kernel for a caller that says which
+            scopes it holds (:attr:`CallContext.granted <maitred.context.CallContext.granted>`).
     """
 
     cost: float = 1.0
@@ -66,6 +69,7 @@ class Contract:
     source: str = ""
     policies: tuple[PolicyPredicate, ...] = ()
     records: Records = field(default_factory=Records)
+    scopes: frozenset[str] = frozenset()
 
     @cached_property
     def reads(self) -> frozenset[str]:

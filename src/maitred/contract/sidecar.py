@@ -6,6 +6,7 @@
     mutates: true                  # optional
     family: domains                # optional: groups skills for family-level recall
     procedure: scripts/procedure.py:run        # optional: file:function
+    scopes: [repo:write]           # optional: OAuth scopes a caller must hold to see or run it
     exit_predicates:
       - name: on_free_plan
         expr: account.plan == "free"            # CEL ...
@@ -23,7 +24,9 @@ reported at once (a :class:`~maitred.errors.SidecarError` lists each with its li
 from __future__ import annotations
 
 import importlib.util
+import re
 import sys
+from dataclasses import replace
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -41,7 +44,27 @@ from maitred.errors import (
 )
 
 SIDECAR = "maitred.yaml"
-_KEYS = {"cost", "mutates", "family", "procedure", "exit_predicates"}
+_KEYS = {"cost", "mutates", "family", "procedure", "exit_predicates", "scopes"}
+#: one OAuth scope token (RFC 6749, section 3.3): printable ASCII but space, '"' and '\\'
+SCOPE_PATTERN = re.compile(r"^[\x21\x23-\x5b\x5d-\x7e]+$")
+
+
+def read_scopes(value: Any) -> frozenset[str] | str:
+    """A sidecar's ``scopes`` (a list of OAuth scope tokens) as a set, or what is wrong with
+    it (a sentence to report with the entry's line)."""
+    if value is None:
+        return frozenset()
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        return f"must be a list of scope names (e.g. [repo:write]), got {value!r}"
+    bad = [v for v in value if not SCOPE_PATTERN.fullmatch(v)]
+    if bad:
+        return (
+            f"has {bad[0]!r}, which is not an OAuth scope (printable ASCII without spaces, "
+            "'\"' or '\\')"
+        )
+    return frozenset(value)
+
+
 _PRED_KEYS = {"name", "expr", "python", "reads", "on_missing", "on_stale", "max_age_s", "message"}
 
 
@@ -99,9 +122,13 @@ def load_sidecar(folder: Path, skill: str) -> tuple[Contract, str | None]:
                 raise ProcedureError(f"procedure {data['procedure']!r} is not callable")
         except ContractError as exc:
             problems.add(nodes.get("procedure"), str(exc))
+    scopes = read_scopes(data.get("scopes"))
+    if isinstance(scopes, str):
+        problems.add(nodes.get("scopes"), f"`scopes` {scopes}")
     predicates = _predicates(folder, data, nodes, skill, modules, problems)
     problems.raise_any()
-    return Contract(float(cost), mutates, tuple(predicates), procedure, where), family
+    contract = Contract(float(cost), mutates, tuple(predicates), procedure, where)
+    return replace(contract, scopes=scopes) if isinstance(scopes, frozenset) else contract, family
 
 
 def _read(

@@ -19,6 +19,7 @@ contracts from ``tools.maitred.yaml`` in the same folder -- the same contract mo
         mutates: true
         cost: 1.5
         family: orders
+        scopes: [orders:write]                    # OAuth scopes a caller must hold (all of them)
         records: {reads: order_id}                # or {creates: {read_tool: get_order, key: id}}
         exit_predicates:                          # visibility, as for skills (account state)
           - name: refunds_disabled
@@ -59,7 +60,10 @@ approval rule (:mod:`maitred.contract.policy`): it takes no ``code`` (its code i
 arguments, ``args``); a CEL condition asks only when it holds and declares its ``reads``
 like any CEL rule (and is type-checked like them). A tool of the file without an entry gets
 an empty contract (it does not mutate and has no rules); an entry naming no tool of
-the file is an error. Every error names the YAML file and the entry at fault.
+the file is an error. ``scopes`` lists the OAuth scopes a caller must hold (all of them) for
+the tool to be offered or called: the decision kernel's scope rule
+(:func:`~maitred.contract.kernel.missing_scopes`), asked only of a caller that says which
+scopes it holds. Every error names the YAML file and the entry at fault.
 
 ``resources`` and ``prompts`` are for the MCP gateway (:mod:`maitred.gateway.surfaces`),
 which reads an upstream's sidecar as this file: each entry is a contract body like a tool's,
@@ -95,6 +99,7 @@ from maitred.contract.sidecar import (
     _read,
     _resolve,
     _value_nodes,
+    read_scopes,
 )
 from maitred.errors import ContractError, ProcedureError, SidecarError
 
@@ -102,7 +107,7 @@ _T = TypeVar("_T")
 
 SUFFIX = ".maitred.yaml"
 _TOP_KEYS = {"settings", "policies", "tools", "resources", "prompts"}
-_TOOL_KEYS = {"mutates", "cost", "family", "records", "exit_predicates", "policies"}
+_TOOL_KEYS = {"mutates", "cost", "family", "records", "exit_predicates", "policies", "scopes"}
 #: contract keys that only mean something for a call (a tool), never for a read
 _TOOL_ONLY = {"mutates", "cost", "family", "records", "policies"}
 #: the keys of a ``resources`` or ``prompts`` entry: every contract key but the tool-only ones
@@ -349,6 +354,9 @@ class _Reader:
             self.problems.add(
                 fields.get("family", node), f"{at}.family must be a string, got {family!r}"
             )
+        scopes = read_scopes(entry.get("scopes"))
+        if isinstance(scopes, str):
+            self.problems.add(fields.get("scopes", node), f"{at}.scopes {scopes}")
         predicates = self._exits(name, entry.get("exit_predicates") or [], at, fields)
         own = self._policy_list(
             entry.get("policies"), f"{at}.policies", name, fields.get("policies")
@@ -363,7 +371,7 @@ class _Reader:
         records = self._attempt(
             fields.get("records", node), self._records, entry.get("records"), at
         )
-        if len(self.problems.items) > before or records is None:
+        if len(self.problems.items) > before or records is None or isinstance(scopes, str):
             return None
         contract = self._attempt(
             node,
@@ -375,6 +383,7 @@ class _Reader:
             self.where,
             policies,
             records,
+            scopes,
         )
         return None if contract is None else (contract, family)
 

@@ -29,11 +29,16 @@ and never reads recall's internals.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
 from maitred.contract.evaluate import PredicateOutcome
-from maitred.contract.kernel import PROVIDER_ERROR_VERSION, decide_exit, snapshot_cause
+from maitred.contract.kernel import (
+    PROVIDER_ERROR_VERSION,
+    decide_exit,
+    missing_scopes,
+    snapshot_cause,
+)
 from maitred.decision import Cause, cause_of_text, cause_text
 from maitred.errors import ConfigError, MaitredError
 from maitred.skills.model import Catalog
@@ -51,6 +56,8 @@ class GateOutcome:
             blocked for the turn's cause (no predicate was asked then).
         soft: outcomes that did not hold but were decided by a fail-open policy (logged).
         cause: set when the candidate was blocked because state could not be trusted.
+        missing_scopes: the scopes its contract requires that the caller was not granted
+            (then ``fired`` is the kernel's one :data:`~maitred.contract.kernel.SCOPES` outcome).
     """
 
     skill: str
@@ -58,6 +65,7 @@ class GateOutcome:
     fired: tuple[PredicateOutcome, ...] = ()
     soft: tuple[PredicateOutcome, ...] = ()
     cause: Cause | None = None
+    missing_scopes: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -109,11 +117,23 @@ class ExecutabilityGate:
         """One batched fetch; a failing provider gives an all-missing snapshot and its error."""
         return fetch_keys(self.provider, account, self.keys_for(skills), self.clock)
 
-    def check(self, account: str, skills: Sequence[str]) -> GateResult:
-        """Decide visibility for each of ``skills`` (in order) for ``account``."""
-        snapshot, error = self.fetch(account, skills)
+    def check(
+        self, account: str, skills: Sequence[str], granted: Collection[str] | None = None
+    ) -> GateResult:
+        """Decide visibility for each of ``skills`` (in order) for ``account``, for a caller
+        granted the scopes ``granted`` (``None``: not said; see :mod:`maitred.contract.kernel`).
+
+        State is read for the skills the scope rule lets through only: what a caller may not
+        see is never a reason to read an account's state.
+        """
+        readable = (
+            skills
+            if granted is None
+            else [s for s in skills if not missing_scopes(self.catalog[s].contract, granted)]
+        )
+        snapshot, error = self.fetch(account, readable)
         t = self.clock()
-        outcomes = tuple(self.decide(s, snapshot, t) for s in skills)
+        outcomes = tuple(self.decide(s, snapshot, t, granted) for s in skills)
         cause = snapshot_cause(snapshot)
         if cause == "state_unavailable":
             error = cause_text(cause, error)
@@ -125,11 +145,20 @@ class ExecutabilityGate:
             )
         return GateResult(snapshot, outcomes, error)
 
-    def decide(self, skill: str, snapshot: Snapshot, at: float) -> GateOutcome:
+    def decide(
+        self, skill: str, snapshot: Snapshot, at: float, granted: Collection[str] | None = None
+    ) -> GateOutcome:
         """The kernel's verdict on one skill for a snapshot taken already (the turn's, a
-        replay's, an audit's or the gateway's state watch)."""
-        verdict = decide_exit(self.catalog[skill].contract, snapshot, at)
-        return GateOutcome(skill, verdict.executable, verdict.fired, verdict.soft, verdict.cause)
+        replay's, an audit's or the gateway's state watch), for a caller granted ``granted``."""
+        verdict = decide_exit(self.catalog[skill].contract, snapshot, at, granted)
+        return GateOutcome(
+            skill,
+            verdict.executable,
+            verdict.fired,
+            verdict.soft,
+            verdict.cause,
+            verdict.missing_scopes,
+        )
 
 
 def fetch_keys(

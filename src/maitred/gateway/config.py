@@ -25,7 +25,13 @@
     server: {host: 127.0.0.1, port: 8765, path: /mcp, max_sessions: 1000,   # serve over HTTP
              max_body_bytes: 1048576}   # a larger request is a 413, never parsed
     tokens:                         # over HTTP: who a bearer token is (only its hash is kept)
-      - {token_sha256: 9f86d0..., tenant: acme, account: acc-1}
+      - {token_sha256: 9f86d0..., tenant: acme, account: acc-1, scopes: [notes:write]}
+    auth:                           # over HTTP: JWT access tokens (an OAuth 2.1 resource server)
+      issuer: https://id.example.com
+      audience: https://mcp.example.com/mcp
+      jwks_url: https://id.example.com/.well-known/jwks.json   # or jwks_file, or public_key
+      tenant_claim: org_id          # or tenant: acme (one tenant for every token)
+      account_claim: sub
     tracing: {enabled: true, exporter: otlp}   # OpenTelemetry spans (maitred.tracing; off)
     pins: {file: gateway.pins.json, unpinned: hide}   # reviewed tool definitions (or just a path)
     scan: warn                      # warn at start about suspicious tool descriptions (or off)
@@ -36,8 +42,11 @@
 gateway process per account (its own pipe), so nothing the model writes can change whose state
 is read. Over HTTP it is part of the *token*: each token maps to exactly one tenant and one
 account, so an authenticated request has one answer to "whose state" and no request field is
-ever consulted. A config with a ``server`` block serves HTTP (``--stdio`` overrides that,
-``--http`` asks for HTTP without one); HTTP needs ``tokens``, stdio needs ``account``.
+ever consulted. With ``auth`` the token may also be a JWT access token signed by the
+configured issuer, whose claims name the tenant and the account (``tenant_claim``,
+``account_claim``) and whose ``scope`` the scopes a tool's contract may require. A config with
+a ``server`` block serves HTTP (``--stdio`` overrides that, ``--http`` asks for HTTP without
+one); HTTP needs ``tokens`` or ``auth``, stdio needs ``account``.
 
 **The state watch** (``watch.interval_s``, off by default). State changes outside the gateway
 too (a billing system moves the account to another plan). Every ``tools/list`` and every call
@@ -81,6 +90,7 @@ from typing import Any, Literal
 import yaml
 
 from maitred.config_reader import ConfigReader, resolve_log, resolve_path, resolve_state
+from maitred.contract.sidecar import SCOPE_PATTERN
 from maitred.contract.tool_sidecar import SUFFIX
 from maitred.errors import ConfigError
 from maitred.ratelimit import RateLimitOptions, read_rate_limits
@@ -106,12 +116,49 @@ _TOP = frozenset(
         "scan",
         "ungated",
         "rate_limits",
+        "auth",
     }
 )
 _UPSTREAM = frozenset(
     {"name", "command", "args", "env", "url", "headers", "contracts", "shadow", "timeout_s"}
 )
 _NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+#: what a tenant (or an upstream) may be called: it prefixes session ids in the log
+NAME_PATTERN = _NAME
+_AUTH = frozenset(
+    {
+        "issuer",
+        "audience",
+        "jwks_file",
+        "jwks_url",
+        "public_key",
+        "algorithms",
+        "leeway_s",
+        "tenant_claim",
+        "tenant",
+        "account_claim",
+        "scope_claim",
+        "required_scopes",
+        "jwks_timeout_s",
+        "jwks_cache_s",
+        "resource",
+        "authorization_servers",
+    }
+)
+#: the asymmetric JWS algorithms ``auth.algorithms`` may name
+ALGORITHMS = (
+    "RS256",
+    "RS384",
+    "RS512",
+    "PS256",
+    "PS384",
+    "PS512",
+    "ES256",
+    "ES384",
+    "ES512",
+    "EdDSA",
+)
+_MAX_LEEWAY_S = 300
 #: the shortest watch interval accepted: below it the watch would poll the state store flat out
 _MIN_WATCH_S = 0.1
 
@@ -154,11 +201,59 @@ class Upstream:
 
 @dataclass(frozen=True)
 class Token:
-    """Who a bearer token is over HTTP: one tenant, one account (only its hash is kept)."""
+    """Who a static bearer token is over HTTP: one tenant, one account, the OAuth scopes it
+    grants (none unless listed; only its hash is kept)."""
 
     token_sha256: str
     tenant: str
     account: str
+    scopes: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
+class AuthOptions:
+    """JWT access tokens (the ``auth`` block): the gateway as an OAuth 2.1 resource server.
+
+    Exactly one of ``jwks_file``, ``jwks_url`` and ``public_key`` (a PEM file) names the
+    issuer's keys; exactly one of ``tenant_claim`` and ``tenant`` names the tenant. See
+    :mod:`maitred.gateway.jwt` for the checks and :mod:`maitred.gateway.auth` for the HTTP edge.
+
+    Attributes:
+        issuer: the tokens' ``iss``, exactly.
+        audience: the values of ``aud`` this gateway answers to (one is enough).
+        jwks_file: a JWKS file, read at start.
+        jwks_url: a JWKS URL, fetched on first use and cached for ``jwks_cache_s``.
+        public_key: a PEM public key file.
+        algorithms: the ``alg`` values accepted (asymmetric only).
+        leeway_s: seconds of clock skew allowed on ``exp`` and ``nbf``.
+        tenant_claim: the claim naming the tenant (``""``: every token has ``tenant``).
+        tenant: the one tenant of every token when no ``tenant_claim`` is given.
+        account_claim: the claim naming the account (whose state the gates read).
+        scope_claim: the claim holding the granted scopes (space-separated, or a list).
+        required_scopes: scopes every token must grant to be served at all (else 403).
+        jwks_timeout_s: the deadline of one fetch of ``jwks_url``.
+        jwks_cache_s: how long a fetched JWKS is used before it is fetched again.
+        resource: this gateway's resource identifier in its protected-resource metadata
+            (RFC 9728; ``""``: the ``audience`` when it is a URL, else the URL requested).
+        authorization_servers: the metadata's ``authorization_servers`` (default: the issuer).
+    """
+
+    issuer: str
+    audience: tuple[str, ...]
+    jwks_file: str = ""
+    jwks_url: str = ""
+    public_key: str = ""
+    algorithms: tuple[str, ...] = ("RS256", "ES256")
+    leeway_s: float = 30.0
+    tenant_claim: str = ""
+    tenant: str = ""
+    account_claim: str = "sub"
+    scope_claim: str = "scope"
+    required_scopes: tuple[str, ...] = ()
+    jwks_timeout_s: float = 5.0
+    jwks_cache_s: float = 300.0
+    resource: str = ""
+    authorization_servers: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -222,6 +317,7 @@ class GatewayConfig:
     scan: Literal["warn", "off"] = "warn"
     ungated: Literal["pass", "hide"] = "pass"
     rate_limits: RateLimitOptions | None = None
+    auth: AuthOptions | None = None
 
     @property
     def upstream(self) -> Upstream:
@@ -257,12 +353,13 @@ def parse_config(
     r.no_unknown(top, _TOP, "")
     root = base or Path.cwd()
     tokens = _tokens(r, top["tokens"]) if top.get("tokens") is not None else ()
+    auth = _auth(r, top["auth"], root) if top.get("auth") is not None else None
     who = account if account else top.get("account")
-    if who is None and not tokens:
+    if who is None and not tokens and auth is None:
         r.fail(
             "account",
             "is required (or pass --account): whose state the gates read over stdio; "
-            "an HTTP gateway names its accounts under 'tokens' instead",
+            "an HTTP gateway names its accounts under 'tokens' (or 'auth') instead",
         )
     state = resolve_state(root, r.string(r.require(top, "state", ""), "state"))
     tables = r.mapping(top["tables"], "tables") if top.get("tables") is not None else None
@@ -311,6 +408,7 @@ def parse_config(
         scan="off" if scan == "off" else "warn",
         ungated="hide" if ungated == "hide" else "pass",
         rate_limits=read_rate_limits(r, top.get("rate_limits")),
+        auth=auth,
     )
 
 
@@ -378,13 +476,13 @@ def _upstream(r: ConfigReader, value: Any, where: str, root: Path) -> Upstream:
 
 def _tokens(r: ConfigReader, value: Any) -> tuple[Token, ...]:
     if not isinstance(value, list) or not value:
-        r.fail("tokens", "must be a list of {token_sha256, tenant, account}")
+        r.fail("tokens", "must be a list of {token_sha256, tenant, account, scopes}")
     out: list[Token] = []
     seen: dict[str, int] = {}
     for i, item in enumerate(value):
         where = f"tokens[{i}]"
         data = r.mapping(item, where)
-        r.no_unknown(data, frozenset({"token_sha256", "tenant", "account"}), where)
+        r.no_unknown(data, frozenset({"token_sha256", "tenant", "account", "scopes"}), where)
         digest = r.token_digest(data, where)
         if digest in seen:
             r.fail(f"{where}.token_sha256", f"is the same token as tokens[{seen[digest]}]")
@@ -393,8 +491,117 @@ def _tokens(r: ConfigReader, value: Any) -> tuple[Token, ...]:
         if not _NAME.match(tenant):
             r.fail(f"{where}.tenant", "use letters, digits, '_', '.', '-' (at most 64)")
         account = r.string(r.require(data, "account", where), f"{where}.account")
-        out.append(Token(digest, tenant, account))
+        scopes = _scopes(r, data.get("scopes"), f"{where}.scopes")
+        out.append(Token(digest, tenant, account, frozenset(scopes)))
     return tuple(out)
+
+
+def _scopes(r: ConfigReader, value: Any, where: str) -> tuple[str, ...]:
+    """A list of OAuth scope tokens (RFC 6749 3.3; ``None``: none)."""
+    if value is None:
+        return ()
+    scopes = r.str_list(value, where)
+    for i, scope in enumerate(scopes):
+        if not SCOPE_PATTERN.fullmatch(scope):
+            r.fail(
+                f"{where}[{i}]",
+                f"{scope!r} is not an OAuth scope (printable ASCII without spaces, '\"' or '\\')",
+            )
+    return tuple(scopes)
+
+
+def _url(r: ConfigReader, value: Any, where: str) -> str:
+    url = r.string(value, where)
+    if not url.startswith(("http://", "https://")):
+        r.fail(where, f"must be an http:// or https:// URL, not {url!r}")
+    return url
+
+
+def _seconds(r: ConfigReader, data: Mapping[str, Any], key: str, default: float) -> float:
+    value = data.get(key, default)
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
+        r.fail(f"auth.{key}", f"must be a positive number of seconds, not {value!r}")
+    return float(value)
+
+
+def _auth(r: ConfigReader, value: Any, root: Path) -> AuthOptions:
+    data = r.mapping(value, "auth")
+    r.no_unknown(data, _AUTH, "auth")
+    issuer = r.string(r.require(data, "issuer", "auth"), "auth.issuer")
+    audience = tuple(r.str_list(r.require(data, "audience", "auth"), "auth.audience"))
+    if not audience:
+        r.fail("auth.audience", "must name this gateway's audience (the tokens' aud)")
+    sources = [k for k in ("jwks_file", "jwks_url", "public_key") if data.get(k) is not None]
+    if len(sources) != 1:
+        r.fail(
+            "auth.jwks_file",
+            "give exactly one of 'jwks_file' (a JWKS JSON file), 'jwks_url' (the issuer's JWKS "
+            "on your network) or 'public_key' (a PEM public key file)"
+            + (f"; found {sources}" if sources else ""),
+        )
+    files = {}
+    for key in ("jwks_file", "public_key"):
+        if data.get(key) is not None:
+            path = resolve_path(root, r.string(data[key], f"auth.{key}"))
+            if not Path(path).is_file():
+                r.fail(f"auth.{key}", f"{path} does not exist; write it or fix the path")
+            files[key] = path
+    jwks_url = _url(r, data["jwks_url"], "auth.jwks_url") if data.get("jwks_url") else ""
+    algorithms = tuple(r.str_list(data.get("algorithms", ["RS256", "ES256"]), "auth.algorithms"))
+    for i, alg in enumerate(algorithms):
+        if alg not in ALGORITHMS:
+            why = (
+                "a shared-secret algorithm: a resource server verifies with the issuer's "
+                "public key, and accepting HS* with a public key is the HS/RS confusion attack"
+                if alg.upper().startswith("HS")
+                else "not accepted"
+                if alg.lower() == "none"
+                else "not a known JWS algorithm"
+            )
+            r.fail(f"auth.algorithms[{i}]", f"{alg!r} is {why}; choose from {list(ALGORITHMS)}")
+    if not algorithms:
+        r.fail("auth.algorithms", f"must name at least one of {list(ALGORITHMS)}")
+    leeway = data.get("leeway_s", 30)
+    if (
+        not isinstance(leeway, (int, float))
+        or isinstance(leeway, bool)
+        or not 0 <= leeway <= _MAX_LEEWAY_S
+    ):
+        r.fail("auth.leeway_s", f"must be 0-{_MAX_LEEWAY_S} seconds of clock skew, not {leeway!r}")
+    tenant_claim = data.get("tenant_claim")
+    tenant = data.get("tenant")
+    if (tenant_claim is None) == (tenant is None):
+        r.fail(
+            "auth.tenant_claim",
+            "give exactly one of 'tenant_claim' (the claim naming each token's tenant, e.g. "
+            "org_id) or 'tenant' (one tenant for every token)",
+        )
+    if tenant is not None and not _NAME.match(r.string(tenant, "auth.tenant")):
+        r.fail("auth.tenant", "use letters, digits, '_', '.', '-' (at most 64)")
+    servers = data.get("authorization_servers")
+    return AuthOptions(
+        issuer=issuer,
+        audience=audience,
+        jwks_file=files.get("jwks_file", ""),
+        jwks_url=jwks_url,
+        public_key=files.get("public_key", ""),
+        algorithms=algorithms,
+        leeway_s=float(leeway),
+        tenant_claim=r.string(tenant_claim, "auth.tenant_claim") if tenant_claim else "",
+        tenant=str(tenant) if tenant is not None else "",
+        account_claim=r.string(data.get("account_claim", "sub"), "auth.account_claim"),
+        scope_claim=r.string(data.get("scope_claim", "scope"), "auth.scope_claim"),
+        required_scopes=_scopes(r, data.get("required_scopes"), "auth.required_scopes"),
+        jwks_timeout_s=_seconds(r, data, "jwks_timeout_s", 5.0),
+        jwks_cache_s=_seconds(r, data, "jwks_cache_s", 300.0),
+        resource=_url(r, data["resource"], "auth.resource") if data.get("resource") else "",
+        authorization_servers=tuple(
+            _url(r, u, f"auth.authorization_servers[{i}]")
+            for i, u in enumerate(r.str_list(servers, "auth.authorization_servers"))
+        )
+        if servers is not None
+        else (issuer,),
+    )
 
 
 def _server(r: ConfigReader, value: Any) -> HttpServer:

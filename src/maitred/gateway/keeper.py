@@ -41,6 +41,13 @@ over those engines.
   to a tool never found is ``TOOL_NOT_OFFERED``. A tool the gate blocks is never disclosed,
   however well it matched; the answer says which predicate blocked it.
 
+**Scopes** (HTTP). A gatekeeper is for one caller's grant as well as one account: the scopes
+its token granted (:attr:`Gatekeeper.granted`; ``None`` over stdio) travel with every listing,
+check, watch probe and ``find_tools`` as :attr:`CallContext.granted
+<maitred.context.CallContext.granted>`, so the decision kernel hides a tool whose contract
+requires a scope the token lacks and refuses a call to it (``INSUFFICIENT_SCOPE``); nothing
+here decides scopes itself. ``find_tools`` never names such a tool among the blocked ones.
+
 **Pinned definitions** (``pins:``; :mod:`maitred.gateway.pins`). A tool whose definition is
 not the one reviewed is *held back*: :meth:`Gatekeeper.visible`, :meth:`Gatekeeper.would_list`
 and :meth:`Gatekeeper.find` leave it out, and :meth:`Gatekeeper.check` passes the holds with
@@ -80,6 +87,7 @@ from maitred._canonical import content_hash
 from maitred.actions.model import ApprovalAnswer, Decision, Hold, ToolCall
 from maitred.build import PipelineOptions, build_pipeline, check_against_state
 from maitred.context import CallContext
+from maitred.contract.kernel import SCOPES
 from maitred.contract.tool_sidecar import (
     SUFFIX,
     SurfaceNames,
@@ -341,11 +349,13 @@ class Gates:
             seen = None if self.timed else state_fingerprint(snapshot)
             if seen is not None and self.pins is not None:  # a new hold is a change too
                 seen = f"{seen}/{self.pins.generation}"
-            verdicts: dict[str, bool] = {}
+            # one decision per tool for the sessions of one account and one grant of scopes
+            verdicts: dict[frozenset[str] | None, dict[str, bool]] = {}
             for keeper in group:
                 try:
                     with keeper.lock:
-                        refreshed = keeper.refresh(snapshot, verdicts, seen)
+                        shared = verdicts.setdefault(keeper.granted, {})
+                        refreshed = keeper.refresh(snapshot, shared, seen)
                     if refreshed:
                         changed.append(keeper)
                 except MaitredError as exc:
@@ -371,9 +381,12 @@ class Gates:
                 self._runs[key] = run
         return run
 
-    def keeper(self, account: str, *, tenant: str = "") -> Gatekeeper:
-        """A new session for ``account`` (``tenant`` prefixes its id in the log)."""
-        return Gatekeeper(self, account, tenant=tenant)
+    def keeper(
+        self, account: str, *, tenant: str = "", granted: frozenset[str] | None = None
+    ) -> Gatekeeper:
+        """A new session for ``account`` (``tenant`` prefixes its id in the log) whose caller
+        was granted the scopes ``granted`` (``None``: not said, over stdio)."""
+        return Gatekeeper(self, account, tenant=tenant, granted=granted)
 
     def close(self) -> None:
         for extra in (self.shadow, self.finder):
@@ -440,14 +453,26 @@ class Gatekeeper:
     """Visibility and call decisions for one gateway session (one account, fixed for its life).
 
     Build it with :meth:`Gates.keeper`; the account comes from the launch (stdio) or from the
-    authenticated token (HTTP), never from a request.
+    authenticated token (HTTP), never from a request, and so do the scopes its caller was
+    granted (:attr:`granted`), which every listing, check and ``find_tools`` passes with the
+    call (:class:`~maitred.context.CallContext`) for the decision kernel's scope rule.
     """
 
-    def __init__(self, gates: Gates, account: str, *, tenant: str = "") -> None:
+    def __init__(
+        self,
+        gates: Gates,
+        account: str,
+        *,
+        tenant: str = "",
+        granted: frozenset[str] | None = None,
+    ) -> None:
         self.gates = gates
         self.engine = gates.engine
         self.account = account
         self.tenant = tenant
+        self.granted = granted
+        #: what every check of this session passes with the call: the caller's scopes
+        self.context = CallContext(granted=granted)
         sid = uuid.uuid4().hex[:16]
         self.session = self.engine.session(
             account, id=f"{tenant}-{sid}" if tenant else sid, tenant=tenant
@@ -508,6 +533,7 @@ class Gatekeeper:
         context = CallContext(
             run_id=self.gates.run_for(engine, self.tenant),
             scope=None if scope is None else frozenset(scope),
+            granted=self.granted,
         )
         return engine.turn(LIST_TEXT, session=session, context=context).exposed
 
@@ -524,7 +550,7 @@ class Gatekeeper:
         known = {} if verdicts is None else verdicts
         for name in self._offerable():
             if name not in known:
-                known[name] = self.engine.executable(name, snapshot, at)
+                known[name] = self.engine.executable(name, snapshot, at, context=self.context)
         shown = tuple(n for n in self._offerable() if known[n])
         return (FIND_TOOLS, *shown) if self.found is not None else shown
 
@@ -575,8 +601,8 @@ class Gatekeeper:
         if hold is not None and name not in held:
             held = {**held, name: hold}
         if self.shadow is not None and self.shadow_session is not None:
-            self.shadow.check(call, session=self.shadow_session, held=held)
-        return self.engine.check(call, session=self.session, held=held)
+            self.shadow.check(call, session=self.shadow_session, held=held, context=self.context)
+        return self.engine.check(call, session=self.session, held=held, context=self.context)
 
     def _listed_set(self) -> frozenset[str]:
         """:attr:`listed` as a set, built once per listing."""
@@ -591,7 +617,9 @@ class Gatekeeper:
 
         The shadow run keeps only its own first decision on the call: the person answered the
         enforced run's question, not the shadow's."""
-        return self.engine.approve(pending, answer, session=self.session, via=via)
+        return self.engine.approve(
+            pending, answer, session=self.session, via=via, context=self.context
+        )
 
     def mutates(self, name: str) -> bool:
         """Whether ``name`` may change the account's state (only then can a call to it change
@@ -633,6 +661,7 @@ class Gatekeeper:
         context = CallContext(
             run_id=self.gates.run_for(finder, self.tenant),
             scope=frozenset(n for n in self.tool_names if n not in held) if held else None,
+            granted=self.granted,
         )
         turn = finder.turn(need, session=self.session, context=context)
         self.found.update(turn.exposed)
@@ -650,6 +679,8 @@ class Gatekeeper:
                     or [b["cause"] or "not executable now"],
                 }
                 for b in turn.to_json()["blocked"]
+                # a tool the caller's scopes do not reach is not named to it at all
+                if not any(p["predicate"] == SCOPES for p in b["predicates"])
             ],
             "turn_id": turn.turn_id,
         }

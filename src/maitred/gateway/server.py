@@ -51,11 +51,13 @@ served), and returns a FastMCP server that serves one proxy provider per upstrea
   decision with ``retry_after_s``) and never reaches the upstream.
 
 **Sessions and accounts.** Over stdio (and in memory) the gateway has one client, so it keeps
-one gatekeeper, for the launch account. Over HTTP every request must carry a bearer token
-(:class:`TokenAuth`: FastMCP answers 401 before any MCP handling when it is missing or
+one gatekeeper, for the launch account. Over HTTP every request must carry a bearer token (a
+static one, or a JWT access token with ``auth:``; :class:`~maitred.gateway.auth.GatewayAuth`
+answers 401 in RFC 6750's form, saying why, before any MCP handling when it is missing or
 unknown), and the gatekeeper is chosen by the authenticated identity: one per (tenant,
-account, MCP session id) on a handshake-era connection, one per (tenant, account) on a
-2026-07-28 connection, which has no session (every request is its own connection). The
+account, granted scopes, MCP session id) on a handshake-era connection, one per (tenant,
+account, granted scopes) on a 2026-07-28 connection, which has no session (every request is
+its own connection). The
 middleware checks again itself: a request over an HTTP gateway that reaches it without a token
 gets no tools and no call (``AUTH_REQUIRED``), so the gate never rests on the transport alone.
 At most ``server.max_sessions`` gatekeepers are kept; the least recently used is dropped.
@@ -76,7 +78,6 @@ lock (:attr:`Gatekeeper.lock`), since its listing and found set are its own.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import socket
 import sys
@@ -90,7 +91,6 @@ import anyio
 import mcp_types as mt  # the MCP wire types (`mcp.types` re-exports them)
 from fastmcp import FastMCP
 from fastmcp.client.transports import ClientTransport, StdioTransport, StreamableHttpTransport
-from fastmcp.server.auth import AccessToken, TokenVerifier
 from fastmcp.server.dependencies import get_access_token
 from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
 from fastmcp.server.providers.proxy import ProxyClient, ProxyProvider
@@ -107,8 +107,10 @@ from maitred.actions.model import ApprovalAnswer, Decision, Rejection
 from maitred.errors import ConfigError, MaitredError
 from maitred.gateway import traces
 from maitred.gateway.approval import VIA, Approvals, awaits_person
+from maitred.gateway.auth import GatewayAuth, Identity
 from maitred.gateway.channels import Channels
-from maitred.gateway.config import GatewayConfig, HttpServer, Token, Upstream
+from maitred.gateway.config import GatewayConfig, HttpServer, Upstream
+from maitred.gateway.jwt import JwtVerifier
 from maitred.gateway.keeper import FIND_TOOLS, FIND_TOOLS_DESCRIPTION, Gatekeeper, Gates
 from maitred.gateway.limits import BodyLimit, argument_fault
 from maitred.gateway.metrics import CONTENT_TYPE, GatewayMetrics
@@ -137,26 +139,6 @@ def _with_decision_id(result: ToolResult, decision_id: str) -> ToolResult:
     """The upstream's ``result`` with the decision id added to its ``_meta`` (kept otherwise)."""
     result.meta = {**(result.meta or {}), DECISION_ID_META: decision_id}
     return result
-
-
-class TokenAuth(TokenVerifier):
-    """Bearer tokens -> (tenant, account), by the SHA-256 the config keeps of each token."""
-
-    def __init__(self, tokens: Sequence[Token]) -> None:
-        super().__init__()
-        self.by_hash = {t.token_sha256: t for t in tokens}
-
-    async def verify_token(self, token: str) -> AccessToken | None:
-        found = self.by_hash.get(hashlib.sha256(token.encode("utf-8")).hexdigest())
-        if found is None:
-            return None
-        return AccessToken(
-            token=token,
-            client_id=found.tenant,
-            scopes=[],
-            subject=found.account,
-            claims={"tenant": found.tenant, "account": found.account},
-        )
 
 
 class GateMiddleware(Middleware):
@@ -235,22 +217,33 @@ class GateMiddleware(Middleware):
 
         return await anyio.to_thread.run_sync(locked)
 
-    def _identity(self, session_id: str) -> tuple[tuple[str, ...], str, str] | None:
-        """(gatekeeper key, tenant, account) of the request being served, from the launch or
-        the token (None: not authenticated)."""
+    def _identity(
+        self, session_id: str
+    ) -> tuple[tuple[str, ...], str, str, frozenset[str] | None] | None:
+        """(gatekeeper key, tenant, account, granted scopes) of the request being served, from
+        the launch (no scopes said) or the authenticated :class:`~.auth.Identity` (None: not
+        authenticated). A token that grants other scopes is another gatekeeper, as another
+        account would be: what a session was shown depends on both."""
         if self.account is not None:
-            return ("launch",), "", self.account
+            return ("launch",), "", self.account, None
         token = get_access_token()
-        claims = token.claims if token is not None else None
-        if not claims or not claims.get("account") or not claims.get("tenant"):
+        if not isinstance(token, Identity) or not token.tenant or not token.account:
             return None
-        tenant, account = str(claims["tenant"]), str(claims["account"])
-        return (tenant, account, session_id), tenant, account
+        granted = frozenset(token.scopes)
+        key = (token.tenant, token.account, " ".join(sorted(granted)), session_id)
+        return key, token.tenant, token.account, granted
 
-    def _keeper_for(self, key: tuple[str, ...], tenant: str, account: str) -> Gatekeeper:
+    def _keeper_for(
+        self,
+        key: tuple[str, ...],
+        tenant: str,
+        account: str,
+        granted: frozenset[str] | None = None,
+    ) -> Gatekeeper:
         keeper = self.keepers.get(key)
         if keeper is None:
-            keeper = self.keepers[key] = self.gates.keeper(account, tenant=tenant)
+            keeper = self.gates.keeper(account, tenant=tenant, granted=granted)
+            self.keepers[key] = keeper
             while len(self.keepers) > self.max_sessions:
                 dropped, _ = self.keepers.popitem(last=False)
                 self.channels.forget(dropped)
@@ -620,16 +613,18 @@ async def open_gateway(
         ConfigError: an upstream cannot be reached, the sidecars or tool names conflict, or
             the config lacks what the transport needs (tokens for HTTP, account for stdio).
     """
-    if http and not config.tokens:
+    if http and not config.tokens and config.auth is None:
         raise ConfigError(
             f"{config.source}: serving over HTTP needs 'tokens' (a list of {{token_sha256, "
-            "tenant, account}}): the account of an HTTP session comes from its token"
+            "tenant, account}}) or 'auth' (JWT access tokens): the account of an HTTP session "
+            "comes from its token"
         )
     if not http and not config.account:
         raise ConfigError(
             f"{config.source}: field 'account' is required over stdio (or pass --account): "
             "whose state the gates read"
         )
+    verifier = JwtVerifier.open(config.auth, config.source) if http and config.auth else None
     proxies = {up.name: proxy_for(up) for up in config.upstreams}
     tools = {up.name: await upstream_tools(proxies[up.name], up) for up in config.upstreams}
     limiter = open_limiter(config, tools)
@@ -649,10 +644,17 @@ async def open_gateway(
         surfaces=surfaces,
         limiter=limiter,
     )
-    server: FastMCP[Any] = FastMCP(
-        name="maitred-gateway",
-        auth=TokenAuth(config.tokens) if http else None,
+    auth = (
+        GatewayAuth(
+            config.tokens,
+            verifier,
+            path=(config.server or HttpServer()).path,
+            scopes_supported=sorted({s for t in gates.engine.catalog for s in t.contract.scopes}),
+        )
+        if http
+        else None
     )
+    server: FastMCP[Any] = FastMCP(name="maitred-gateway", auth=auth)
     gate.watch_pins(list(proxies.values()))
     for proxy in proxies.values():
         server.add_provider(proxy)
@@ -719,7 +721,9 @@ async def serve_http(config: GatewayConfig, *, port: int | None = None) -> None:
     server, gates = await open_gateway(config, http=True)
     print(
         f"maitred mcp: serving http://{where.host}:{bound}{where.path} "
-        f"({len(config.upstreams)} upstream(s), {len(config.tokens)} token(s))",
+        f"({len(config.upstreams)} upstream(s), {len(config.tokens)} token(s)"
+        + (f", JWTs from {config.auth.issuer}" if config.auth else "")
+        + ")",
         file=sys.stderr,
         flush=True,
     )

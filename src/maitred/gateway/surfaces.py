@@ -293,25 +293,46 @@ class SurfaceGate:
         keys = frozenset(k for g in governing for s in g or () for k in s.contract.reads)
         return fetch_keys(self.provider, account, keys, self.clock)[0]
 
-    def executable(self, governing: Governing, snapshot: Snapshot, now: float) -> bool:
-        """The one verdict: shown / may be read now (every governing contract executable by
-        the kernel; ungated ones as the config says)."""
+    def executable(
+        self,
+        governing: Governing,
+        snapshot: Snapshot,
+        now: float,
+        granted: frozenset[str] | None = None,
+    ) -> bool:
+        """The one verdict: shown / may be read now for a caller granted ``granted`` (every
+        governing contract executable by the kernel, its scopes included; ungated ones as the
+        config says)."""
         if governing is None:
             return self.ungated == "pass"
-        return all(decide_exit(s.contract, snapshot, now).executable for s in governing)
+        return all(decide_exit(s.contract, snapshot, now, granted).executable for s in governing)
 
-    def visible(self, account: str, family: Family, targets: Sequence[str]) -> tuple[str, ...]:
-        """Which of ``targets`` (a listing of ``family``) the account may see now."""
+    def visible(
+        self,
+        account: str,
+        family: Family,
+        targets: Sequence[str],
+        granted: frozenset[str] | None = None,
+    ) -> tuple[str, ...]:
+        """Which of ``targets`` (a listing of ``family``) the account may see now, for a caller
+        granted ``granted``."""
         if self.gates_nothing:
             return tuple(targets)
         governing = [self.governing(family, t) for t in targets]
         snapshot = self.read(account, governing)
         now = self.clock()
         return tuple(
-            t for t, g in zip(targets, governing, strict=True) if self.executable(g, snapshot, now)
+            t
+            for t, g in zip(targets, governing, strict=True)
+            if self.executable(g, snapshot, now, granted)
         )
 
-    def redecide(self, account: str, views: Sequence[SurfaceView]) -> list[list[Family]]:
+    def redecide(
+        self,
+        account: str,
+        views: Sequence[SurfaceView],
+        granted: frozenset[str] | None = None,
+    ) -> list[list[Family]]:
         """For each of ``views`` (sessions of ``account``), the families whose listing would
         now show something else, decided on one state read; each view is updated to what it
         would show (so a change is announced once)."""
@@ -321,7 +342,7 @@ class SurfaceGate:
         governing = {ft: self.governing(*ft) for ft in wanted}
         snapshot = self.read(account, governing.values())
         now = self.clock()
-        shown = {ft for ft, g in governing.items() if self.executable(g, snapshot, now)}
+        shown = {ft for ft, g in governing.items() if self.executable(g, snapshot, now, granted)}
         out: list[list[Family]] = []
         for view in views:
             changed: list[Family] = []
@@ -351,7 +372,7 @@ class SurfaceGate:
         snapshot = self.read(keeper.account, [governing])
         now = self.clock()
         decision = replace(
-            self._decide(family, target, call, governing, snapshot, now, view),
+            self._decide(family, target, call, governing, snapshot, now, view, keeper.granted),
             mutates=False,
             now=now,
             policy=self.policy,
@@ -372,6 +393,7 @@ class SurfaceGate:
         snapshot: Snapshot,
         now: float,
         view: SurfaceView | None,
+        granted: frozenset[str] | None = None,
     ) -> Decision:
         noun = _NOUN[family]
         what = f"{call.name} of {noun} {target!r}"
@@ -381,7 +403,7 @@ class SurfaceGate:
                     call, "allow", OK, f"{what}: no contract governs it (ungated: pass)"
                 )
             return _refused(call, family, f"{what}: no contract governs it (ungated: hide)")
-        verdicts = [(s, decide_exit(s.contract, snapshot, now)) for s in governing]
+        verdicts = [(s, decide_exit(s.contract, snapshot, now, granted)) for s in governing]
         outcomes = tuple(o for _, v in verdicts for o in (*v.fired, *v.soft))
         by = ", ".join(s.describe() for s in governing)
         hidden = [(s, v) for s, v in verdicts if v.hidden]
@@ -547,7 +569,7 @@ class SurfaceGuard(Middleware):
         targets = [target(i) for i in items]
         shown = set(
             await anyio.to_thread.run_sync(
-                lambda: self.gate.visible(keeper.account, family, targets)
+                lambda: self.gate.visible(keeper.account, family, targets, keeper.granted)
             )
         )
         self._view(keeper).remember(family, targets, shown)
@@ -645,7 +667,7 @@ class SurfaceGuard(Middleware):
             return result
         try:
             changed = await anyio.to_thread.run_sync(
-                lambda: self.gate.redecide(keeper.account, [view])[0]
+                lambda: self.gate.redecide(keeper.account, [view], keeper.granted)[0]
             )
             ctx = context.fastmcp_context
             for kind in sorted({_ANNOUNCED[f] for f in changed}):
@@ -661,16 +683,18 @@ class SurfaceGuard(Middleware):
 
     async def recheck(self) -> int:
         """One pass of the state watch over resources and prompts: how many sessions were
-        sent a ``list_changed`` (one state read per account)."""
-        by_account: dict[str, list[tuple[Key, SurfaceView]]] = {}
+        sent a ``list_changed`` (one state read per account and grant)."""
+        by_caller: dict[tuple[str, frozenset[str] | None], list[tuple[Key, SurfaceView]]] = {}
         for key, keeper in self.sessions.reachable():
             view = self.views.get(keeper)
             if view is not None and view.listed:
-                by_account.setdefault(keeper.account, []).append((key, view))
+                by_caller.setdefault((keeper.account, keeper.granted), []).append((key, view))
         told = 0
-        for account, group in by_account.items():
+        for (account, granted), group in by_caller.items():
             views = [v for _, v in group]
-            changes = await anyio.to_thread.run_sync(partial(self.gate.redecide, account, views))
+            changes = await anyio.to_thread.run_sync(
+                partial(self.gate.redecide, account, views, granted)
+            )
             for (key, _), changed in zip(group, changes, strict=True):
                 kinds = sorted({_ANNOUNCED[f] for f in changed})
                 if kinds and await self.sessions.channels.notify(key, kinds):

@@ -94,6 +94,13 @@ _SCHEMAS: dict[str, Any] = {
                 },
             },
             "format": {"enum": sorted(RENDERERS), "description": "menu format"},
+            "scopes": {
+                "type": "array",
+                "items": {"type": "string", "pattern": "^[\\x21\\x23-\\x5b\\x5d-\\x7e]+$"},
+                "description": "the OAuth scopes the application's user was granted: a tool "
+                "whose contract requires one not listed is hidden (turns) and refused with "
+                "INSUFFICIENT_SCOPE (checks); omitted: scopes are not asked",
+            },
         },
     },
     "PredicateOutcome": {
@@ -175,6 +182,13 @@ _SCHEMAS: dict[str, Any] = {
                     "arguments": {"type": "object"},
                     "id": {"type": "string", "description": "the provider's tool call id"},
                 },
+            },
+            "scopes": {
+                "type": "array",
+                "items": {"type": "string", "pattern": "^[\\x21\\x23-\\x5b\\x5d-\\x7e]+$"},
+                "description": "the OAuth scopes the application's user was granted: a tool "
+                "whose contract requires one not listed is hidden (turns) and refused with "
+                "INSUFFICIENT_SCOPE (checks); omitted: scopes are not asked",
             },
         },
     },

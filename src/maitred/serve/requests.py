@@ -43,6 +43,7 @@ from typing import Any
 from starlette.requests import Request
 
 from maitred._ijson import NotIJson, loads
+from maitred.contract.sidecar import SCOPE_PATTERN
 from maitred.menu.render import RENDERERS
 from maitred.serve.config import Tenant
 
@@ -97,6 +98,7 @@ class TurnRequest:
     session_id: str
     format: str | None = None
     conversation: tuple[Any, ...] = field(default=())
+    scopes: frozenset[str] | None = None
 
 
 @dataclass(frozen=True)
@@ -107,6 +109,7 @@ class CheckRequest:
     name: str
     arguments: Mapping[str, Any]
     call_id: str = ""
+    scopes: frozenset[str] | None = None
 
 
 def authenticate(request: Request, tenants: Mapping[str, Tenant]) -> Tenant:
@@ -200,7 +203,7 @@ def decode_json(raw: bytes) -> Any:
 
 def parse_turn(data: Mapping[str, Any]) -> TurnRequest:
     """Check a turn request's fields (422 naming the first bad one)."""
-    _no_unknown(data, ("text", "account", "session_id", "conversation", "format"), "")
+    _no_unknown(data, ("text", "account", "session_id", "conversation", "format", "scopes"), "")
     fmt = data.get("format")
     if fmt is not None and (not isinstance(fmt, str) or fmt not in RENDERERS):
         raise _invalid("format", f"must be one of {sorted(RENDERERS)}, not {fmt!r}")
@@ -225,12 +228,13 @@ def parse_turn(data: Mapping[str, Any]) -> TurnRequest:
         session_id=_string(data, "session_id"),
         format=fmt,
         conversation=tuple(conversation),
+        scopes=_scopes(data),
     )
 
 
 def parse_check(data: Mapping[str, Any]) -> CheckRequest:
     """Check a call-check request's fields (422 naming the first bad one)."""
-    _no_unknown(data, ("session_id", "call"), "")
+    _no_unknown(data, ("session_id", "call", "scopes"), "")
     session_id = _string(data, "session_id")
     call = data.get("call")
     if not isinstance(call, dict):
@@ -242,7 +246,25 @@ def parse_check(data: Mapping[str, Any]) -> CheckRequest:
     call_id = call.get("id", "")
     if not isinstance(call_id, str):
         raise _invalid("call.id", f"must be a string, not {_kind(call_id)}")
-    return CheckRequest(session_id, _string(call, "name", prefix="call."), arguments, call_id)
+    name = _string(call, "name", prefix="call.")
+    return CheckRequest(session_id, name, arguments, call_id, _scopes(data))
+
+
+def _scopes(data: Mapping[str, Any]) -> frozenset[str] | None:
+    """The OAuth scopes the application's user was granted (``None``: not said, and tools'
+    required ``scopes`` are not asked), each an RFC 6749 scope token."""
+    value = data.get("scopes")
+    if value is None:
+        return None
+    if not isinstance(value, list):
+        raise _invalid("scopes", f"must be a list of scope names, not {_kind(value)}")
+    for i, scope in enumerate(value):
+        if not isinstance(scope, str) or not SCOPE_PATTERN.fullmatch(scope):
+            raise _invalid(
+                f"scopes[{i}]",
+                "must be an OAuth scope: printable ASCII without spaces, '\"' or '\\'",
+            )
+    return frozenset(value)
 
 
 def _string(

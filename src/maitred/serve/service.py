@@ -139,7 +139,9 @@ class Service:
             account=req.account,
             conversation=session.id,
         )
-        context = CallContext(run_id=self.run_ids[tenant.name], menu_format=req.format)
+        context = CallContext(
+            run_id=self.run_ids[tenant.name], menu_format=req.format, granted=req.scopes
+        )
         try:
             turn = self._engine_call(
                 lambda: engine.turn(message, session=session, durable=False, context=context)
@@ -231,7 +233,10 @@ class Service:
             )
         call = ToolCall(req.name, dict(req.arguments), req.call_id)
         engine = self.engine  # one engine for the whole request, even across a swap
-        decision = self._engine_call(lambda: engine.check(call, session=session, durable=False))
+        context = CallContext(granted=req.scopes)
+        decision = self._engine_call(
+            lambda: engine.check(call, session=session, durable=False, context=context)
+        )
         self._commit(engine.log)
         self.metrics.observe_decision(decision)
         return {

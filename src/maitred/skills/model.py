@@ -54,7 +54,7 @@ class Skill:
 
     def fingerprint(self) -> dict[str, Any]:
         """Everything that defines the skill, as JSON (feeds the catalog version)."""
-        out = {
+        out: dict[str, Any] = {
             "name": self.name,
             "description": self.description,
             "kind": self.kind,
@@ -71,6 +71,8 @@ class Skill:
         }
         if self.contract.policies:  # only when present, so catalogs without them keep versions
             out["policies"] = [[p.name, p.code, p.version] for p in self.contract.policies]
+        if self.contract.scopes:  # likewise
+            out["scopes"] = sorted(self.contract.scopes)
         return out
 
 
