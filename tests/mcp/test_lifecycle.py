@@ -420,3 +420,19 @@ def test_an_http_upstream_that_listens_only_later_joins_a_running_http_gateway(
         rows = [r for r in log.iter_action_decisions() if r["tool"] == "add_note"]
     assert sorted(r["code"] for r in rows) == ["OK", "TOOL_UNKNOWN"]
     assert len({r["session_id"] for r in rows}) == 1  # the same maitred session before and after
+
+
+def test_the_wait_between_tries_doubles_from_initial_s_up_to_max_s() -> None:
+    from maitred.gateway.config import Upstream
+    from maitred.gateway.lifecycle import UpstreamLife
+
+    life = UpstreamLife(Upstream("notes", url="http://127.0.0.1:1/mcp"))
+    waits = [life.failed(100.0, 0.5, 3.0) for _ in range(6)]
+    assert waits == [0.5, 1.0, 2.0, 3.0, 3.0, 3.0]
+    assert life.wanted and life.next_at == 103.0
+    life.answered(2)
+    assert (life.failures, life.wanted, life.tools) == (0, False, 2)
+    assert life.failed(200.0, 0.5, 3.0) == 0.5  # a new run of failures starts over
+    entry = life.to_json()
+    assert entry["name"] == "notes" and entry["state"] == "starting" and entry["tools"] == 2
+    assert entry["since"].endswith("Z") and entry["last_error"] is None
