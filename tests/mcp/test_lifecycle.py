@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import re
 import socket
+import sqlite3
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -56,10 +57,10 @@ def _shelf(site: Site, name: str = "shelf", *, ready: Path | None, extra: str = 
     )
 
 
-def _config(site: Site, upstreams: str, top: str = "") -> Path:
+def _config(site: Site, upstreams: str, top: str = "", state: str = "accounts.json") -> Path:
     path = site.root / "lazy.yaml"
     path.write_text(
-        "account: acc-1\nstate: accounts.json\nlog: gateway.sqlite\n"
+        f"account: acc-1\nstate: {state}\nlog: gateway.sqlite\n"
         + RETRY
         + top
         + "upstreams:\n"
@@ -214,6 +215,11 @@ def test_a_required_upstream_that_does_not_answer_stops_the_start(site: Site) ->
             r"upstreams 'shelf' and 'twin' both list a tool named 'read_shelf'",
             id="it lists a tool name another upstream serves",
         ),
+        pytest.param(
+            "state",
+            r"the upstreams' contracts: .*account\.locked",
+            id="its predicate reads a column the state table lacks",
+        ),
     ],
 )
 def test_a_late_upstream_that_does_not_fit_is_refused_and_the_gateway_serves_on(
@@ -226,10 +232,25 @@ def test_a_late_upstream_that_does_not_fit_is_refused_and_the_gateway_serves_on(
         )
         ups = _shelf(site, ready=ready, extra="    contracts: shelf.maitred.yaml\n")
         kept_out = "shelf"
-    else:  # the same server twice: the second one, late, lists the first one's names
+    elif late == "twin":  # the same server twice: the second one, late, lists the first's names
         ups = _shelf(site, ready=None) + _shelf(site, "twin", ready=ready)
         kept_out = "twin"
-    config = _config(site, _shop(site) + ups)
+    else:  # SQL state, typed by its columns: the late sidecar reads one that does not exist
+        (site.root / "shelf.maitred.yaml").write_text(
+            "tools:\n  read_shelf:\n    exit_predicates:\n"
+            "      - {name: locked, expr: account.locked, reads: [account.locked]}\n",
+            encoding="utf-8",
+        )
+        ups = _shelf(site, ready=ready, extra="    contracts: shelf.maitred.yaml\n")
+        kept_out = "shelf"
+    state = "accounts.json"
+    if late == "state":
+        with sqlite3.connect(site.root / "state.db") as conn:
+            conn.execute("CREATE TABLE accounts (account_id TEXT PRIMARY KEY, plan TEXT)")
+            conn.execute("INSERT INTO accounts VALUES ('acc-1', 'free')")
+        state = "sqlite:///state.db"
+    top = "tables: {account: accounts}\n" if late == "state" else ""
+    config = _config(site, _shop(site) + ups, top=top, state=state)
     got: dict[str, Any] = {}
 
     async def scenario(client: Client[Any], gate: GateMiddleware, seen: list[Any]) -> None:
@@ -250,11 +271,11 @@ def test_a_late_upstream_that_does_not_fit_is_refused_and_the_gateway_serves_on(
     assert got["refused"]["tools"] == 0 and got["ready"] is False
     assert got["after"] == got["before"]  # nothing of it is served
     assert got["plan"] == "free"
-    if late == "sidecar":
+    if late == "twin":  # the name is the first shelf's, which serves it
+        assert not got["call"].is_error
+    else:
         assert _code(got["call"]) == "TOOL_UNKNOWN"
         assert "read_shelf" not in site.upstream_calls()
-    else:  # the name is the first shelf's, which serves it
-        assert not got["call"].is_error
 
 
 def test_with_no_upstream_answering_the_gateway_starts_empty_and_fills_in(
