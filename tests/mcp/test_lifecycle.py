@@ -332,6 +332,7 @@ def test_an_http_upstream_that_listens_only_later_joins_a_running_http_gateway(
     from mcp.client.streamable_http import streamable_http_client
 
     port = _free_port()
+    release = site.root / "get_plan.release"  # get_plan answers once this exists
     (site.root / "notes.maitred.yaml").write_text(NOTES_SIDECAR, encoding="utf-8")
     notes = (
         f"  - {{name: notes, url: 'http://127.0.0.1:{port}/mcp', "
@@ -343,7 +344,7 @@ def test_an_http_upstream_that_listens_only_later_joins_a_running_http_gateway(
         + RETRY
         + f"tokens:\n  - {{token_sha256: {sha256(TOKEN)}, tenant: shop, account: acc-1}}\n"
         + "upstreams:\n"
-        + _shop(site, GET_PLAN_DELAY_S="8")
+        + _shop(site, GET_PLAN_UNTIL=str(release))
         + notes,
         encoding="utf-8",
     )
@@ -393,6 +394,7 @@ def test_an_http_upstream_that_listens_only_later_joins_a_running_http_gateway(
             got["swapped_in_flight"] = "result" not in in_flight  # the call outlived the swap
             got["after"] = sorted(t.name for t in (await session.list_tools()).tools)
             got["note"] = await session.call_tool("add_note", {"text": "late"})
+            release.write_text("go", encoding="utf-8")
             await _until(lambda: "result" in in_flight)
             got["slow"] = in_flight["result"]
             got["ready_after"] = await anyio.to_thread.run_sync(readyz)
