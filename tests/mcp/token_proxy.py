@@ -24,9 +24,7 @@ Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 
 #: headers that belong to one hop, never passed on (RFC 9110 section 7.6.1)
-HOP = frozenset(
-    {b"connection", b"keep-alive", b"transfer-encoding", b"te", b"trailer", b"upgrade"}
-)
+HOP = frozenset({b"connection", b"keep-alive", b"transfer-encoding", b"te", b"trailer", b"upgrade"})
 
 
 class TokenProxy:
@@ -66,9 +64,7 @@ class TokenProxy:
                 {
                     "type": "http.response.start",
                     "status": response.status_code,
-                    "headers": [
-                        (k, v) for k, v in response.headers.raw if k.lower() not in HOP
-                    ],
+                    "headers": [(k, v) for k, v in response.headers.raw if k.lower() not in HOP],
                 }
             )
             async for chunk in response.aiter_raw():

@@ -82,11 +82,10 @@ from typing import Any, TypeVar
 import anyio
 import mcp_types as mt  # the MCP wire types (`mcp.types` re-exports them)
 from fastmcp import FastMCP
-from fastmcp.client.transports import ClientTransport, StdioTransport, StreamableHttpTransport
 from fastmcp.server.auth import AccessToken, TokenVerifier
 from fastmcp.server.dependencies import get_access_token
 from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
-from fastmcp.server.providers.proxy import ProxyClient, ProxyProvider
+from fastmcp.server.providers.proxy import ProxyProvider
 from fastmcp.tools import Tool, ToolResult
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
@@ -98,13 +97,16 @@ from starlette.responses import JSONResponse, Response
 
 from maitred.actions.model import ApprovalAnswer, Decision, Rejection
 from maitred.errors import ConfigError, MaitredError
-from maitred.gateway import traces
+from maitred.gateway import hosts, traces
 from maitred.gateway.approval import VIA, Approvals, awaits_person
 from maitred.gateway.channels import Channels
 from maitred.gateway.config import GatewayConfig, HttpServer, Token, Upstream
+from maitred.gateway.hosts import HostGuard
 from maitred.gateway.keeper import FIND_TOOLS, FIND_TOOLS_DESCRIPTION, Gatekeeper, Gates
 from maitred.gateway.limits import BodyLimit, argument_fault
 from maitred.gateway.metrics import CONTENT_TYPE, GatewayMetrics
+from maitred.gateway.passthrough import Passthrough
+from maitred.gateway.upstreams import ListingProxy, proxy_for
 from maitred.tracing import OFF, Tracing
 
 T = TypeVar("T")
@@ -468,6 +470,16 @@ def gate_of(server: FastMCP[Any]) -> GateMiddleware:
     return next(m for m in server.middleware if isinstance(m, GateMiddleware))
 
 
+async def close_gateway(server: FastMCP[Any], gates: Gates) -> None:
+    """Close what :func:`open_gateway` opened: the upstream sessions kept for resource
+    subscriptions, the gates, and the traces (exported)."""
+    for middleware in server.middleware:
+        if isinstance(middleware, Passthrough):
+            await middleware.close()
+    gates.close()
+    gate_of(server).tracing.close()
+
+
 @asynccontextmanager
 async def watching(server: FastMCP[Any], interval_s: float) -> AsyncIterator[None]:
     """The state watch of ``server``'s gate running for the block (nothing when ``interval_s``
@@ -484,50 +496,6 @@ async def watching(server: FastMCP[Any], interval_s: float) -> AsyncIterator[Non
 async def _list_changed(context: MiddlewareContext[Any]) -> None:
     if context.fastmcp_context is not None:
         await context.fastmcp_context.send_notification(mt.ToolListChangedNotification())
-
-
-def transport_for(upstream: Upstream) -> ClientTransport:
-    """The transport to ``upstream``: it launches a stdio server (kept alive between
-    connections, relaunched after a crash), or posts to a streamable-HTTP URL."""
-    if upstream.url:
-        return StreamableHttpTransport(upstream.url, headers=dict(upstream.headers) or None)
-    return StdioTransport(
-        upstream.command, list(upstream.args), env=dict(upstream.env) or None, keep_alive=True
-    )
-
-
-class ListingProxy(ProxyProvider):
-    """A proxy provider that hands every fresh listing of its upstream's tools to its
-    ``listeners`` (``listener(upstream name, tools)``), wherever FastMCP asks for one: a
-    client's ``tools/list``, or a call's lookup once the cached list has expired. This is where
-    the pins see an upstream change a tool while the gateway runs."""
-
-    def __init__(self, client: ProxyClient[Any], upstream: str) -> None:
-        super().__init__(client.new)
-        self.upstream = upstream
-        self.listeners: list[Callable[[str, Sequence[Tool]], None]] = []
-
-    async def _list_tools(self) -> Sequence[Tool]:
-        tools = await super()._list_tools()
-        for listener in self.listeners:
-            listener(self.upstream, tools)
-        return tools
-
-
-def proxy_for(upstream: Upstream) -> ListingProxy:
-    """The components of ``upstream``, proxied, for the gateway server to serve as its own.
-
-    Each request gets a fresh client over the one transport (a stdio server stays up between
-    them); the client's headers are never forwarded to the upstream.
-    """
-    client = ProxyClient(
-        transport_for(upstream),
-        forward_incoming_headers=False,
-        mode="auto",
-        name=upstream.name,
-        timeout=upstream.timeout_s,
-    )
-    return ListingProxy(client, upstream.name)
 
 
 def tool_json(tool: Tool) -> dict[str, Any]:
@@ -589,7 +557,8 @@ async def open_gateway(
             f"{config.source}: field 'account' is required over stdio (or pass --account): "
             "whose state the gates read"
         )
-    proxies = {up.name: proxy_for(up) for up in config.upstreams}
+    passthrough = Passthrough()
+    proxies = {up.name: passthrough.proxy_for(up) for up in config.upstreams}
     tools = {up.name: await upstream_tools(proxies[up.name], up) for up in config.upstreams}
     gates = await anyio.to_thread.run_sync(lambda: Gates.open(config, tools))
     limit = (config.server or HttpServer()).max_sessions
@@ -599,9 +568,11 @@ async def open_gateway(
         max_sessions=limit,
         tracing=Tracing.start(config.tracing) if tracing is None else tracing,
     )
+    passthrough.listen = gate.listen
     server: FastMCP[Any] = FastMCP(
         name="maitred-gateway",
         auth=TokenAuth(config.tokens) if http else None,
+        dereference_schemas=False,  # schemas as the upstreams sent them ($defs, $ref)
     )
     gate.watch_pins(list(proxies.values()))
     for proxy in proxies.values():
@@ -614,12 +585,11 @@ async def open_gateway(
 
         server.tool(find_tools, name=FIND_TOOLS, description=FIND_TOOLS_DESCRIPTION)
     server.add_middleware(gate)
+    server.add_middleware(passthrough)
+    if passthrough.completions:
+        server.add_completion_handler(passthrough.complete)
     if http:
         _add_routes(server, gate)
-    # served by the SDK's low-level server: FastMCP 4 has no hook of its own for this method
-    server._mcp_server.add_request_handler(
-        "subscriptions/listen", mt.SubscriptionsListenRequestParams, gate.listen
-    )
     return server, gates
 
 
@@ -644,8 +614,7 @@ async def serve_stdio(config: GatewayConfig) -> None:
         async with watching(server, config.watch.interval_s):
             await server.run_async(transport="stdio", show_banner=False)
     finally:
-        gates.close()
-        gate_of(server).tracing.close()
+        await close_gateway(server, gates)
 
 
 async def serve_http(config: GatewayConfig, *, port: int | None = None) -> None:
@@ -665,6 +634,7 @@ async def serve_http(config: GatewayConfig, *, port: int | None = None) -> None:
     sock.listen(128)
     bound = sock.getsockname()[1]
     server, gates = await open_gateway(config, http=True)
+    host_rules = hosts.rules(where.host, where.allowed_hosts, where.allowed_origins)
     print(
         f"maitred mcp: serving http://{where.host}:{bound}{where.path} "
         f"({len(config.upstreams)} upstream(s), {len(config.tokens)} token(s))",
@@ -680,9 +650,11 @@ async def serve_http(config: GatewayConfig, *, port: int | None = None) -> None:
                 path=where.path,
                 log_level="warning",
                 sockets=[sock],
-                middleware=[AsgiMiddleware(BodyLimit, max_bytes=where.max_body_bytes)],
+                middleware=[
+                    AsgiMiddleware(HostGuard, rules=host_rules),
+                    AsgiMiddleware(BodyLimit, max_bytes=where.max_body_bytes),
+                ],
             )
     finally:
-        gates.close()
-        gate_of(server).tracing.close()
+        await close_gateway(server, gates)
         sock.close()
