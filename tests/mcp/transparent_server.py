@@ -12,12 +12,15 @@ and serves no resource subscriptions), so everything it lists is exactly what it
   level.
 * ``touch``: changes ``note://pad`` and sends ``notifications/resources/updated`` to every
   session subscribed to it (``resources/subscribe``; ``resources/unsubscribe`` stops that).
+* ``secret``: a tool for the gateway's contracts to hide.
 * the resource ``note://pad`` (no MIME type), the template ``note://pads/{name}``, the prompts
   ``greet`` (no arguments member at all) and ``greet_named`` (``name``), and completions for
   ``greet_named``'s ``name`` and the template's ``name``.
 
-    python transparent_server.py            # stdio
-    python transparent_server.py --http     # streamable HTTP; prints "serving http://..."
+    python transparent_server.py                    # stdio
+    python transparent_server.py --http             # streamable HTTP; prints "serving http://..."
+    python transparent_server.py --handshake-only   # stdio, refusing 2026-07-28 (server/discover),
+                                                    # as servers on the MCP SDK 1.x do
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ import anyio
 import mcp_types as mt
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import Server
+from mcp.server.runner import serve_loop
 from mcp.server.session import ServerSession
 
 LEVELS = ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
@@ -61,6 +65,9 @@ TOOLS = [
     ),
     mt.Tool(name="chatty", description="Log while working", input_schema={"type": "object"}),
     mt.Tool(name="touch", description="Change note://pad", input_schema={"type": "object"}),
+    mt.Tool(
+        name="secret", description="A tool the contracts hide", input_schema={"type": "object"}
+    ),
 ]
 
 state: dict[str, Any] = {"level": "debug", "version": 0, "set_levels": []}
@@ -174,7 +181,7 @@ async def set_level(
 def build() -> Server[Any]:
     with warnings.catch_warnings():  # logging/setLevel is what this server exists to test
         warnings.simplefilter("ignore")
-        return Server(
+        server: Server[Any] = Server(
             "transparent-upstream",
             on_list_tools=list_tools,
             on_call_tool=call_tool,
@@ -188,6 +195,7 @@ def build() -> Server[Any]:
             on_completion=complete,
             on_set_logging_level=set_level,
         )
+    return server
 
 
 async def serve_stdio() -> None:
@@ -195,7 +203,17 @@ async def serve_stdio() -> None:
 
     server = build()
     async with stdio_server() as (read, write):
-        await server.run(read, write, server.create_initialization_options())
+        if "--handshake-only" not in sys.argv:
+            await server.run(read, write, server.create_initialization_options())
+            return
+        async with server.lifespan(server) as state:  # the handshake era only, as SDK 1.x
+            await serve_loop(
+                server,
+                read,
+                write,
+                lifespan_state=state,
+                init_options=server.create_initialization_options(),
+            )
 
 
 def serve_http() -> None:
