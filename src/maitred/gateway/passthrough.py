@@ -220,8 +220,8 @@ class Subscriptions:
             return
         client = self.listeners.get(up.name)
         if client is None:
-            client = UpstreamClient(
-                transport_for(up), proxy.relay, None, mode="legacy", name=up.name
+            client = UpstreamClient(  # no request of its own: unsolicited messages go nowhere
+                transport_for(up), proxy.relay, None, None, mode="legacy", name=up.name
             )
             await client.__aenter__()
             self.listeners[up.name] = client

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
@@ -56,7 +57,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from maitred.gateway.config import Upstream
 
 if TYPE_CHECKING:
-    from maitred.gateway.passthrough import Relay
+    from maitred.gateway.passthrough import Relay, Target
 
 #: how long a listing serves lookups (a call's tool) before the upstream is asked again
 CACHE_TTL_S = 300.0
@@ -82,8 +83,6 @@ def sdk_request() -> ServerRequestContext[Any, Any] | None:
 
 def _serving(relay: Relay | None) -> Any:
     """The relay's in-flight registration for the current request (or nothing)."""
-    from contextlib import nullcontext
-
     return relay.serving() if relay is not None else nullcontext()
 
 
@@ -314,14 +313,19 @@ def front_era() -> str | None:
 
 class UpstreamClient(ProxyClient[Any]):
     """A client to one upstream for one request: its log messages and notifications go to the
-    upstream's relay, tagged with the request it was made for; a handshake-era session of a
-    client that set a log level is told that level first."""
+    upstream's relay, tagged with ``target``, the request it was made for (``None``: a session
+    the gateway keeps for itself); a handshake-era session of a client that set a log
+    ``level`` is told that level first."""
 
     def __init__(
-        self, transport: ClientTransport, relay: Relay | None, level: str | None, **kw: Any
+        self,
+        transport: ClientTransport,
+        relay: Relay | None,
+        level: str | None,
+        target: Target | None,
+        **kw: Any,
     ) -> None:
         if relay is not None:
-            target = relay.target()
 
             async def on_log(message: mt.LoggingMessageNotificationParams) -> None:
                 await relay.on_log(target, message)
@@ -352,8 +356,15 @@ def client_factory(upstream: Upstream, relay: Relay | None) -> Callable[[], Clie
         if upstream.url:
             mode = front_era() or "legacy"  # at start: the era most clients speak
         level = relay.level() if relay is not None and upstream.url else None
+        target = relay.target() if relay is not None else None
         return UpstreamClient(
-            transport, relay, level, mode=mode, name=upstream.name, timeout=upstream.timeout_s
+            transport,
+            relay,
+            level,
+            target,
+            mode=mode,
+            name=upstream.name,
+            timeout=upstream.timeout_s,
         )
 
     return fresh
