@@ -146,7 +146,7 @@ def test_every_check_that_passes_directly_passes_through_the_gateway(
     counts = (
         f"MCP conformance 0.1.16: {len(direct.passed())}/{len(direct.status)} checks pass "
         f"directly, {len(through.passed() & direct.passed())}/{len(direct.passed())} of those "
-        f"through maitred mcp ({len(through.scenarios())} scenarios)"
+        f"through maitred mcp ({len(through.scenarios())} graded scenarios)"
     )
     print(counts)
     record_property("conformance", counts)

@@ -324,7 +324,7 @@ def _initialize(url: str, token: str, **headers: str) -> httpx2.Response:
         url,
         json=body,
         headers={
-            "Authorization": f"Bearer {token}",
+            **({"Authorization": f"Bearer {token}"} if token else {}),
             "Accept": "application/json, text/event-stream",
             **headers,
         },
