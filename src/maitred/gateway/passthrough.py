@@ -288,6 +288,10 @@ class Passthrough(Middleware):
         self.subscriptions = Subscriptions()
         self.proxies: dict[str, ListingProxy] = {}
 
+    def serve_listen(self, listen: Listen) -> None:
+        """Serve ``subscriptions/listen`` with ``listen`` (the gate's, known once it is built)."""
+        self.listen = listen
+
     def proxy_for(self, upstream: Upstream) -> ListingProxy:
         """The provider of ``upstream``'s components, its messages relayed through here."""
         relay = Relay(

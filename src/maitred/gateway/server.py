@@ -568,7 +568,7 @@ async def open_gateway(
         max_sessions=limit,
         tracing=Tracing.start(config.tracing) if tracing is None else tracing,
     )
-    passthrough.listen = gate.listen
+    passthrough.serve_listen(gate.listen)
     server: FastMCP[Any] = FastMCP(
         name="maitred-gateway",
         auth=TokenAuth(config.tokens) if http else None,

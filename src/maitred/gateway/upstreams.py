@@ -92,6 +92,12 @@ class UpstreamTool(ProxyTool):
     _wire: mt.Tool | None = None
     _relay: Relay | None = None
 
+    def adopt(self, wire: mt.Tool, relay: Relay | None) -> UpstreamTool:
+        """Keep the object the upstream listed (what this lists as) and its relay."""
+        self._wire = wire
+        self._relay = relay
+        return self
+
     def to_mcp_tool(self, **overrides: Any) -> mt.Tool:
         wire = self._wire
         if wire is None:
@@ -119,6 +125,12 @@ class UpstreamResource(ProxyResource):
     _wire: mt.Resource | None = None
     _relay: Relay | None = None
 
+    def adopt(self, wire: mt.Resource, relay: Relay | None) -> UpstreamResource:
+        """Keep the object the upstream listed (what this lists as) and its relay."""
+        self._wire = wire
+        self._relay = relay
+        return self
+
     def to_mcp_resource(self, **overrides: Any) -> mt.Resource:
         if self._wire is None:
             return super().to_mcp_resource(**overrides)
@@ -135,6 +147,12 @@ class UpstreamTemplate(ProxyTemplate):
     _wire: mt.ResourceTemplate | None = None
     _relay: Relay | None = None
 
+    def adopt(self, wire: mt.ResourceTemplate, relay: Relay | None) -> UpstreamTemplate:
+        """Keep the object the upstream listed (what this lists as) and its relay."""
+        self._wire = wire
+        self._relay = relay
+        return self
+
     def to_mcp_template(self, **overrides: Any) -> mt.ResourceTemplate:
         if self._wire is None:
             return super().to_mcp_template(**overrides)
@@ -146,6 +164,12 @@ class UpstreamPrompt(ProxyPrompt):
 
     _wire: mt.Prompt | None = None
     _relay: Relay | None = None
+
+    def adopt(self, wire: mt.Prompt, relay: Relay | None) -> UpstreamPrompt:
+        """Keep the object the upstream listed (what this lists as) and its relay."""
+        self._wire = wire
+        self._relay = relay
+        return self
 
     def to_mcp_prompt(self, **overrides: Any) -> mt.Prompt:
         if self._wire is None:
@@ -214,15 +238,13 @@ class ListingProxy(ProxyProvider):
                 f"({type(exc).__name__}: {exc})",
             ) from exc
 
-    def _own(self, component: Any, wire: Any) -> Any:
-        component._wire = wire
-        component._relay = self.relay
-        return component
-
     async def _list_tools(self) -> Sequence[Tool]:
         wire = await self._ask("tools", lambda c: c.list_tools())
         tools: list[Tool] = [
-            self._own(UpstreamTool.from_mcp_tool(self.client_factory, t), t) for t in wire
+            cast(UpstreamTool, UpstreamTool.from_mcp_tool(self.client_factory, t)).adopt(
+                t, self.relay
+            )
+            for t in wire
         ]
         self._tools = _Listed(tools, time.monotonic())
         for listener in self.listeners:
@@ -237,7 +259,10 @@ class ListingProxy(ProxyProvider):
     async def _list_resources(self) -> Sequence[Resource]:
         wire = await self._ask("resources", lambda c: c.list_resources())
         resources: list[Resource] = [
-            self._own(UpstreamResource.from_mcp_resource(self.client_factory, r), r) for r in wire
+            cast(
+                UpstreamResource, UpstreamResource.from_mcp_resource(self.client_factory, r)
+            ).adopt(r, self.relay)
+            for r in wire
         ]
         self._resources = _Listed(resources, time.monotonic())
         return resources
@@ -251,7 +276,10 @@ class ListingProxy(ProxyProvider):
     async def _list_resource_templates(self) -> Sequence[ResourceTemplate]:
         wire = await self._ask("resource templates", lambda c: c.list_resource_templates())
         templates: list[ResourceTemplate] = [
-            self._own(UpstreamTemplate.from_mcp_template(self.client_factory, t), t) for t in wire
+            cast(
+                UpstreamTemplate, UpstreamTemplate.from_mcp_template(self.client_factory, t)
+            ).adopt(t, self.relay)
+            for t in wire
         ]
         self._templates = _Listed(templates, time.monotonic())
         return templates
@@ -274,7 +302,10 @@ class ListingProxy(ProxyProvider):
     async def _list_prompts(self) -> Sequence[Prompt]:
         wire = await self._ask("prompts", lambda c: c.list_prompts())
         prompts: list[Prompt] = [
-            self._own(UpstreamPrompt.from_mcp_prompt(self.client_factory, p), p) for p in wire
+            cast(UpstreamPrompt, UpstreamPrompt.from_mcp_prompt(self.client_factory, p)).adopt(
+                p, self.relay
+            )
+            for p in wire
         ]
         self._prompts = _Listed(prompts, time.monotonic())
         return prompts
