@@ -238,8 +238,9 @@ class Subscriptions:
         key = (proxy.upstream, uri)
         async with self.lock:
             subscribed = self.subscribers.get(key)
-            if subscribed is None:
-                await self._upstream(proxy, "resources/unsubscribe", uri)  # its answer, as is
+            if subscribed is None:  # nothing subscribed through here: the upstream answers
+                async with proxy.factory() as client:
+                    await _send(client, "resources/unsubscribe", uri)
                 return
             subscribed.pop(target.key, None)
             if subscribed:
