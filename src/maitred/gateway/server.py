@@ -614,12 +614,19 @@ async def open_gateway(
         limiter=limiter,
     )
     passthrough.serve_listen(gate.listen)
+    where = config.server or HttpServer()
     auth = (
         GatewayAuth(
             config.tokens,
             verifier,
-            path=(config.server or HttpServer()).path,
+            path=where.path,
             scopes_supported=sorted({s for t in gates.engine.catalog for s in t.contract.scopes}),
+            outer=[  # DNS rebinding is answered before anything about the token
+                AsgiMiddleware(
+                    HostGuard,
+                    rules=hosts.rules(where.host, where.allowed_hosts, where.allowed_origins),
+                )
+            ],
         )
         if http
         else None
@@ -691,7 +698,6 @@ async def serve_http(config: GatewayConfig, *, port: int | None = None) -> None:
     sock.listen(128)
     bound = sock.getsockname()[1]
     server, gates = await open_gateway(config, http=True)
-    host_rules = hosts.rules(where.host, where.allowed_hosts, where.allowed_origins)
     print(
         f"maitred mcp: serving http://{where.host}:{bound}{where.path} "
         f"({len(config.upstreams)} upstream(s), {len(config.tokens)} token(s)"
@@ -709,10 +715,7 @@ async def serve_http(config: GatewayConfig, *, port: int | None = None) -> None:
                 path=where.path,
                 log_level="warning",
                 sockets=[sock],
-                middleware=[
-                    AsgiMiddleware(HostGuard, rules=host_rules),
-                    AsgiMiddleware(BodyLimit, max_bytes=where.max_body_bytes),
-                ],
+                middleware=[AsgiMiddleware(BodyLimit, max_bytes=where.max_body_bytes)],
             )
     finally:
         await close_gateway(server, gates)
