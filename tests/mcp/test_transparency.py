@@ -37,10 +37,12 @@ from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
 from tests.mcp.conftest import Process, child_env, sha256
 
 from maitred.gateway import load_config
 from maitred.gateway.server import DECISION_ID_META, close_gateway, open_gateway
+from maitred.log.base import open_log
 
 pytestmark = pytest.mark.slow  # the upstream and the gateway run as subprocesses
 
@@ -75,15 +77,21 @@ class Stack:
         return [json.loads(line) for line in lines]
 
 
-def _site(root: Path) -> None:
+def _site(root: Path, sidecar: str = SIDECAR) -> None:
     (root / "accounts.json").write_text(
         json.dumps({"acc-1": {"account": {"plan": "free"}}}), encoding="utf-8"
     )
-    (root / "t.maitred.yaml").write_text(SIDECAR, encoding="utf-8")
+    (root / "t.maitred.yaml").write_text(sidecar, encoding="utf-8")
 
 
-def start(root: Path, server: str = "{host: 127.0.0.1, port: 0}") -> Stack:
-    _site(root)
+def start(
+    root: Path,
+    server: str = "{host: 127.0.0.1, port: 0}",
+    *,
+    sidecar: str = SIDECAR,
+    alice_scopes: str = "[]",
+) -> Stack:
+    _site(root, sidecar)
     env = {**child_env(), "CALLS_FILE": str(root / "calls.jsonl")}
     upstream = Process([sys.executable, str(UPSTREAM), "--http"], env, r"serving (http://\S+)")
     config = root / "gateway.yaml"
@@ -92,7 +100,8 @@ def start(root: Path, server: str = "{host: 127.0.0.1, port: 0}") -> Stack:
         "log: gateway.sqlite\n"
         f"server: {server}\n"
         "tokens:\n"
-        f"  - {{token_sha256: {sha256(ALICE)}, tenant: alice, account: acc-1}}\n"
+        f"  - {{token_sha256: {sha256(ALICE)}, tenant: alice, account: acc-1, "
+        f"scopes: {alice_scopes}}}\n"
         f"  - {{token_sha256: {sha256(BOB)}, tenant: bob, account: acc-1}}\n"
         "upstreams:\n"
         f"  - {{name: t, url: {json.dumps(upstream.match.group(1))}, "
@@ -254,6 +263,44 @@ def test_a_subscription_reaches_the_upstream_and_its_updates_only_the_subscriber
     assert got["subscribed"] == ["note://pad", "note://pad"]
     assert got["after"] == got["subscribed"]  # nothing after unsubscribing
     assert updates(bob) == []  # never subscribed: never told
+
+
+def test_a_resource_the_session_may_not_read_cannot_be_subscribed_to(tmp_path: Path) -> None:
+    """Passed through, but not ungated: ``resources/subscribe`` is decided like the read it
+    leads to. Bob's token lacks the pad's scope: his subscription is refused and logged, and
+    never reaches the upstream; Alice's is forwarded and her updates arrive."""
+    sidecar = SIDECAR + "resources:\n  note://pad:\n    scopes: [pad:read]\n"
+    stack = start(tmp_path, sidecar=sidecar, alice_scopes="[pad:read]")
+    alice: list[Any] = []
+    got: dict[str, Any] = {}
+
+    async def main() -> None:
+        async with (
+            session(stack.url, ALICE, alice) as (a, _),
+            session(stack.url, BOB) as (b, _),
+        ):
+            with pytest.raises(MCPError) as refused:
+                await b.subscribe_resource("note://pad")
+            got["bob"] = refused.value.error
+            await a.subscribe_resource("note://pad")
+            await a.call_tool("touch", {})
+            await settle(alice, 1)
+
+    try:
+        anyio.run(main)
+    finally:
+        for process in stack.processes:
+            process.stop()
+    assert got["bob"].code == mt.INVALID_PARAMS
+    assert got["bob"].data["code"] == "RESOURCE_NOT_AVAILABLE"
+    assert updates(alice) == ["note://pad"]
+    with open_log(str(tmp_path / "gateway.sqlite")) as log:
+        rows = [json.loads(r["decision_json"]) for r in log.iter_action_decisions()]
+    subscribed = [
+        (r["tenant"], r["verdict"]) for r in rows if r["call"]["name"] == "resources/subscribe"
+    ]
+    assert sorted(subscribed) == [("alice", "allow"), ("bob", "reject")]
+    assert got["bob"].data["decision_id"] in {r["decision_id"] for r in rows}
 
 
 def logs(notes: list[Any]) -> list[tuple[str, str | None, Any]]:
