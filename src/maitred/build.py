@@ -32,6 +32,7 @@ COMPONENTS: dict[str, frozenset[str]] = {
     "dense": frozenset({"dense"}),
     "hybrid": frozenset({"bm25", "dense", "rrf"}),
     "fused": frozenset({"bm25", "dense", "fused"}),
+    "adaptive": frozenset({"adaptive", "bm25", "dense"}),
 }
 
 

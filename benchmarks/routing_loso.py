@@ -1,0 +1,377 @@
+"""Leave-one-set-out routing accuracy: is the default safe on a catalog it was not fitted on?
+
+Every development set is held out in turn. Whatever a method fits (here: ``adaptive``'s one
+lexical weight, chosen on a grid) is fitted on the *other* sets only, then scored on the held-out
+one. The fit maximises the worst margin to the best single method over the fitting sets (ties:
+the better mean margin), so it prefers a weight that never loses much to one that wins a lot on
+average. Methods with nothing fitted on these sets (``bm25-plain``, ``bm25``, ``dense``,
+``hybrid``, ``fused``, ...) are scored as they ship.
+
+Sets are discovered, not listed: the sets file ``routing_sets.py`` writes (``sitecare``,
+``metatool`` and every converted public set), plus every folder under ``--sets-dir`` holding a
+``tools.jsonl`` and a ``queries.jsonl`` (so a set converted later by ``benchmarks/sets/build.py``
+joins without a change here). Run ``routing_sets.py`` once first to convert the public sets.
+
+Per set it prints nDCG@10 of every method, the LOSO ``adaptive`` (and the weight its fold
+chose), the shipped ``adaptive`` (its default weight), and the margin of ``fused`` and of
+``adaptive`` to the best *single* method (``bm25-plain``, ``bm25``, ``dense``); then the worst
+set of each. ``--stress`` adds each set with a deliberately weak dense half (the embedding of each
+tool's name alone, BM25 unchanged): the failure mode of a catalog whose embedding cannot tell the
+tools apart. ``--timing`` measures per-query time at 1,000 skills of ``dense``, ``fused`` and
+``adaptive`` interleaved in one run and prints the ratios to ``dense``.
+
+Run::
+
+    .venv/bin/python benchmarks/routing_loso.py [--stress] [--timing] [--only bfcl,api-bank]
+
+It writes ``bench-out/routing_loso.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import statistics
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from maitred.recall import (
+    AdaptiveRecaller,
+    BM25Recaller,
+    DenseRecaller,
+    FusedRecaller,
+    HybridRecaller,
+    MiniLMEmbedder,
+    evaluate_routing,
+    load_queries,
+    make_recaller,
+    query_metrics,
+)
+from maitred.recall.adaptive import LEXICAL_WEIGHT
+from maitred.recall.base import Recaller
+from maitred.recall.dense import Embedder, Progress
+from maitred.recall.evaluate import MRR_DEPTH, QUALITY_KEYS, EvalSet, Query, load_sets
+from maitred.skills.catalog import load_catalog
+from maitred.skills.model import Catalog
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+SINGLE = ("bm25-plain", "bm25", "dense")
+"""The methods that do not fuse: the bar the default is held to."""
+METHODS = (*SINGLE, "hybrid", "fused", "fused+intents")
+GRID = tuple(round(0.05 * i, 2) for i in range(2, 15))
+"""Lexical weights the fit chooses from (0.10 ... 0.70)."""
+NAME_ONLY = {"name": 1.0, "description": 0.0, "body": 0.0, "params": 0.0}
+
+
+class MemoEmbedder:
+    """Encodes each distinct text once across every recaller of a run (same vectors).
+
+    Every method built on MiniLM would otherwise embed the same queries again; the index of a
+    catalog is still read from (or written to) the cache as ``make_recaller`` does.
+    """
+
+    def __init__(self, inner: Embedder) -> None:
+        self.inner = inner
+        self.model_id = inner.model_id
+        self.dim = inner.dim
+        self._memo: dict[str, NDArray[np.float32]] = {}
+
+    def encode(
+        self, texts: Sequence[str], *, progress: Progress | None = None
+    ) -> NDArray[np.float32]:
+        todo = [t for t in dict.fromkeys(texts) if t not in self._memo]
+        if todo:
+            for text, vector in zip(todo, self.inner.encode(todo, progress=progress), strict=True):
+                self._memo[text] = vector
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return np.stack([self._memo[t] for t in texts])
+
+
+def discover(sets_dir: Path) -> list[EvalSet]:
+    """The sets file's sets, then every ``sets_dir/<name>/`` with tools and queries files."""
+    found: list[EvalSet] = []
+    index = sets_dir / "sets.json"
+    if index.exists():
+        found.extend(load_sets(index))
+    named = {s.name for s in found}
+    for folder in sorted(p for p in sets_dir.iterdir() if p.is_dir()) if sets_dir.is_dir() else []:
+        tools, queries = folder / "tools.jsonl", folder / "queries.jsonl"
+        if folder.name not in named and tools.is_file() and queries.is_file():
+            found.append(EvalSet(folder.name, (tools,), queries))
+    return found
+
+
+@dataclass
+class SetResult:
+    """Everything measured on one set."""
+
+    name: str
+    skills: int
+    queries: int
+    methods: dict[str, dict[str, Any]]
+    grid: dict[float, dict[str, float]]
+    stress: dict[str, float]
+
+
+def averaged(per_query: Sequence[dict[str, float]]) -> dict[str, float]:
+    n = len(per_query)
+    return {k: (sum(m[k] for m in per_query) / n if n else 0.0) for k in QUALITY_KEYS}
+
+
+def grid_scores(
+    recaller: AdaptiveRecaller, queries: Sequence[Query], dense: DenseRecaller
+) -> dict[float, dict[str, float]]:
+    """``adaptive``'s metrics under every weight of :data:`GRID`, from one pass of evidence."""
+    vectors = dense.query_vectors([q.text for q in queries])
+    per: dict[float, list[dict[str, float]]] = {a: [] for a in GRID}
+    for query, vector in zip(queries, vectors, strict=True):
+        if vector is None:
+            for a in GRID:
+                per[a].append(query_metrics([], query.gold))
+            continue
+        evidence = recaller.evidence(query.text, vector, MRR_DEPTH)
+        for a in GRID:
+            ranked = [c.name for c in recaller.mix(evidence, MRR_DEPTH, a)]
+            per[a].append(query_metrics(ranked, query.gold))
+    return {a: averaged(rows) for a, rows in per.items()}
+
+
+def quiet(_: list[Query]) -> None:
+    """Queries naming a tool the catalog lacks are left out silently (counted in n_queries)."""
+
+
+def run_set(spec: EvalSet, methods: Sequence[str], cache: Path, stress: bool) -> SetResult:
+    catalog = load_catalog(spec.catalog)
+    known = set(catalog.names)
+    queries = [q for q in load_queries(spec.queries) if all(g in known for g in q.gold)]
+    embedder = MemoEmbedder(MiniLMEmbedder())
+    rows: dict[str, dict[str, Any]] = {}
+    for method in (*methods, "adaptive"):
+        recaller = make_recaller(method, catalog, cache_dir=cache, embedder=embedder)
+        rows[method] = evaluate_routing(recaller, queries, method, on_unknown=quiet)
+        print(f"  {spec.name:14} {method:14} nDCG@10 {rows[method]['ndcg_at_10']:.4f}", flush=True)
+    adaptive = make_recaller("adaptive", catalog, cache_dir=cache, embedder=embedder)
+    assert isinstance(adaptive, AdaptiveRecaller)
+    grid = grid_scores(adaptive, queries, adaptive.dense)
+    weak: dict[str, float] = {}
+    if stress:
+        weak = stress_set(catalog, queries, adaptive.bm25, embedder)
+    return SetResult(spec.name, len(catalog), len(queries), rows, grid, weak)
+
+
+def stress_set(
+    catalog: Catalog, queries: Sequence[Query], bm25: BM25Recaller, embedder: Embedder
+) -> dict[str, float]:
+    """nDCG@10 with a dense half that sees only each tool's name (BM25 unchanged)."""
+    dense = DenseRecaller.build(catalog, embedder, field_mix=NAME_ONLY)
+    out: dict[str, float] = {}
+    recallers: dict[str, Recaller] = {
+        "bm25": bm25,
+        "dense": dense,
+        "hybrid": HybridRecaller(bm25, dense),
+        "fused": FusedRecaller(bm25, dense),
+    }
+    for name, recaller in recallers.items():
+        out[name] = evaluate_routing(recaller, queries, name, on_unknown=quiet)["ndcg_at_10"]
+    adaptive = AdaptiveRecaller(bm25, dense)
+    for a, metrics in grid_scores(adaptive, queries, dense).items():
+        out[f"adaptive@{a}"] = metrics["ndcg_at_10"]
+    return out
+
+
+def best_single(result: SetResult) -> float:
+    return max(result.methods[m]["ndcg_at_10"] for m in SINGLE if m in result.methods)
+
+
+def fit(results: Sequence[SetResult], *, stress: bool = False) -> float:
+    """The grid weight with the best worst margin to the best single method (then mean).
+
+    With ``stress``, each fitting set's weak-dense variant is a fitting set too (its best
+    single method is the better of its BM25 and its name-only dense half).
+    """
+
+    def key(a: float) -> tuple[float, float]:
+        margins = [r.grid[a]["ndcg_at_10"] - best_single(r) for r in results]
+        if stress:
+            margins += [
+                r.stress[f"adaptive@{a}"] - max(r.stress["bm25"], r.stress["dense"])
+                for r in results
+                if r.stress
+            ]
+        return (round(min(margins), 6), round(statistics.fmean(margins), 6))
+
+    return max(GRID, key=key)
+
+
+def loso(results: Sequence[SetResult], *, stress: bool = False) -> dict[str, float]:
+    """Held-out set -> the weight fitted on all the others (and, with ``stress``, their
+    weak-dense variants; never the held-out set's own)."""
+    return {
+        r.name: fit([o for o in results if o.name != r.name], stress=stress) for r in results
+    }
+
+
+def timing(skills: int, messages: int, cache: Path) -> dict[str, float]:
+    """Median ms/query of dense, fused and adaptive at ``skills`` skills, interleaved."""
+    import _catalogs as wl
+
+    catalog = wl.make_catalog(skills)
+    texts = list(dict.fromkeys(wl.load_queries(messages * 3)))
+    warm, timed = texts[:messages], texts[messages : 2 * messages]
+    make_recaller("dense", catalog, cache_dir=cache, embedder=wl.DistinctTextEmbedder(MiniLMEmbedder()))
+    methods = ("dense", "fused", "adaptive")
+    recallers = {m: make_recaller(m, catalog, cache_dir=cache) for m in methods}
+    for recaller in recallers.values():
+        for text in warm:
+            recaller.rank(text, 10)
+    times: dict[str, list[float]] = {m: [] for m in methods}
+    for text in timed:
+        for method, recaller in recallers.items():
+            start = time.perf_counter()
+            recaller.rank(text, 10)
+            times[method].append(1000.0 * (time.perf_counter() - start))
+    return {m: statistics.median(t) for m, t in times.items()}
+
+
+def report(
+    results: Sequence[SetResult], folds: dict[str, float], methods: Sequence[str]
+) -> tuple[str, dict[str, Any]]:
+    cols = [*methods, "adaptive (LOSO)", "a", "adaptive"]
+    lines = [
+        "| set (skills, queries) | " + " | ".join(cols) + " | fused − best single | "
+        "adaptive (LOSO) − best single |",
+        "|---|" + "---:|" * (len(cols) + 2),
+    ]
+    summary: dict[str, Any] = {"sets": {}}
+    for r in results:
+        a = folds[r.name]
+        held = r.grid[a]["ndcg_at_10"]
+        single = best_single(r)
+        cells = [f"{r.methods[m]['ndcg_at_10']:.3f}" for m in methods]
+        cells += [f"{held:.3f}", f"{a:.2f}", f"{r.methods['adaptive']['ndcg_at_10']:.3f}"]
+        fused = r.methods["fused"]["ndcg_at_10"] if "fused" in r.methods else float("nan")
+        lines.append(
+            f"| {r.name} ({r.skills}, {r.queries}) | "
+            + " | ".join(cells)
+            + f" | {fused - single:+.3f} | {held - single:+.3f} |"
+        )
+        summary["sets"][r.name] = {
+            "skills": r.skills,
+            "queries": r.queries,
+            "methods": r.methods,
+            "loso_weight": a,
+            "loso_adaptive": r.grid[a],
+            "grid": {str(k): v for k, v in r.grid.items()},
+            "best_single": single,
+            "stress": r.stress,
+        }
+    return "\n".join(lines), summary
+
+
+def verdict(results: Sequence[SetResult], folds: dict[str, float]) -> list[str]:
+    out = []
+    for label, get in (
+        ("fused", lambda r: r.methods["fused"]["ndcg_at_10"]),
+        ("adaptive (LOSO)", lambda r: r.grid[folds[r.name]]["ndcg_at_10"]),
+        ("adaptive (shipped a)", lambda r: r.methods["adaptive"]["ndcg_at_10"]),
+    ):
+        margins = {r.name: get(r) - best_single(r) for r in results}
+        plain = {r.name: get(r) - r.methods["bm25-plain"]["ndcg_at_10"] for r in results}
+        worst = min(margins, key=lambda n: margins[n])
+        low = min(plain, key=lambda n: plain[n])
+        out.append(
+            f"{label}: worst set {worst} {margins[worst]:+.3f} to the best single method; "
+            f"within 0.01 on every set: {all(m >= -0.01 for m in margins.values())}; "
+            f"lowest margin to bm25-plain {low} {plain[low]:+.3f}"
+        )
+    return out
+
+
+def stress_table(results: Sequence[SetResult], folds: dict[str, float]) -> str:
+    lines = [
+        "| set, dense half on names only | bm25 | dense | hybrid | fused | adaptive (LOSO a) | "
+        "fused − best single | adaptive − best single |",
+        "|---|" + "---:|" * 7,
+    ]
+    for r in results:
+        s = r.stress
+        if not s:
+            continue
+        single = max(s["bm25"], s["dense"])
+        ad = s[f"adaptive@{folds[r.name]}"]
+        lines.append(
+            f"| {r.name} | {s['bm25']:.3f} | {s['dense']:.3f} | {s['hybrid']:.3f} | "
+            f"{s['fused']:.3f} | {ad:.3f} | {s['fused'] - single:+.3f} | {ad - single:+.3f} |"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sets-dir", type=Path, default=REPO / "bench-out" / "sets")
+    parser.add_argument("--cache", type=Path, default=REPO / "bench-out" / "cache")
+    parser.add_argument("--only", default="", help="comma-separated set names (LOSO over them)")
+    parser.add_argument("--methods", default=",".join(METHODS))
+    parser.add_argument(
+        "--stress",
+        action="store_true",
+        help="add each set with a name-only dense half, scored and (for the other folds) fitted on",
+    )
+    parser.add_argument("--timing", action="store_true", help="time dense/fused/adaptive")
+    parser.add_argument("--skills", type=int, default=1000)
+    parser.add_argument("--messages", type=int, default=300)
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.ERROR)
+    methods = [m for m in args.methods.split(",") if m]
+    missing = [m for m in (*SINGLE, "fused") if m not in methods]
+    if missing:
+        parser.error(f"--methods must include {', '.join(missing)} (the margins need them)")
+    only = {n for n in args.only.split(",") if n}
+    sets = [s for s in discover(args.sets_dir) if not only or s.name in only]
+    if len(sets) < 2:
+        parser.error(
+            f"leave-one-set-out needs at least two sets; found {len(sets)} under "
+            f"{args.sets_dir} (run benchmarks/routing_sets.py first)"
+        )
+    print(f"{len(sets)} sets: {', '.join(s.name for s in sets)}", flush=True)
+    results = [run_set(s, methods, args.cache, args.stress) for s in sets]
+    folds = loso(results, stress=args.stress)
+    text, summary = report(results, folds, methods)
+    summary["fit_includes_stress"] = args.stress
+    summary["weight_fitted_on_all"] = fit(results, stress=args.stress)
+    summary["shipped_weight"] = LEXICAL_WEIGHT
+    summary["verdict"] = verdict(results, folds)
+    print()
+    print(text)
+    print()
+    print(f"weight fitted on all sets: {summary['weight_fitted_on_all']}; shipped: {LEXICAL_WEIGHT}")
+    for line in summary["verdict"]:
+        print(line)
+    if args.stress:
+        print()
+        print(stress_table(results, folds))
+    if args.timing:
+        ms = timing(args.skills, args.messages, args.cache)
+        summary["timing_ms"] = ms
+        print()
+        print(f"{args.skills} skills, {args.messages} messages, median ms/query, one run:")
+        for method, value in ms.items():
+            print(f"  {method:9} {value:.2f} ms  ({value / ms['dense']:.2f}x dense)")
+    out = REPO / "bench-out" / "routing_loso.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(summary, indent=1, default=str) + "\n", "utf-8")
+
+
+if __name__ == "__main__":
+    main()
