@@ -42,10 +42,10 @@ from maitred.recall.store import IndexStore
 from maitred.recall.vectors import VectorIndex
 
 __all__ = [
-    "AdaptiveRecaller",
     "DEFAULT_FIELD_MIX",
     "DEFAULT_FIELD_WEIGHTS",
     "FIELDS",
+    "AdaptiveRecaller",
     "BM25Recaller",
     "Candidate",
     "Cutoff",

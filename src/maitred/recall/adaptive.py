@@ -90,6 +90,28 @@ class Evidence:
     bm25: NDArray[np.float32]
     cosines: NDArray[np.float32]
 
+    def lexical_share(self, lexical_weight: float) -> float:
+        """The lexical half's share of the best evidence: ``a * max lexical`` over that plus
+        ``(1 - a) * max semantic`` (0.0 when neither half has any). A fixed-weight mix would
+        give every query the same share; this one moves with the two distributions."""
+        lex = lexical_weight * float(self.lexical.max(initial=0.0))
+        sem = (1.0 - lexical_weight) * float(self.semantic.max(initial=0.0))
+        return lex / (lex + sem) if lex + sem > 0.0 else 0.0
+
+
+def weigh(
+    bm25: NDArray[np.float32],
+    pool: NDArray[np.intp],
+    cosines: NDArray[np.float32],
+    cosine_mean: float,
+    cosine_sd: float,
+) -> Evidence:
+    """Evidence for one query from every skill's BM25F score (catalog order), the pool's rows,
+    their cosines, and the mean and standard deviation of the cosine over the whole catalog."""
+    lexical = standout(bm25[pool], float(bm25.mean()), float(bm25.std()))
+    semantic = standout(cosines, cosine_mean, cosine_sd)
+    return Evidence(pool, lexical, semantic, bm25[pool], cosines)
+
 
 class AdaptiveRecaller:
     """BM25F and dense recall, each half scored by how far a skill stands out in the catalog.
@@ -150,12 +172,11 @@ class AdaptiveRecaller:
         bm25 = self.bm25.scores(text)
         rows, _ = self.dense.index.search(query, depth)
         pool = np.union1d(rows, top_k(bm25, depth, min_score=0.0)).astype(np.intp)
-        cosines = self.dense.index.cosines(query, pool)
-        lexical = standout(bm25[pool], float(bm25.mean()), float(bm25.std()))
-        semantic = standout(cosines, *self.cosine_moments(query))
-        return Evidence(pool, lexical, semantic, bm25[pool], cosines)
+        return weigh(bm25, pool, self.dense.index.cosines(query, pool), *self.cosine_moments(query))
 
-    def mix(self, evidence: Evidence, k: int, lexical_weight: float | None = None) -> list[Candidate]:
+    def mix(
+        self, evidence: Evidence, k: int, lexical_weight: float | None = None
+    ) -> list[Candidate]:
         """The best ``k`` of the pool by ``a * lexical + (1 - a) * semantic``.
 
         Args:
@@ -174,7 +195,11 @@ class AdaptiveRecaller:
                 names[e.pool[j]],
                 r,
                 float(score[j]),
-                {"adaptive": float(score[j]), "bm25": float(e.bm25[j]), "dense": float(e.cosines[j])},
+                {
+                    "adaptive": float(score[j]),
+                    "bm25": float(e.bm25[j]),
+                    "dense": float(e.cosines[j]),
+                },
             )
             for r, j in enumerate(order, start=1)
         ]
