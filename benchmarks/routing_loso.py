@@ -1,26 +1,27 @@
 """Leave-one-set-out routing accuracy: is the default safe on a catalog it was not fitted on?
 
-Every development set is held out in turn. Whatever a method fits (here: ``adaptive``'s one
-lexical weight, chosen on a grid) is fitted on the *other* sets only, then scored on the held-out
-one. The fit maximises the worst margin to the best single method over the fitting sets (ties:
-the better mean margin), so it prefers a weight that never loses much to one that wins a lot on
-average. Methods with nothing fitted on these sets (``bm25-plain``, ``bm25``, ``dense``,
-``hybrid``, ``fused``, ...) are scored as they ship.
+Every development set is held out in turn. Whatever a method fits (here: ``adaptive``'s lexical
+weight and standout power, chosen on a grid) is fitted on the *other* sets only, then scored on
+the held-out one. The fit maximises the mean margin to the best single method over the fitting
+sets (ties: the better worst margin). Methods with nothing fitted on these sets
+(``bm25-plain``, ``bm25``, ``dense``, ``hybrid``, ``fused``, ...) are scored as they ship.
 
 Sets are discovered, not listed: the sets file ``routing_sets.py`` writes (``sitecare``,
 ``metatool`` and every converted public set), plus every folder under ``--sets-dir`` holding a
 ``tools.jsonl`` and a ``queries.jsonl`` (so a set converted later by ``benchmarks/sets/build.py``
 joins without a change here). Run ``routing_sets.py`` once first to convert the public sets.
 
-Per set it prints nDCG@10 of every method, the LOSO ``adaptive`` (and the weight its fold
-chose), the shipped ``adaptive`` (its default weight), and the margin of ``fused`` and of
+Per set it prints nDCG@10 of every method, the LOSO ``adaptive`` (and the pair its fold chose),
+the shipped ``adaptive`` (its default pair), and the margins of ``fused`` and of the LOSO
 ``adaptive`` to the best *single* method (``bm25-plain``, ``bm25``, ``dense``); then the worst
-set of each. ``--stress`` adds each set with a deliberately weak dense half (the embedding of each
-tool's name alone, BM25 unchanged): the failure mode of a catalog whose embedding cannot tell the
-tools apart; with it, each fold's fit also covers the *other* sets' weak-dense variants (so the
-weight is chosen for catalogs where dense wins and where it is weak, never on the held-out set or
-its variant). ``--timing`` measures per-query time at 1,000 skills of ``dense``, ``fused`` and
-``adaptive`` interleaved in one run and prints the ratios to ``dense``.
+set of each and the lowest margin to ``bm25-plain``.
+
+``--stress`` adds each set with a deliberately weak dense half (the embedding of each tool's
+name alone, BM25 unchanged): the failure mode of a catalog whose embedding cannot tell the tools
+apart. It also prints what each fold would choose when fitted on the *other* sets and their
+weak-dense variants (never the held-out set or its own variant). ``--timing`` measures the
+per-query time at 1,000 skills of ``dense``, ``fused`` and ``adaptive``, interleaved in one run,
+and prints the ratios to ``dense``.
 
 Run::
 
@@ -57,7 +58,7 @@ from maitred.recall import (
     make_recaller,
     query_metrics,
 )
-from maitred.recall.adaptive import LEXICAL_WEIGHT
+from maitred.recall.adaptive import LEXICAL_WEIGHT, POWER
 from maitred.recall.base import Recaller
 from maitred.recall.dense import Embedder, Progress
 from maitred.recall.evaluate import MRR_DEPTH, QUALITY_KEYS, EvalSet, Query, load_sets
@@ -70,8 +71,10 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 SINGLE = ("bm25-plain", "bm25", "dense")
 """The methods that do not fuse: the bar the default is held to."""
 METHODS = (*SINGLE, "hybrid", "fused", "fused+intents")
-GRID = tuple(round(0.05 * i, 2) for i in range(2, 15))
-"""Lexical weights the fit chooses from (0.10 ... 0.70)."""
+WEIGHTS = tuple(round(0.05 * i, 2) for i in range(2, 15))
+POWERS = (1.0, 1.5, 2.0, 3.0)
+GRID = tuple((a, p) for p in POWERS for a in WEIGHTS)
+"""(lexical weight, standout power) pairs the fit chooses from: 0.10 ... 0.70 x 1 ... 3."""
 NAME_ONLY = {"name": 1.0, "description": 0.0, "body": 0.0, "params": 0.0}
 
 
@@ -122,7 +125,7 @@ class SetResult:
     skills: int
     queries: int
     methods: dict[str, dict[str, Any]]
-    grid: dict[float, dict[str, float]]
+    grid: dict[tuple[float, float], dict[str, float]]
     stress: dict[str, float]
 
 
@@ -133,20 +136,22 @@ def averaged(per_query: Sequence[dict[str, float]]) -> dict[str, float]:
 
 def grid_scores(
     recaller: AdaptiveRecaller, queries: Sequence[Query], dense: DenseRecaller
-) -> dict[float, dict[str, float]]:
-    """``adaptive``'s metrics under every weight of :data:`GRID`, from one pass of evidence."""
+) -> dict[tuple[float, float], dict[str, float]]:
+    """``adaptive``'s metrics under every (weight, power) of :data:`GRID`, each query embedded
+    once (the same code path as ``rank``: :meth:`~AdaptiveRecaller.evidence`, ``mix``)."""
     vectors = dense.query_vectors([q.text for q in queries])
-    per: dict[float, list[dict[str, float]]] = {a: [] for a in GRID}
+    per: dict[tuple[float, float], list[dict[str, float]]] = {g: [] for g in GRID}
     for query, vector in zip(queries, vectors, strict=True):
         if vector is None:
-            for a in GRID:
-                per[a].append(query_metrics([], query.gold))
+            for g in GRID:
+                per[g].append(query_metrics([], query.gold))
             continue
-        evidence = recaller.evidence(query.text, vector, MRR_DEPTH)
-        for a in GRID:
-            ranked = [c.name for c in recaller.mix(evidence, MRR_DEPTH, a)]
-            per[a].append(query_metrics(ranked, query.gold))
-    return {a: averaged(rows) for a, rows in per.items()}
+        for p in POWERS:
+            evidence = recaller.evidence(query.text, vector, MRR_DEPTH, p)
+            for a in WEIGHTS:
+                ranked = [c.name for c in recaller.mix(evidence, MRR_DEPTH, a)]
+                per[(a, p)].append(query_metrics(ranked, query.gold))
+    return {g: averaged(rows) for g, rows in per.items()}
 
 
 def quiet(_: list[Query]) -> None:
@@ -187,8 +192,8 @@ def stress_set(
     for name, recaller in recallers.items():
         out[name] = evaluate_routing(recaller, queries, name, on_unknown=quiet)["ndcg_at_10"]
     adaptive = AdaptiveRecaller(bm25, dense)
-    for a, metrics in grid_scores(adaptive, queries, dense).items():
-        out[f"adaptive@{a}"] = metrics["ndcg_at_10"]
+    for (a, p), metrics in grid_scores(adaptive, queries, dense).items():
+        out[f"adaptive@{a},{p}"] = metrics["ndcg_at_10"]
     return out
 
 
@@ -196,27 +201,30 @@ def best_single(result: SetResult) -> float:
     return max(float(result.methods[m]["ndcg_at_10"]) for m in SINGLE if m in result.methods)
 
 
-def fit(results: Sequence[SetResult], *, stress: bool = False) -> float:
-    """The grid weight with the best worst margin to the best single method (then mean).
+Pair = tuple[float, float]
+
+
+def fit(results: Sequence[SetResult], *, stress: bool = False) -> Pair:
+    """The grid pair with the best mean margin to the best single method (then worst margin).
 
     With ``stress``, each fitting set's weak-dense variant is a fitting set too (its best
     single method is the better of its BM25 and its name-only dense half).
     """
 
-    def key(a: float) -> tuple[float, float]:
-        margins = [r.grid[a]["ndcg_at_10"] - best_single(r) for r in results]
+    def key(g: Pair) -> tuple[float, float]:
+        margins = [r.grid[g]["ndcg_at_10"] - best_single(r) for r in results]
         if stress:
             margins += [
-                r.stress[f"adaptive@{a}"] - max(r.stress["bm25"], r.stress["dense"])
+                r.stress[f"adaptive@{g[0]},{g[1]}"] - max(r.stress["bm25"], r.stress["dense"])
                 for r in results
                 if r.stress
             ]
-        return (round(min(margins), 6), round(statistics.fmean(margins), 6))
+        return (round(statistics.fmean(margins), 6), round(min(margins), 6))
 
     return max(GRID, key=key)
 
 
-def loso(results: Sequence[SetResult], *, stress: bool = False) -> dict[str, float]:
+def loso(results: Sequence[SetResult], *, stress: bool = False) -> dict[str, Pair]:
     """Held-out set -> the weight fitted on all the others (and, with ``stress``, their
     weak-dense variants; never the held-out set's own)."""
     return {r.name: fit([o for o in results if o.name != r.name], stress=stress) for r in results}
@@ -247,9 +255,9 @@ def timing(skills: int, messages: int, cache: Path) -> dict[str, float]:
 
 
 def report(
-    results: Sequence[SetResult], folds: dict[str, float], methods: Sequence[str]
+    results: Sequence[SetResult], folds: dict[str, Pair], methods: Sequence[str]
 ) -> tuple[str, dict[str, Any]]:
-    cols = [*methods, "adaptive (LOSO)", "a", "adaptive"]
+    cols = [*methods, "adaptive (LOSO)", "a, p", "adaptive"]
     lines = [
         "| set (skills, queries) | " + " | ".join(cols) + " | fused − best single | "
         "adaptive (LOSO) − best single |",
@@ -261,7 +269,11 @@ def report(
         held = r.grid[a]["ndcg_at_10"]
         single = best_single(r)
         cells = [f"{r.methods[m]['ndcg_at_10']:.3f}" for m in methods]
-        cells += [f"{held:.3f}", f"{a:.2f}", f"{r.methods['adaptive']['ndcg_at_10']:.3f}"]
+        cells += [
+            f"{held:.3f}",
+            f"{a[0]:.2f}, {a[1]:g}",
+            f"{r.methods['adaptive']['ndcg_at_10']:.3f}",
+        ]
         fused = r.methods["fused"]["ndcg_at_10"] if "fused" in r.methods else float("nan")
         lines.append(
             f"| {r.name} ({r.skills}, {r.queries}) | "
@@ -272,16 +284,16 @@ def report(
             "skills": r.skills,
             "queries": r.queries,
             "methods": r.methods,
-            "loso_weight": a,
+            "loso_weight_power": a,
             "loso_adaptive": r.grid[a],
-            "grid": {str(k): v for k, v in r.grid.items()},
+            "grid": {f"{k[0]},{k[1]}": v for k, v in r.grid.items()},
             "best_single": single,
             "stress": r.stress,
         }
     return "\n".join(lines), summary
 
 
-def verdict(results: Sequence[SetResult], folds: dict[str, float]) -> list[str]:
+def verdict(results: Sequence[SetResult], folds: dict[str, Pair]) -> list[str]:
     out = []
     scored: dict[str, dict[str, float]] = {
         "fused": {r.name: r.methods["fused"]["ndcg_at_10"] for r in results},
@@ -301,9 +313,9 @@ def verdict(results: Sequence[SetResult], folds: dict[str, float]) -> list[str]:
     return out
 
 
-def stress_table(results: Sequence[SetResult], folds: dict[str, float]) -> str:
+def stress_table(results: Sequence[SetResult], folds: dict[str, Pair]) -> str:
     lines = [
-        "| set, dense half on names only | bm25 | dense | hybrid | fused | adaptive (LOSO a) | "
+        "| set, dense half on names only | bm25 | dense | hybrid | fused | adaptive (LOSO a, p) | "
         "fused − best single | adaptive − best single |",
         "|---|" + "---:|" * 7,
     ]
@@ -312,7 +324,8 @@ def stress_table(results: Sequence[SetResult], folds: dict[str, float]) -> str:
         if not s:
             continue
         single = max(s["bm25"], s["dense"])
-        ad = s[f"adaptive@{folds[r.name]}"]
+        a, p = folds[r.name]
+        ad = s[f"adaptive@{a},{p}"]
         lines.append(
             f"| {r.name} | {s['bm25']:.3f} | {s['dense']:.3f} | {s['hybrid']:.3f} | "
             f"{s['fused']:.3f} | {ad:.3f} | {s['fused'] - single:+.3f} | {ad - single:+.3f} |"
@@ -329,7 +342,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument(
         "--stress",
         action="store_true",
-        help="add each set with a name-only dense half, scored and (for the other folds) fitted on",
+        help="add each set with a name-only dense half (scored; and an alternative fit on them)",
     )
     parser.add_argument("--timing", action="store_true", help="time dense/fused/adaptive")
     parser.add_argument("--skills", type=int, default=1000)
@@ -349,11 +362,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         )
     print(f"{len(sets)} sets: {', '.join(s.name for s in sets)}", flush=True)
     results = [run_set(s, methods, args.cache, args.stress) for s in sets]
-    folds = loso(results, stress=args.stress)
+    folds = loso(results)
     text, summary = report(results, folds, methods)
-    summary["fit_includes_stress"] = args.stress
-    summary["weight_fitted_on_all"] = fit(results, stress=args.stress)
-    summary["shipped_weight"] = LEXICAL_WEIGHT
+    summary["fitted_on_all"] = fit(results)
+    summary["shipped"] = (LEXICAL_WEIGHT, POWER)
     summary["verdict"] = verdict(results, folds)
     print()
     print(text)
@@ -366,6 +378,16 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.stress:
         print()
         print(stress_table(results, folds))
+        # the alternative: fit on the other sets *and* their weak-dense variants
+        both = loso(results, stress=True)
+        summary["loso_fitted_with_stress"] = both
+        print()
+        print("fitted on the other sets and their weak-dense variants:")
+        for r in results:
+            g = both[r.name]
+            margin = r.grid[g]["ndcg_at_10"] - best_single(r)
+            weak = r.stress[f"adaptive@{g[0]},{g[1]}"] - max(r.stress["bm25"], r.stress["dense"])
+            print(f"  {r.name:14} (a, p) = {g}: {margin:+.3f} real, {weak:+.3f} weak-dense")
     if args.timing:
         ms = timing(args.skills, args.messages, args.cache)
         summary["timing_ms"] = ms

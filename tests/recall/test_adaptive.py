@@ -14,7 +14,7 @@ from numpy.typing import NDArray
 from maitred.build import COMPONENTS
 from maitred.errors import ConfigError
 from maitred.recall import make_recaller
-from maitred.recall.adaptive import LEXICAL_WEIGHT, AdaptiveRecaller, standout, weigh
+from maitred.recall.adaptive import POWER, AdaptiveRecaller, standout, weigh
 from maitred.recall.base import Cutoff
 from maitred.recall.bm25 import BM25Recaller
 from maitred.recall.dense import DenseRecaller, Progress
@@ -28,9 +28,7 @@ from .conftest import HashEmbedder
 SAMPLES = Path(__file__).resolve().parents[2] / "benchmarks" / "sets"
 
 
-def _adaptive(
-    catalog: Catalog, embedder: object, weight: float = LEXICAL_WEIGHT
-) -> AdaptiveRecaller:
+def _adaptive(catalog: Catalog, embedder: object, weight: float = 0.3) -> AdaptiveRecaller:
     return AdaptiveRecaller(
         BM25Recaller.build(catalog),
         DenseRecaller.build(catalog, embedder),  # type: ignore[arg-type]
@@ -49,6 +47,8 @@ def _share(bm25: NDArray[np.floating], cosines: NDArray[np.floating], a: float =
 def test_standout_counts_deviations_above_the_mean_and_floors_at_zero() -> None:
     assert standout(np.array([3.0, 1.0, -1.0]), 1.0, 2.0).tolist() == [1.0, 0.0, 0.0]
     assert standout(np.array([0.5, 0.5]), 0.5, 0.0).tolist() == [0.0, 0.0]  # a flat half
+    # a power above 1 widens the gap between a clear standout and a near-mean score
+    assert standout(np.array([7.0, 3.0]), 1.0, 2.0, 2.0).tolist() == [9.0, 1.0]
 
 
 # the constructed distributions below: 40 skills; one query each
@@ -101,8 +101,8 @@ def test_the_score_is_the_mix_of_catalog_standouts(
     assert query is not None
     cosines = recaller.dense.index.cosines(query, np.arange(len(catalog))).astype(np.float64)
     # computed here over every skill, not from the recaller's second moments
-    lexical = np.maximum((bm25 - bm25.mean()) / bm25.std(), 0)
-    semantic = np.maximum((cosines - cosines.mean()) / cosines.std(), 0)
+    lexical = np.maximum((bm25 - bm25.mean()) / bm25.std(), 0) ** POWER
+    semantic = np.maximum((cosines - cosines.mean()) / cosines.std(), 0) ** POWER
     row = {name: i for i, name in enumerate(catalog.names)}
     assert ranked[0].name == "pdf-split"
     for cand in ranked:
@@ -145,6 +145,10 @@ def test_bad_settings_are_config_errors(catalog: Catalog, hash_embedder: HashEmb
         AdaptiveRecaller(BM25Recaller.build(catalog), DenseRecaller.build(other, hash_embedder))
     with pytest.raises(ConfigError, match=r"in \[0, 1\]"):
         _adaptive(catalog, hash_embedder, -0.1)
+    with pytest.raises(ConfigError, match="power"):
+        AdaptiveRecaller(
+            BM25Recaller.build(catalog), DenseRecaller.build(catalog, hash_embedder), power=9.0
+        )
     with pytest.raises(ConfigError, match="depth"):
         AdaptiveRecaller(
             BM25Recaller.build(catalog), DenseRecaller.build(catalog, hash_embedder), depth=0

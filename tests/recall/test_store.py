@@ -27,9 +27,7 @@ def test_registry_names_and_unknown_method(catalog: Catalog) -> None:
         "hybrid",
     )
     assert recaller_names() == (*built_in, *native)
-    with pytest.raises(
-        ConfigError, match="choose one of adaptive, bm25, bm25-plain, dense,"
-    ):
+    with pytest.raises(ConfigError, match="choose one of adaptive, bm25, bm25-plain, dense,"):
         make_recaller("splade", catalog)
 
 

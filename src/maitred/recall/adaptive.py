@@ -8,27 +8,31 @@ half deserves the vote changes with the catalog and with the query, and a fixed 
 see that.
 
 ``adaptive`` scores each half by how unusual a skill's score is *in this catalog, for this
-query*: the number of standard deviations above the catalog's mean score, floored at 0::
+query*: the number of standard deviations above the catalog's mean score, floored at 0, raised to
+a power ``p`` above 1 so that a skill far out of the crowd counts more than proportionally::
 
-    lexical(s)  = max(0, (bm25(s) - mean_bm25) / sd_bm25)        over every skill of the catalog
-    semantic(s) = max(0, (cos(s) - mean_cos) / sd_cos)           over every skill of the catalog
-    adaptive(s) = a * lexical(s) + (1 - a) * semantic(s)         a = LEXICAL_WEIGHT
+    lexical(s)  = max(0, (bm25(s) - mean_bm25) / sd_bm25) ** p    over every skill of the catalog
+    semantic(s) = max(0, (cos(s) - mean_cos) / sd_cos) ** p        over every skill of the catalog
+    adaptive(s) = a * lexical(s) + (1 - a) * semantic(s)           a = LEXICAL_WEIGHT, p = POWER
 
 A half that is sure of a few skills (a query whose rare words only two tools share; a query one
 tool's embedding sits far closer to than the rest of the catalog) gives them a large score and
 so carries the mix; a half that sees many skills as about equally good (a query of common
 words; an embedding under which every tool looks alike) gives small scores and little weight.
-The weight therefore moves with the evidence of each query, and with the catalog: a catalog on
-which one half is weak is one on which that half rarely stands out. A query sharing no word
-with the catalog has no lexical half (all zeros) and the dense ranking alone decides.
+The lexical half's share of the evidence (:meth:`Evidence.lexical_share`) therefore moves with
+each query, and with the catalog: on a catalog where one half is weak, that half rarely stands
+out. A query sharing no word with the catalog has no lexical half (all zeros) and the dense
+ranking alone decides; a catalog whose embedding gives every skill the same cosine has no
+semantic half.
 
 The cosine mean and deviation over the whole catalog are exact without scoring every skill:
 with the catalog's mean vector ``m`` and second-moment matrix ``M = V^T V / n`` (computed once),
 ``mean_cos = q . m`` and ``E[cos^2] = q^T M q`` for a query ``q`` (``d x d`` work per query, not
 ``n x d``), so the approximate (HNSW) index of a large catalog stays approximate.
 
-``a`` is the one fitted number: the value ``benchmarks/routing_loso.py`` chose leave-one-set-out
-on every development set (each fold fitted without the set it scores); see BENCHMARKS.md.
+``a`` and ``p`` are the fitted numbers: the pair ``benchmarks/routing_loso.py`` chooses on all
+development sets (its leave-one-set-out folds, each fitted without the set it scores, chose the
+same ``a`` on every fold; see BENCHMARKS.md).
 
 Only skills in either half's top :data:`FUSION_DEPTH` are fused (as in ``fused``). Every
 candidate carries ``adaptive``, ``bm25`` (raw BM25F score) and ``dense`` (exact cosine) in
@@ -51,8 +55,11 @@ from maitred.recall.base import Candidate
 from maitred.recall.bm25 import BM25Recaller
 from maitred.recall.dense import DenseRecaller
 
-LEXICAL_WEIGHT: Final = 0.35
-"""Weight of the lexical half (the dense half gets the rest); chosen leave-one-set-out."""
+LEXICAL_WEIGHT: Final = 0.3
+"""Weight of the lexical half (the dense half gets the rest); see the module docstring."""
+
+POWER: Final = 1.5
+"""Exponent of the standouts (1: proportional; above 1: a clear standout counts more)."""
 
 FUSION_DEPTH: Final = 100
 """How deep each half's ranking is read."""
@@ -61,15 +68,18 @@ _FLAT: Final = 1e-9
 """A standard deviation at or below this means the half cannot tell skills apart."""
 
 
-def standout(scores: NDArray[np.floating], mean: float, sd: float) -> NDArray[np.float64]:
-    """Standard deviations above ``mean``, floored at 0 (all zeros when ``sd`` is ~0).
+def standout(
+    scores: NDArray[np.floating], mean: float, sd: float, power: float = 1.0
+) -> NDArray[np.float64]:
+    """Standard deviations above ``mean``, floored at 0, to ``power`` (zeros when ``sd`` ~ 0).
 
-    >>> standout(np.array([3.0, 1.0, 0.0]), 1.0, 2.0).tolist()
-    [1.0, 0.0, 0.0]
+    >>> standout(np.array([5.0, 1.0, 0.0]), 1.0, 2.0, 2.0).tolist()
+    [4.0, 0.0, 0.0]
     """
     if not sd > _FLAT:
         return np.zeros(len(scores), dtype=np.float64)
-    return np.maximum((np.asarray(scores, dtype=np.float64) - mean) / sd, 0.0)
+    above = np.maximum((np.asarray(scores, dtype=np.float64) - mean) / sd, 0.0)
+    return above if power == 1.0 else np.asarray(above**power, dtype=np.float64)
 
 
 @dataclass(frozen=True)
@@ -105,11 +115,12 @@ def weigh(
     cosines: NDArray[np.float32],
     cosine_mean: float,
     cosine_sd: float,
+    power: float = POWER,
 ) -> Evidence:
     """Evidence for one query from every skill's BM25F score (catalog order), the pool's rows,
     their cosines, and the mean and standard deviation of the cosine over the whole catalog."""
-    lexical = standout(bm25[pool], float(bm25.mean()), float(bm25.std()))
-    semantic = standout(cosines, cosine_mean, cosine_sd)
+    lexical = standout(bm25[pool], float(bm25.mean()), float(bm25.std()), power)
+    semantic = standout(cosines, cosine_mean, cosine_sd, power)
     return Evidence(pool, lexical, semantic, bm25[pool], cosines)
 
 
@@ -121,6 +132,7 @@ class AdaptiveRecaller:
         bm25: the lexical recaller.
         dense: the dense recaller (same catalog).
         lexical_weight: ``a`` of the module docstring.
+        power: ``p`` of the module docstring.
         depth: how deep each half is read.
     """
 
@@ -132,13 +144,17 @@ class AdaptiveRecaller:
         dense: DenseRecaller,
         *,
         lexical_weight: float = LEXICAL_WEIGHT,
+        power: float = POWER,
         depth: int = FUSION_DEPTH,
     ) -> None:
         """Fuse two recallers built over the same catalog.
 
         Raises:
-            ConfigError: different catalogs, a weight outside [0, 1], or depth < 1.
+            ConfigError: different catalogs, a weight outside [0, 1], a power outside
+                [0.5, 4], or depth < 1.
         """
+        if not 0.5 <= power <= 4.0:
+            raise ConfigError(f"the standout power must be in [0.5, 4], got {power}")
         if bm25.catalog.version != dense.catalog.version:
             raise ConfigError(
                 "adaptive recall needs BM25 and dense recallers over the same catalog; got "
@@ -152,6 +168,7 @@ class AdaptiveRecaller:
         self.dense = dense
         self.catalog = bm25.catalog
         self.lexical_weight = lexical_weight
+        self.power = power
         self.depth = depth
         self._names = self.catalog.names
         vectors = np.asarray(dense.index.vectors, dtype=np.float64)
@@ -166,13 +183,18 @@ class AdaptiveRecaller:
         var = float(q @ self._second_moment @ q) - mean * mean
         return mean, float(np.sqrt(max(var, 0.0)))
 
-    def evidence(self, text: str, query: NDArray[np.float32], k: int) -> Evidence:
-        """Both halves' standouts over the pool for one query (``query`` = its unit vector)."""
+    def evidence(
+        self, text: str, query: NDArray[np.float32], k: int, power: float | None = None
+    ) -> Evidence:
+        """Both halves' standouts over the pool for one query (``query`` = its unit vector;
+        ``power`` defaults to this recaller's)."""
         depth = max(self.depth, k)
         bm25 = self.bm25.scores(text)
         rows, _ = self.dense.index.search(query, depth)
         pool = np.union1d(rows, top_k(bm25, depth, min_score=0.0)).astype(np.intp)
-        return weigh(bm25, pool, self.dense.index.cosines(query, pool), *self.cosine_moments(query))
+        cosines = self.dense.index.cosines(query, pool)
+        mean, sd = self.cosine_moments(query)
+        return weigh(bm25, pool, cosines, mean, sd, self.power if power is None else power)
 
     def mix(
         self, evidence: Evidence, k: int, lexical_weight: float | None = None
