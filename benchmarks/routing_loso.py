@@ -129,6 +129,20 @@ class SetResult:
     stress: dict[str, float]
 
 
+def save_results(results: Sequence[SetResult], path: Path) -> None:
+    """Every set's figures, before any fitting (``--reuse`` reports them again)."""
+    rows = [{**r.__dict__, "grid": [[a, p, m] for (a, p), m in r.grid.items()]} for r in results]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(rows) + "\n", "utf-8")
+
+
+def load_results(path: Path) -> list[SetResult]:
+    rows = json.loads(path.read_text("utf-8"))
+    for row in rows:
+        row["grid"] = {(a, p): m for a, p, m in row["grid"]}
+    return [SetResult(**row) for row in rows]
+
+
 def averaged(per_query: Sequence[dict[str, float]]) -> dict[str, float]:
     n = len(per_query)
     return {k: (sum(m[k] for m in per_query) / n if n else 0.0) for k in QUALITY_KEYS}
@@ -230,12 +244,12 @@ def loso(results: Sequence[SetResult], *, stress: bool = False) -> dict[str, Pai
     return {r.name: fit([o for o in results if o.name != r.name], stress=stress) for r in results}
 
 
-def timing(skills: int, messages: int, cache: Path) -> dict[str, float]:
+def timing(skills: int, messages: int, cache: Path, data: Path) -> dict[str, float]:
     """Median ms/query of dense, fused and adaptive at ``skills`` skills, interleaved."""
     import _catalogs as wl
 
-    catalog = wl.make_catalog(skills)
-    texts = list(dict.fromkeys(wl.load_queries(messages * 3)))
+    catalog = wl.make_catalog(skills, data=data)
+    texts = list(dict.fromkeys(wl.load_queries(messages * 3, data=data)))
     warm, timed = texts[:messages], texts[messages : 2 * messages]
     make_recaller(
         "dense", catalog, cache_dir=cache, embedder=wl.DistinctTextEmbedder(MiniLMEmbedder())
@@ -345,7 +359,16 @@ def main(argv: Sequence[str] | None = None) -> None:
         help="add each set with a name-only dense half (scored; and an alternative fit on them)",
     )
     parser.add_argument("--timing", action="store_true", help="time dense/fused/adaptive")
+    parser.add_argument(
+        "--reuse", action="store_true", help="report the figures of the last run again"
+    )
     parser.add_argument("--skills", type=int, default=1000)
+    parser.add_argument(
+        "--metatool",
+        type=Path,
+        default=REPO / ".." / "shared" / "data" / "metatool",
+        help="the MetaTool data the timing catalog is made from",
+    )
     parser.add_argument("--messages", type=int, default=300)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.ERROR)
@@ -361,7 +384,12 @@ def main(argv: Sequence[str] | None = None) -> None:
             f"{args.sets_dir} (run benchmarks/routing_sets.py first)"
         )
     print(f"{len(sets)} sets: {', '.join(s.name for s in sets)}", flush=True)
-    results = [run_set(s, methods, args.cache, args.stress) for s in sets]
+    raw = REPO / "bench-out" / "routing_loso_raw.json"
+    if args.reuse:
+        results = load_results(raw)
+    else:
+        results = [run_set(s, methods, args.cache, args.stress) for s in sets]
+        save_results(results, raw)
     folds = loso(results)
     text, summary = report(results, folds, methods)
     summary["fitted_on_all"] = fit(results)
@@ -370,9 +398,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     print()
     print(text)
     print()
-    print(
-        f"weight fitted on all sets: {summary['weight_fitted_on_all']}; shipped: {LEXICAL_WEIGHT}"
-    )
+    print(f"(a, p) fitted on all sets: {summary['fitted_on_all']}; shipped: {summary['shipped']}")
     for line in summary["verdict"]:
         print(line)
     if args.stress:
@@ -389,7 +415,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             weak = r.stress[f"adaptive@{g[0]},{g[1]}"] - max(r.stress["bm25"], r.stress["dense"])
             print(f"  {r.name:14} (a, p) = {g}: {margin:+.3f} real, {weak:+.3f} weak-dense")
     if args.timing:
-        ms = timing(args.skills, args.messages, args.cache)
+        ms = timing(args.skills, args.messages, args.cache, args.metatool)
         summary["timing_ms"] = ms
         print()
         print(f"{args.skills} skills, {args.messages} messages, median ms/query, one run:")
