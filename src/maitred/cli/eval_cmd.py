@@ -60,7 +60,7 @@ def routing(
         help='JSON {"sets": [{"name","catalog","queries"}]}, paths relative to it '
         "(default: the --skills/--queries pairs).",
     ),
-    method: list[str] = typer.Option(["fused"], "--method", "-m", help=_METHOD_HELP),
+    method: list[str] = typer.Option(["adaptive"], "--method", "-m", help=_METHOD_HELP),
     cache_dir: Path | None = CACHE_OPT,
     as_json: bool = typer.Option(False, "--json", help="Print the figures as JSON."),
 ) -> None:
