@@ -17,8 +17,8 @@ Methods: ``bm25-plain`` (single-document Okapi BM25, the lexical bar), ``bm25`` 
 (standout-weighted fusion, the default). Every figure is
 ``maitred.recall.evaluate_routing`` on recallers built by ``make_recaller`` with the code's
 defaults, exactly what ``maitred eval routing --sets bench-out/sets/sets.json -m ...`` prints.
-Nothing is tuned here: the BM25F weights and the fusion weight were fitted on MetaTool dev
-queries by ``benchmarks/routing_tune.py``.
+Nothing is tuned here: the BM25F weights and ``fused``'s weight were fitted on MetaTool dev
+queries by ``benchmarks/routing_tune.py``, ``adaptive``'s pair by ``benchmarks/routing_loso.py``.
 
 Run::
 
