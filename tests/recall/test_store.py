@@ -16,9 +16,18 @@ from .conftest import CountingEmbedder, HashEmbedder
 def test_registry_names_and_unknown_method(catalog: Catalog) -> None:
     # the native methods are listed whether or not the native extra was imported yet (test order)
     native = ("native", "native-glance", "native-progressive", "native-rerank")
-    built_in = ("bm25", "bm25-plain", "dense", "dense-tools", "fused", "fused-tools", "hybrid")
+    built_in = (
+        "adaptive",
+        "bm25",
+        "bm25-plain",
+        "dense",
+        "dense-tools",
+        "fused",
+        "fused-tools",
+        "hybrid",
+    )
     assert recaller_names() == (*built_in, *native)
-    with pytest.raises(ConfigError, match="choose one of bm25, bm25-plain, dense, dense-tools,"):
+    with pytest.raises(ConfigError, match="choose one of adaptive, bm25, bm25-plain, dense,"):
         make_recaller("splade", catalog)
 
 

@@ -90,6 +90,35 @@ def _reload_detail(client: TestClient) -> str:
     return str(body["checks"]["catalog"]["detail"])
 
 
+def test_a_sidecar_caught_half_written_is_not_read_until_it_holds_still(
+    client: TestClient,
+    reloader: Reloader,
+    service: Service,
+    deployment: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A file rewritten in place is empty between its truncation and the writer's last byte,
+    and an empty sidecar is a valid one without rules. Found by the fault test under load (a
+    reload "applied" while the broken sidecar was being written): such a moment is never
+    read; the change is taken once it holds still, whole."""
+    import maitred.serve.reload as reload_module
+
+    old_version = service.engine.catalog.version
+    _write_sidecar(deployment.parent, "")  # truncated: the writer has not written yet
+    writes = iter([HIDING])
+
+    def writer_finishes(seconds: float) -> None:  # the settle wait: the writer goes on
+        if (text := next(writes, None)) is not None:
+            _write_sidecar(deployment.parent, text)
+
+    monkeypatch.setattr(reload_module.time, "sleep", writer_finishes)
+    assert reloader.check() is None  # it moved while settling: not read
+    assert service.engine.catalog.version == old_version
+    assert reloader.check() == "applied"  # the whole file, once still
+    assert [b["skill"] for b in _turn(client, "s-1")["blocked"]] == ["connect_custom_domain"]
+    assert (_reloads(client, "applied"), _reloads(client, "rejected")) == (1, 0)
+
+
 def test_nothing_changed_means_no_reload(client: TestClient, reloader: Reloader) -> None:
     assert reloader.check() is None
     assert (_reloads(client, "applied"), _reloads(client, "rejected")) == (0, 0)

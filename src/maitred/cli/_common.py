@@ -54,12 +54,12 @@ TABLES_OPT = typer.Option(
     help="YAML/JSON file mapping key roots to tables, for SQL providers (default: none).",
 )
 METHOD_HELP = (
-    "Recall method: fused (per-query BM25F + dense), bm25, bm25-plain, dense, hybrid, "
-    "native-glance ...; append +intents to also rank the requests of a multi-request "
-    "message that point elsewhere (e.g. fused+intents), +intents-all to split every such "
-    "message."
+    "Recall method: adaptive (BM25F + dense, each weighed by how far its best skills stand "
+    "out), fused, bm25, bm25-plain, dense, hybrid, native-glance ...; append +intents to "
+    "also rank the requests of a multi-request message that point elsewhere (e.g. "
+    "adaptive+intents), +intents-all to split every such message."
 )
-METHOD_OPT = typer.Option("fused", "--method", "-m", help=METHOD_HELP)
+METHOD_OPT = typer.Option("adaptive", "--method", "-m", help=METHOD_HELP)
 CACHE_OPT = typer.Option(
     None,
     "--cache-dir",

@@ -72,7 +72,7 @@ def routing(
         help='JSON {"sets": [{"name","catalog","queries"}]}, paths relative to it '
         "(default: the --skills/--queries pairs).",
     ),
-    method: list[str] = typer.Option(["fused"], "--method", "-m", help=_METHOD_HELP),
+    method: list[str] = typer.Option(["adaptive"], "--method", "-m", help=_METHOD_HELP),
     step_k: int = typer.Option(
         STEP_K,
         "--step-k",

@@ -104,6 +104,9 @@ class GatewayAuth(TokenVerifier):
         jwt: the JWT verifier (``None``: static tokens only).
         path: the MCP endpoint's path (the only path the edge refuses requests on).
         scopes_supported: every scope a contract requires, for the metadata.
+        outer: ASGI middleware to run before the bearer edge, on every request: the
+            DNS-rebinding guard (:class:`~maitred.gateway.hosts.HostGuard`), which answers a
+            foreign ``Host`` or ``Origin`` before anything about the token is said.
     """
 
     def __init__(
@@ -113,8 +116,10 @@ class GatewayAuth(TokenVerifier):
         *,
         path: str = "/mcp",
         scopes_supported: Sequence[str] = (),
+        outer: Sequence[Middleware] = (),
     ) -> None:
         super().__init__()
+        self.outer = tuple(outer)
         self.by_hash = {t.token_sha256: t for t in tokens}
         self.jwt = jwt
         self.path = path
@@ -193,8 +198,9 @@ class GatewayAuth(TokenVerifier):
     # -- the HTTP edge ----------------------------------------------------------------------
 
     def get_middleware(self) -> list[Any]:
-        """The edge in place of FastMCP's authentication middleware, then the SDK's context."""
-        return [Middleware(BearerEdge, auth=self), Middleware(AuthContextMiddleware)]
+        """The edge in place of FastMCP's authentication middleware (after :attr:`outer`),
+        then the SDK's context."""
+        return [*self.outer, Middleware(BearerEdge, auth=self), Middleware(AuthContextMiddleware)]
 
     def guards(self, path: str) -> bool:
         """Whether requests to ``path`` need a token (the MCP endpoint; operator routes and

@@ -25,7 +25,9 @@
     upstream_retry: {initial_s: 1, max_s: 60}   # an upstream that does not answer: retried
     watch: {interval_s: 5}          # re-check listed sessions on state changes (0: off)
     server: {host: 127.0.0.1, port: 8765, path: /mcp, max_sessions: 1000,   # serve over HTTP
-             max_body_bytes: 1048576}   # a larger request is a 413, never parsed
+             max_body_bytes: 1048576,   # a larger request is a 413, never parsed
+             allowed_hosts: [localhost, 127.0.0.1, "[::1]"],   # Host names served (else 421)
+             allowed_origins: [https://app.example.com]}        # browser origins (else 403)
     tokens:                         # over HTTP: who a bearer token is (only its hash is kept)
       - {token_sha256: 9f86d0..., tenant: acme, account: acc-1, scopes: [notes:write]}
     auth:                           # over HTTP: JWT access tokens (an OAuth 2.1 resource server)
@@ -288,6 +290,11 @@ class HttpServer:
     path: str = "/mcp"
     max_sessions: int = 1000
     max_body_bytes: int = 1 << 20
+    #: the ``Host`` names clients may use (``None``: loopback and the bound address;
+    #: :mod:`maitred.gateway.hosts`)
+    allowed_hosts: tuple[str, ...] | None = None
+    #: the browser ``Origin`` values allowed (``None``: loopback origins)
+    allowed_origins: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -649,7 +656,19 @@ def _auth(r: ConfigReader, value: Any, root: Path) -> AuthOptions:
 def _server(r: ConfigReader, value: Any) -> HttpServer:
     data = r.mapping(value, "server")
     r.no_unknown(
-        data, frozenset({"host", "port", "path", "max_sessions", "max_body_bytes"}), "server"
+        data,
+        frozenset(
+            {
+                "host",
+                "port",
+                "path",
+                "max_sessions",
+                "max_body_bytes",
+                "allowed_hosts",
+                "allowed_origins",
+            }
+        ),
+        "server",
     )
     host = r.string(data.get("host", "127.0.0.1"), "server.host")
     port = data.get("port", 8765)
@@ -664,7 +683,25 @@ def _server(r: ConfigReader, value: Any) -> HttpServer:
     body = data.get("max_body_bytes", 1 << 20)
     if not isinstance(body, int) or isinstance(body, bool) or body < 1024:
         r.fail("server.max_body_bytes", f"must be a whole number >= 1024, not {body!r}")
-    return HttpServer(host, port, path, most, body)
+    hosts = _names(r, data.get("allowed_hosts"), "server.allowed_hosts", "host names")
+    origins = _names(r, data.get("allowed_origins"), "server.allowed_origins", "origins")
+    for i, origin in enumerate(origins or ()):
+        if origin != "*" and not re.match(r"^https?://[^/?#]+$", origin):
+            r.fail(
+                f"server.allowed_origins[{i}]",
+                f"must be an origin such as https://app.example.com (scheme and host, no "
+                f"path) or '*', not {origin!r}",
+            )
+    return HttpServer(host, port, path, most, body, hosts, origins)
+
+
+def _names(r: ConfigReader, value: Any, where: str, what: str) -> tuple[str, ...] | None:
+    """A list of non-empty strings, or ``None`` when the field is absent."""
+    if value is None:
+        return None
+    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+        r.fail(where, f"must be a list of {what} (or '*' for any), not {value!r}")
+    return tuple(v.strip() for v in value)
 
 
 def _find(r: ConfigReader, value: Any) -> FindOptions:

@@ -239,6 +239,7 @@ class Upstreams:
         self._joining: anyio.Lock | None = None
         self._wake: anyio.Event | None = None
         self._spawn: Callable[..., Any] | None = None  # the running loop's task group
+        self._serving: Callable[[str], None] | None = None
 
     # -- at start -------------------------------------------------------------------------------
 
@@ -281,13 +282,22 @@ class Upstreams:
         life.answered()
         self._keep(life.upstream.name, listing.tools, listing.surfaces)
 
-    def attach(self, server: FastMCP[Any], host: Host, auth: Advertiser | None = None) -> None:
+    def attach(
+        self,
+        server: FastMCP[Any],
+        host: Host,
+        auth: Advertiser | None = None,
+        serving: Callable[[str], None] | None = None,
+    ) -> None:
         """Serve the upstreams that answered at start on ``server`` (their gates are
-        ``host``'s) and keep both for later joins; ``auth`` advertises a joiner's scopes."""
+        ``host``'s) and keep both for later joins; ``auth`` advertises a joiner's scopes, and
+        ``serving(name)`` is told of each upstream whose proxy the server serves from now on
+        (at start, and when it joins)."""
         self._server, self._host, self._auth = server, host, auth
+        self._serving = serving
         for name, life in self.lives.items():
             if name in self.tools:
-                server.add_provider(self.proxies[name])
+                self._serve(name)
                 life.answered(len(self.tools[name]))
                 self._set(life, "serving")
             else:
@@ -510,8 +520,7 @@ class Upstreams:
         warn_at_start(self.config, {name: new})
         if added is None:
             surfaced.warn_ungated({name: surfaces}, self.config.source)
-            if self._server is not None:
-                self._server.add_provider(self.proxies[name])
+            self._serve(name)
         if self._auth is not None:
             self._auth.advertise(s for t in gates.engine.catalog for s in t.contract.scopes)
         self._keep(name, tools, surfaces)
@@ -575,6 +584,12 @@ class Upstreams:
                 await host.channels.notify(key, kinds)
 
     # -- bookkeeping ----------------------------------------------------------------------------
+
+    def _serve(self, name: str) -> None:
+        if self._server is not None:
+            self._server.add_provider(self.proxies[name])
+        if self._serving is not None:
+            self._serving(name)
 
     def _want(self, life: UpstreamLife, at: float) -> None:
         life.want(at)

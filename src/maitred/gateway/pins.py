@@ -9,8 +9,8 @@ tool's definition and the definition itself, so that a later difference can be *
 * **What is pinned.** The fields a model or a client acts on (:data:`PINNED_FIELDS`): name,
   description, input schema, output schema and annotations (a ``readOnlyHint`` turned true can
   make a client skip its confirmation). Not ``title``, ``icons``, ``execution`` or ``_meta``:
-  the proxy fills in a title and metadata the upstream never sent, so pinning them would pin
-  the gateway's own conversion rather than the upstream's words.
+  display and protocol metadata rather than what the tool does (and the gateway once filled in
+  a title and metadata of its own, so pins written then stay valid).
 * **The hash** is the project's versioned content hash (:func:`maitred._canonical.content_hash`,
   ``c1:`` + SHA-256 of canonical JSON): object keys sorted, so an upstream that sends the same
   schema with its keys in another order keeps its pin; arrays keep their order (``required``

@@ -91,10 +91,9 @@ from typing import Any, TypeVar
 import anyio
 import mcp_types as mt  # the MCP wire types (`mcp.types` re-exports them)
 from fastmcp import FastMCP
-from fastmcp.client.transports import ClientTransport, StdioTransport, StreamableHttpTransport
 from fastmcp.server.dependencies import get_access_token
 from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
-from fastmcp.server.providers.proxy import ProxyClient, ProxyProvider
+from fastmcp.server.providers.proxy import ProxyProvider
 from fastmcp.tools import Tool, ToolResult
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
@@ -106,16 +105,18 @@ from starlette.responses import JSONResponse, Response
 
 from maitred.actions.model import ApprovalAnswer, Decision, Rejection
 from maitred.errors import ConfigError, MaitredError
-from maitred.gateway import traces
+from maitred.gateway import hosts, traces
 from maitred.gateway.approval import VIA, Approvals, awaits_person
 from maitred.gateway.auth import GatewayAuth, Identity
 from maitred.gateway.channels import Channels
 from maitred.gateway.config import GatewayConfig, HttpServer, Upstream
+from maitred.gateway.hosts import HostGuard
 from maitred.gateway.jwt import JwtVerifier
 from maitred.gateway.keeper import FIND_TOOLS, FIND_TOOLS_DESCRIPTION, Gatekeeper, Gates
 from maitred.gateway.lifecycle import Listing, Upstreams
 from maitred.gateway.limits import BodyLimit, argument_fault
 from maitred.gateway.metrics import CONTENT_TYPE, GatewayMetrics
+from maitred.gateway.passthrough import Passthrough
 from maitred.gateway.rates import admit, open_limiter
 from maitred.gateway.surfaces import (
     DECISION_ID_META,  # the key of a result's _meta that carries the decision's log id
@@ -123,6 +124,7 @@ from maitred.gateway.surfaces import (
     SurfaceGuard,
     upstream_surfaces,
 )
+from maitred.gateway.upstreams import ListingProxy, proxy_for
 from maitred.ratelimit import Limiter
 from maitred.tracing import OFF, Tracing
 
@@ -524,6 +526,16 @@ def gate_of(server: FastMCP[Any]) -> GateMiddleware:
     return next(m for m in server.middleware if isinstance(m, GateMiddleware))
 
 
+async def close_gateway(server: FastMCP[Any], gates: Gates) -> None:
+    """Close what :func:`open_gateway` opened: the upstream sessions kept for resource
+    subscriptions, the gates, and the traces (exported)."""
+    for middleware in server.middleware:
+        if isinstance(middleware, Passthrough):
+            await middleware.close()
+    gates.close()
+    gate_of(server).tracing.close()
+
+
 @asynccontextmanager
 async def watching(server: FastMCP[Any], interval_s: float) -> AsyncIterator[None]:
     """The state watch of ``server``'s gate running for the block (nothing when ``interval_s``
@@ -543,50 +555,6 @@ async def watching(server: FastMCP[Any], interval_s: float) -> AsyncIterator[Non
 async def _list_changed(context: MiddlewareContext[Any]) -> None:
     if context.fastmcp_context is not None:
         await context.fastmcp_context.send_notification(mt.ToolListChangedNotification())
-
-
-def transport_for(upstream: Upstream) -> ClientTransport:
-    """The transport to ``upstream``: it launches a stdio server (kept alive between
-    connections, relaunched after a crash), or posts to a streamable-HTTP URL."""
-    if upstream.url:
-        return StreamableHttpTransport(upstream.url, headers=dict(upstream.headers) or None)
-    return StdioTransport(
-        upstream.command, list(upstream.args), env=dict(upstream.env) or None, keep_alive=True
-    )
-
-
-class ListingProxy(ProxyProvider):
-    """A proxy provider that hands every fresh listing of its upstream's tools to its
-    ``listeners`` (``listener(upstream name, tools)``), wherever FastMCP asks for one: a
-    client's ``tools/list``, or a call's lookup once the cached list has expired. This is where
-    the pins see an upstream change a tool while the gateway runs."""
-
-    def __init__(self, client: ProxyClient[Any], upstream: str) -> None:
-        super().__init__(client.new)
-        self.upstream = upstream
-        self.listeners: list[Callable[[str, Sequence[Tool]], None]] = []
-
-    async def _list_tools(self) -> Sequence[Tool]:
-        tools = await super()._list_tools()
-        for listener in self.listeners:
-            listener(self.upstream, tools)
-        return tools
-
-
-def proxy_for(upstream: Upstream) -> ListingProxy:
-    """The components of ``upstream``, proxied, for the gateway server to serve as its own.
-
-    Each request gets a fresh client over the one transport (a stdio server stays up between
-    them); the client's headers are never forwarded to the upstream.
-    """
-    client = ProxyClient(
-        transport_for(upstream),
-        forward_incoming_headers=False,
-        mode="auto",
-        name=upstream.name,
-        timeout=upstream.timeout_s,
-    )
-    return ListingProxy(client, upstream.name)
 
 
 def tool_json(tool: Tool) -> dict[str, Any]:
@@ -661,7 +629,8 @@ async def open_gateway(
             "whose state the gates read"
         )
     verifier = JwtVerifier.open(config.auth, config.source) if http and config.auth else None
-    proxies = {up.name: proxy_for(up) for up in config.upstreams}
+    passthrough = Passthrough()
+    proxies = {up.name: passthrough.proxy_for(up) for up in config.upstreams}
     upstreams = Upstreams(config, proxies, _listing)
     await upstreams.start()
     tools, listed = upstreams.tools, upstreams.listed
@@ -682,21 +651,39 @@ async def open_gateway(
         limiter=limiter,
         upstreams=upstreams,
     )
+    passthrough.serve_listen(gate.listen)
+    where = config.server or HttpServer()
     auth = (
         GatewayAuth(
             config.tokens,
             verifier,
-            path=(config.server or HttpServer()).path,
+            path=where.path,
             scopes_supported=sorted({s for t in gates.engine.catalog for s in t.contract.scopes}),
+            outer=[  # DNS rebinding is answered before anything about the token
+                AsgiMiddleware(
+                    HostGuard,
+                    rules=hosts.rules(where.host, where.allowed_hosts, where.allowed_origins),
+                )
+            ],
         )
         if http
         else None
     )
-    server: FastMCP[Any] = FastMCP(name="maitred-gateway", auth=auth)
+    server: FastMCP[Any] = FastMCP(
+        name="maitred-gateway",
+        auth=auth,
+        dereference_schemas=False,  # schemas as the upstreams sent them ($defs, $ref)
+    )
     gate.watch_pins(list(proxies.values()))
     for proxy in proxies.values():
         proxy.listeners.append(upstreams.observed)  # a tool it adds joins the catalog
-    upstreams.attach(server, gate, auth)  # serves those that answered, in the config's order
+
+    def serving(name: str) -> None:  # an upstream's proxy is served from now on
+        passthrough.serve(proxies[name])
+        if passthrough.completions:  # (again, when another one joins: it replaces the one)
+            server.add_completion_handler(passthrough.complete)
+
+    upstreams.attach(server, gate, auth, serving)  # those that answered, in the config's order
     if gates.finder is not None:
 
         def find_tools(need: str) -> dict[str, Any]:
@@ -707,12 +694,9 @@ async def open_gateway(
     server.add_middleware(gate)
     if gate.surface_guard is not None:
         server.add_middleware(gate.surface_guard)  # inner: sees only calls the gate let through
+    server.add_middleware(passthrough)
     if http:
         _add_routes(server, gate)
-    # served by the SDK's low-level server: FastMCP 4 has no hook of its own for this method
-    server._mcp_server.add_request_handler(
-        "subscriptions/listen", mt.SubscriptionsListenRequestParams, gate.listen
-    )
     return server, gates
 
 
@@ -744,8 +728,7 @@ async def serve_stdio(config: GatewayConfig) -> None:
         async with watching(server, config.watch.interval_s):
             await server.run_async(transport="stdio", show_banner=False)
     finally:
-        gates.close()
-        gate_of(server).tracing.close()
+        await close_gateway(server, gates)
 
 
 async def serve_http(config: GatewayConfig, *, port: int | None = None) -> None:
@@ -785,6 +768,5 @@ async def serve_http(config: GatewayConfig, *, port: int | None = None) -> None:
                 middleware=[AsgiMiddleware(BodyLimit, max_bytes=where.max_body_bytes)],
             )
     finally:
-        gates.close()
-        gate_of(server).tracing.close()
+        await close_gateway(server, gates)
         sock.close()

@@ -553,7 +553,7 @@ class SurfaceGuard(Middleware):
         #: what each session's latest listings showed; dropped with the session
         self.views: weakref.WeakKeyDictionary[Gatekeeper, SurfaceView] = weakref.WeakKeyDictionary()
         metrics = sessions.metrics
-        for method in ("resources/read", "prompts/get"):
+        for method in ("resources/read", "resources/subscribe", "prompts/get"):
             metrics.surface_requests.labels(method, "ALLOWED")  # present at zero
 
     def adopt(self, gate: SurfaceGate) -> None:
@@ -638,6 +638,21 @@ class SurfaceGuard(Middleware):
             raise _error(mt.INVALID_PARAMS, decision.rejection())
         count.labels(call.name, "ALLOWED").inc()
         return decision
+
+    async def on_request(
+        self,
+        context: MiddlewareContext[Any],
+        call_next: CallNext[Any, Any],
+    ) -> Any:
+        """A ``resources/subscribe`` is decided like the read it leads to: a resource the
+        session may not read cannot be subscribed to (refused and logged, never forwarded),
+        so its update notifications never tell the model it exists."""
+        if context.method == "resources/subscribe":
+            params = context.message if isinstance(context.message, Mapping) else {}
+            uri = str(params.get("uri", ""))
+            call = ToolCall("resources/subscribe", {"uri": uri}, new_call_id())
+            await self._decided(context, "resources", uri, call)
+        return await call_next(context)
 
     async def on_read_resource(
         self,

@@ -4,7 +4,8 @@ Methods are chosen by name (:func:`make_recaller`): ``"bm25"`` (BM25F: every fie
 in one document, field weights applied before saturation), ``"bm25-plain"`` (one Okapi BM25
 over all of a skill's text, the lexical baseline), ``"dense"`` (MiniLM sentence embeddings,
 cosine; exact search up to 20k skills, HNSW above), ``"hybrid"`` (reciprocal-rank fusion of
-both) and ``"fused"`` (per-query normalised BM25F and dense scores, mixed). A :class:`Cutoff`
+both), ``"fused"`` (per-query normalised BM25F and dense scores, mixed) and ``"adaptive"``
+(each half scored by how far a skill stands out in the catalog, then mixed). A :class:`Cutoff`
 turns a ranking into candidates; :func:`expand_families` optionally widens them to whole skill
 families. Indexes persist per catalog version (:class:`IndexStore`); :func:`evaluate_routing`
 measures routing accuracy on a labelled query set, and :func:`load_sets` reads several sets.
@@ -12,6 +13,7 @@ measures routing accuracy on a labelled query set, and :func:`load_sets` reads s
 Nothing in this package imports :mod:`maitred.state` or :mod:`maitred.gate`.
 """
 
+from maitred.recall.adaptive import AdaptiveRecaller
 from maitred.recall.base import Candidate, Cutoff, Recaller
 from maitred.recall.bm25 import DEFAULT_FIELD_WEIGHTS, BM25Recaller
 from maitred.recall.bm25_plain import PlainBM25Recaller
@@ -43,6 +45,7 @@ __all__ = [
     "DEFAULT_FIELD_MIX",
     "DEFAULT_FIELD_WEIGHTS",
     "FIELDS",
+    "AdaptiveRecaller",
     "BM25Recaller",
     "Candidate",
     "Cutoff",

@@ -15,7 +15,10 @@ Built-in methods:
 - ``"dense"``: :class:`~maitred.recall.dense.DenseRecaller` (``embedder`` defaults to MiniLM);
 - ``"hybrid"``: :class:`~maitred.recall.hybrid.HybridRecaller`, RRF of the two;
 - ``"fused"``: :class:`~maitred.recall.fusion.FusedRecaller`, per-query normalised BM25F and
-  dense scores mixed with a fitted weight (at or above its better half on every set measured).
+  dense scores mixed with a fitted weight (at or above its better half on every set measured);
+- ``"adaptive"``: :class:`~maitred.recall.adaptive.AdaptiveRecaller`, each half scored by how
+  many standard deviations a skill stands out in the catalog for this query, then mixed (a
+  half that cannot tell skills apart gets little say).
 
 ``bm25`` and ``fused`` use a tuning stored by ``maitred tune`` (:mod:`maitred.recall.tune`) in
 ``cache_dir`` for the same catalog version, unless ``weights`` are given; the recaller is then
@@ -36,6 +39,7 @@ from typing import Protocol
 
 import maitred.plugins as plugins
 from maitred.errors import ConfigError, EmptyCatalogError
+from maitred.recall.adaptive import AdaptiveRecaller
 from maitred.recall.base import Recaller
 from maitred.recall.bm25 import (
     DEFAULT_B,
@@ -290,6 +294,20 @@ def _make_fused(
     )
     fused.name = "fused(tuned)"
     return fused
+
+
+def _make_adaptive(
+    catalog: Catalog,
+    *,
+    store: IndexStore | None,
+    weights: Mapping[str, float] | None,
+    embedder: Embedder | None,
+    progress: Progress | None,
+) -> Recaller:
+    """``adaptive``: BM25F (``weights`` = its field weights) and dense, standouts mixed."""
+    return AdaptiveRecaller(
+        _bm25(catalog, store, weights), _dense(catalog, store, embedder, progress)
+    )
 
 
 def _make_dense_tools(

@@ -22,6 +22,13 @@ index, its gates -- over the live engine's state provider, decision log, options
   ``maitred_reloads_total{outcome="rejected"}`` counts it. The same files are not retried until
   they change again.
 
+A change is read only once it holds still: the fingerprint must be the same ``SETTLE_S``
+after it was seen, and again after the new engine was built from the files. A file rewritten
+in place (truncated, then written) is otherwise readable half-written -- and a torn sidecar can
+be a valid one that lacks rules, a tool loaded without its exit predicates. A change that is
+still moving is looked at again on the next tick. (Writing the new file beside the old and
+renaming it over is still the way to change a deployment's files.)
+
 Why strict: start-up loads leniently (a broken skill is skipped and logged, the rest serves),
 but a reload that skipped a skill would silently withdraw it from a running server. A change
 is therefore taken whole or not at all.
@@ -36,6 +43,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -49,6 +57,10 @@ from maitred.skills.tools import TOOL_SUFFIXES
 
 _log = logging.getLogger("maitred.serve")
 _SKILL_FILES = frozenset({"SKILL.md", SIDECAR})
+#: how long a change must hold still before it is read: a file rewritten in place is empty or
+#: half there between its truncation and the writer's last byte, and a sidecar read in that
+#: window could be valid and lack rules (a tool loaded without its exit predicates)
+SETTLE_S = 0.05
 Fingerprint = dict[str, tuple[int, int]]
 
 
@@ -110,14 +122,20 @@ class Reloader:
             now = fingerprint(self.config.catalogs)
             if now == self._seen:
                 return None
+            time.sleep(SETTLE_S)
+            if fingerprint(self.config.catalogs) != now:
+                return None  # still being written: look again on the next tick
             changed = sorted(
                 k for k in now.keys() | self._seen.keys() if now.get(k) != self._seen.get(k)
             )
-            self._seen = now
             try:
                 engine = self._build()
+                if fingerprint(self.config.catalogs) != now:
+                    return None  # written to while it was read: built from a torn copy
+                self._seen = now
                 self.service.swap(engine)  # builds its menu renderers first, then swaps
             except Exception as exc:  # a MaitredError, or a bug: either way the old set stays
+                self._seen = now
                 error = f"{type(exc).__name__}: {exc}"
                 _log.error(
                     "catalog reload rejected (changed: %s); the old catalog keeps serving: %s",
