@@ -109,6 +109,10 @@ RATES = {"per_token": "20000/minute", "per_tenant": "50000/minute", "per_tool": 
 PROBE_TOOL = tool_name(1)
 
 
+def _tenant() -> str:
+    return f"bench-{secrets.token_hex(4)}"
+
+
 @dataclass
 class Production:
     """What ``--production`` gives the HTTP gateway: JWT auth, traces to a collector, rate
@@ -118,8 +122,8 @@ class Production:
     key: RSAKey = field(
         default_factory=lambda: RSAKey.generate_key(2048, parameters={"kid": "bench-1"})
     )
-    #: a tenant of this run's own, so counts left in a shared Redis by another run never apply
-    tenant: str = field(default_factory=lambda: f"bench-{secrets.token_hex(4)}")
+    #: a tenant of this run's (and size's) own, so counts left in a shared Redis never apply
+    tenant: str = field(default_factory=lambda: _tenant())
     collector: str = ""  # the collector's URL, while one runs
     found: dict[int, dict[str, Any]] = field(default_factory=dict)
 
@@ -336,6 +340,7 @@ async def http_clients(
     collector: subprocess.Popen[str] | None = None
     try:
         if production is not None:
+            production.tenant = _tenant()  # each size its own budgets, in a shared Redis too
             collector, production.collector = _served(
                 [sys.executable, str(HERE / "_otlp_sink.py")], log
             )
