@@ -34,7 +34,8 @@ a team runs it with, and the proxy stays a plain FastMCP proxy without auth:
 Before anything is timed, each size proves the features are on: a request without a token
 and one with a forged token (signed by another key) are answered 401; a second tool with a
 per-tool rate of one call an hour is called twice, and the second call is ``RATE_LIMITED`` and
-counted in ``/metrics``.
+counted in ``/metrics``. ``--production`` needs the ``mcp`` and ``otlp`` extras (joserfc, the
+OTLP exporter and its protobuf types).
 
 Bounded: ``--calls`` and ``--lists`` timed operations per side and size after a short warm-up
 (about two minutes on a shared 2-core machine); loopback only.
