@@ -181,8 +181,8 @@ def test_a_hidden_tool_is_named_for_no_need_and_nothing_is_disclosed(site: Site)
         assert [n["need"] for n in per_need] == needs
         for entry in per_need:
             assert "export_report" not in _tool_names(entry) + entry["listed_above"]
-        blocked = [b["name"] for entry in per_need for b in entry["blocked"]]
-        assert blocked == ["export_report"]  # named once, under the first need that matched
+        blocked = [[b["name"] for b in entry["blocked"]] for entry in per_need]
+        assert blocked == [["export_report"]] * len(needs)  # with every need that matched it
         assert names(await client.list_tools()) == ["find_tools"]
         report = await client.call_tool("export_report", {"year": 2025}, raise_on_error=False)
         assert rejection(report)["code"] == "TOOL_NOT_OFFERED"

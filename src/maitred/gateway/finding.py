@@ -12,7 +12,7 @@ the tools it disclosed, the matching tools the gate blocked, the turn's id. Seve
 answered per need, in the order given (:func:`per_need`): each need's own answer, where a tool
 already listed for an earlier need of the call is not listed again -- its name is in that
 need's ``listed_above`` instead -- so the model reads each tool's description once and still
-sees which needs it serves. A blocked tool is named once too, under the first need it matched.
+sees which needs it serves. A blocked tool is named under every need that matched it.
 """
 
 from __future__ import annotations
@@ -148,20 +148,19 @@ def answer_for(
 
 def per_need(answers: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """Several needs' answers (from :func:`answer_for`, in need order) as one: ``{"needs":
-    [...]}``, each tool and each blocked tool named under the first need that found it; a
-    later need that found it too lists it in ``listed_above``."""
+    [...]}``, each disclosed tool listed under the first need that found it; a later need that
+    found it too names it in ``listed_above``. What the gate blocked stays with every need
+    that matched it, so each need says why a tool it asked for is not there."""
     shown: set[str] = set()
-    blocked: set[str] = set()
     out: list[dict[str, Any]] = []
     for answer in answers:
         found = [t["name"] for t in answer["tools"]]
-        one = {
-            **answer,
-            "tools": [t for t in answer["tools"] if t["name"] not in shown],
-            "listed_above": [n for n in found if n in shown],
-            "blocked": [b for b in answer["blocked"] if b["name"] not in blocked | shown],
-        }
+        out.append(
+            {
+                **answer,
+                "tools": [t for t in answer["tools"] if t["name"] not in shown],
+                "listed_above": [n for n in found if n in shown],
+            }
+        )
         shown.update(found)
-        blocked.update(b["name"] for b in answer["blocked"])
-        out.append(one)
     return {"needs": out}
