@@ -41,7 +41,8 @@ served), and returns a FastMCP server that serves one proxy provider per upstrea
   matches is held back from every session at once (hidden, calls refused
   ``TOOL_DEFINITION_CHANGED``), named on stderr and counted in ``/metrics``.
 * ``find_tools`` (``disclosure: find_tools``): answered by the gateway itself, never by an
-  upstream (see :meth:`Gatekeeper.find <maitred.gateway.keeper.Gatekeeper.find>`).
+  upstream (see :meth:`Gatekeeper.find <maitred.gateway.keeper.Gatekeeper.find>`); its
+  arguments (``need`` and/or ``needs``) are read, and refused, by :mod:`maitred.gateway.finding`.
 * resources, resource templates and prompts: listed per session and read or got only as the
   sidecars' ``resources`` / ``prompts`` contracts allow, by :class:`SurfaceGuard
   <maitred.gateway.surfaces.SurfaceGuard>`, the middleware after this one (the state watch
