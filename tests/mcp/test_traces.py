@@ -288,6 +288,24 @@ def test_find_tools_is_a_span_with_the_turn_that_routed_the_need(tmp_path: Path)
     assert attributes(found)["maitred.run.id"] == turns[got["answer"]["turn_id"]]
 
 
+def test_find_tools_with_several_needs_is_one_span_with_each_needs_turn(tmp_path: Path) -> None:
+    config = write_site(tmp_path, "disclosure: find_tools\n")
+    tracing, exporter = in_memory()
+    got: dict[str, Any] = {}
+
+    async def scenario(client: Client[Any]) -> None:
+        needs = ["the time in a city", "look up a city"]
+        result = await client.call_tool("find_tools", {"needs": needs})
+        got["answer"] = result.structured_content
+
+    run_gateway(config, tracing, scenario)
+    found = attributes(one(exporter.get_finished_spans(), "maitred.find_tools"))
+    per_need = got["answer"]["needs"]
+    assert list(found["maitred.turn.ids"]) == [n["turn_id"] for n in per_need]
+    assert found["maitred.needs"] == 2 and "maitred.turn.id" not in found
+    assert found["maitred.tools.found"] == sum(len(n["tools"]) for n in per_need) > 0
+
+
 def test_off_by_default_and_then_the_clients_meta_reaches_the_upstream_as_sent(
     tmp_path: Path,
 ) -> None:

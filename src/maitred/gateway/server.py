@@ -41,7 +41,8 @@ served), and returns a FastMCP server that serves one proxy provider per upstrea
   matches is held back from every session at once (hidden, calls refused
   ``TOOL_DEFINITION_CHANGED``), named on stderr and counted in ``/metrics``.
 * ``find_tools`` (``disclosure: find_tools``): answered by the gateway itself, never by an
-  upstream (see :meth:`Gatekeeper.find <maitred.gateway.keeper.Gatekeeper.find>`).
+  upstream (see :meth:`Gatekeeper.find <maitred.gateway.keeper.Gatekeeper.find>`); its
+  arguments (``need`` and/or ``needs``) are read, and refused, by :mod:`maitred.gateway.finding`.
 * resources, resource templates and prompts: listed per session and read or got only as the
   sidecars' ``resources`` / ``prompts`` contracts allow, by :class:`SurfaceGuard
   <maitred.gateway.surfaces.SurfaceGuard>`, the middleware after this one (the state watch
@@ -109,6 +110,7 @@ from maitred.gateway.approval import VIA, Approvals, awaits_person
 from maitred.gateway.auth import GatewayAuth, Identity
 from maitred.gateway.channels import Channels
 from maitred.gateway.config import GatewayConfig, HttpServer, Upstream
+from maitred.gateway.finding import FIND_TOOLS_SCHEMA, read_needs
 from maitred.gateway.hosts import HostGuard
 from maitred.gateway.jwt import JwtVerifier
 from maitred.gateway.keeper import FIND_TOOLS, FIND_TOOLS_DESCRIPTION, Gatekeeper, Gates
@@ -453,18 +455,12 @@ class GateMiddleware(Middleware):
         keeper: Gatekeeper,
         args: Mapping[str, Any],
     ) -> ToolResult:
-        need = args.get("need")
-        if not isinstance(need, str) or not need.strip():
-            return _text_result(
-                {
-                    "code": "ARGS_MISSING",
-                    "message": f"{FIND_TOOLS} needs 'need': a sentence saying what you need to do",
-                    "fields": ["need"],
-                }
-            )
+        needs = read_needs(args)
+        if isinstance(needs, Rejection):  # nothing routed, nothing logged
+            return _text_result(needs.to_json())
         try:
             with self.tracing.span("maitred.find_tools") as finding:
-                answer, changed = await self._engine(lambda: keeper.find(need), keeper)
+                answer, changed = await self._engine(lambda: keeper.find(needs), keeper)
                 traces.note_found(finding, keeper, answer)
         except MaitredError as exc:
             return _text_result(
@@ -641,11 +637,12 @@ async def open_gateway(
         server.add_provider(proxy)
     if gates.finder is not None:
 
-        def find_tools(need: str) -> dict[str, Any]:
+        def find_tools(need: str = "", needs: Sequence[str] = ()) -> dict[str, Any]:
             # answered by GateMiddleware, which knows the session; never reached
             raise RuntimeError("find_tools is answered by the gateway's middleware")
 
-        server.tool(find_tools, name=FIND_TOOLS, description=FIND_TOOLS_DESCRIPTION)
+        found = Tool.from_function(find_tools, name=FIND_TOOLS, description=FIND_TOOLS_DESCRIPTION)
+        server.add_tool(found.model_copy(update={"parameters": FIND_TOOLS_SCHEMA}))
     server.add_middleware(gate)
     if gate.surface_guard is not None:
         server.add_middleware(gate.surface_guard)  # inner: sees only calls the gate let through
