@@ -124,3 +124,54 @@ def test_a_store_that_refuses_connections_fails_closed_for_writes_only() -> None
     reads = [limiter.admit(caller, "read", mutates=False) for _ in range(3)]
     assert all(r.store_error for r in reads)  # counted by this process alone, same rate
     assert [r.refusal.code if r.refusal else "ok" for r in reads] == ["ok", "ok", RATE_LIMITED]
+
+
+class _Clock:
+    """Wall and monotonic time that move only when the test says so."""
+
+    def __init__(self) -> None:
+        self.now = 1_000_000.0
+
+    def time(self) -> float:
+        return self.now
+
+    def monotonic(self) -> float:
+        return self.now
+
+
+@pytest.mark.parametrize("strategy", ["moving-window", "fixed-window", "sliding-window-counter"])
+def test_the_memory_store_starts_no_thread_per_call_and_still_sweeps_what_expired(
+    strategy: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+
+    import limits.storage.memory
+
+    import maitred.ratelimit as ratelimit
+
+    clock = _Clock()
+    monkeypatch.setattr(limits.storage.memory, "time", clock)
+    monkeypatch.setattr(ratelimit, "time", clock)
+    limiter = Limiter(_options(per_token="3/second", strategy=strategy), "mcp")
+    store = limiter.store
+    assert isinstance(store, limits.storage.memory.MemoryStorage)
+    store.timer.join()  # the one timer the library starts as the store is made
+    started: list[threading.Thread] = []
+    start = threading.Thread.start
+
+    def counted(thread: threading.Thread) -> None:
+        started.append(thread)
+        start(thread)
+
+    monkeypatch.setattr(threading.Thread, "start", counted)
+    caller = Caller("tok-1")
+    calls: list[tuple[Caller, str | None]] = [(caller, None)] * 4
+    assert _codes(limiter, calls) == ["ok", "ok", "ok", f"{RATE_LIMITED}:per_token"]
+    clock.now += 0.5
+    assert _codes(limiter, calls[:1]) == [f"{RATE_LIMITED}:per_token"]  # still in the window
+    clock.now += 1.6  # past the window, and past a sweep's interval
+    assert _codes(limiter, calls) == ["ok", "ok", "ok", f"{RATE_LIMITED}:per_token"]
+    assert started == []  # the library's own store starts a timer thread on a hit
+    if strategy == "moving-window":  # the entries of the first window were swept
+        [entries] = store.events.values()
+        assert len(entries) == 3

@@ -370,7 +370,7 @@ class Limiter:
     def _local_limiter(self) -> RateLimiter:
         with self._lock:
             if self._local is None:
-                self._local = STRATEGIES[self.options.strategy](MemoryStorage())
+                self._local = STRATEGIES[self.options.strategy](LocalStore())
             return self._local
 
     def _report(self, error: str) -> None:
@@ -403,9 +403,35 @@ def _retry_after(limiter: RateLimiter, item: RateLimitItem, ids: tuple[str, ...]
     return max(1, math.ceil(reset - time.time()))
 
 
+class LocalStore(MemoryStorage):
+    """The ``limits`` library's in-memory storage, its housekeeping done inline.
+
+    ``MemoryStorage`` drops expired entries on a ``threading.Timer`` of 10 ms that it starts
+    again on every hit that finds the last one finished: on a gateway answering a call every
+    few milliseconds that is a new thread for nearly every call, about 2 ms of the event
+    loop's time per call on a loaded machine (BENCHMARKS.md). The counts never depend on that
+    sweep (a moving window reads its entries' times, a fixed window checks its expiry when
+    read), which only keeps memory bounded; here it runs in the caller's thread at most once
+    every :attr:`SWEEP_S` seconds instead.
+    """
+
+    #: seconds between two sweeps of expired entries
+    SWEEP_S = 1.0
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._swept = time.monotonic()
+
+    def _MemoryStorage__schedule_expiry(self) -> None:  # replaces the library's timer start
+        now = time.monotonic()
+        if now - self._swept >= self.SWEEP_S:
+            self._swept = now
+            self._MemoryStorage__expire_events()  # type: ignore[attr-defined]
+
+
 def _open_store(options: RateLimitOptions) -> Storage:
     if not options.shared:
-        return MemoryStorage()
+        return LocalStore()
     t = options.storage_timeout_s
     store = RedisStorage(
         options.storage, wrap_exceptions=True, socket_timeout=t, socket_connect_timeout=t

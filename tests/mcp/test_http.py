@@ -511,3 +511,32 @@ def test_two_mcp_sessions_of_one_token_disclose_apart_and_sessionless_clients_sh
         finds = [t for t in log.iter_turns() if t["message_text"] == need["need"]]
     # the first session's, and the sessionless clients' (one session of the token, not the first)
     assert len(finds) == 2 and len({t["conversation_id"] for t in finds}) == 2
+
+
+def test_the_gateways_socket_gives_every_connection_it_accepts_tcp_nodelay() -> None:
+    """asyncio turns TCP_NODELAY on for accepted connections only when the listening socket
+    says it is TCP (as uvicorn serves the sockets it is handed); without it each response
+    whose headers and body are written apart waits for the client's delayed ACK."""
+    import asyncio
+    import socket
+
+    from maitred.gateway.server import listening_socket
+
+    async def main() -> int:
+        sock = listening_socket("127.0.0.1", 0)
+        accepted: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+
+        class Accepting(asyncio.Protocol):
+            def connection_made(self, transport: asyncio.BaseTransport) -> None:
+                conn = transport.get_extra_info("socket")
+                accepted.set_result(conn.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+
+        server = await asyncio.get_running_loop().create_server(Accepting, sock=sock)
+        async with server:
+            _, writer = await asyncio.open_connection(*sock.getsockname()[:2])
+            try:
+                return await asyncio.wait_for(accepted, 30)
+            finally:
+                writer.close()
+
+    assert asyncio.run(main()) != 0

@@ -89,3 +89,23 @@ def test_find_tools_never_names_a_tool_out_of_scope(tmp_path: Path) -> None:
     assert "merge_pull_request" not in named and "merge_pull_request" not in str(answer)
     assert listed[0] == FIND_TOOLS and "merge_pull_request" not in listed
     assert "merge_pull_request" in [t["name"] for t in found["tools"]]
+
+
+def test_find_tools_with_several_needs_names_no_tool_out_of_scope(tmp_path: Path) -> None:
+    gates = _gates(tmp_path, disclosure="find_tools")
+    needs = ["merge the pull request into main", "list the open pull requests"]
+    try:
+        reader = gates.keeper("acc-1", tenant="acme", granted=frozenset({"repo:read"}))
+        answer, changed = reader.find(needs)
+        listed = reader.visible()
+        writer = gates.keeper(
+            "acc-1", tenant="acme", granted=frozenset({"repo:read", "repo:write"})
+        )
+        found, _ = writer.find(needs)
+    finally:
+        gates.close()
+    assert [n["need"] for n in answer["needs"]] == needs and changed
+    assert "merge_pull_request" not in str(answer)  # for no need, found or blocked
+    assert listed == (FIND_TOOLS, "list_pull_requests")
+    shown = [t["name"] for n in found["needs"] for t in n["tools"]]
+    assert "merge_pull_request" in shown and len(shown) == len(set(shown))

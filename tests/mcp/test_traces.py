@@ -10,6 +10,7 @@ the decision log, and what never becomes an attribute (argument values).
 from __future__ import annotations
 
 import json
+import signal
 import socket
 import sys
 import time
@@ -27,7 +28,7 @@ from fastmcp.client.transports import StdioTransport, StreamableHttpTransport
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
-from tests.mcp.conftest import child_env, sha256
+from tests.mcp.conftest import Process, child_env, sha256
 from tests.otlp_collector import collecting
 
 from maitred.errors import ConfigError
@@ -287,6 +288,24 @@ def test_find_tools_is_a_span_with_the_turn_that_routed_the_need(tmp_path: Path)
     assert attributes(found)["maitred.run.id"] == turns[got["answer"]["turn_id"]]
 
 
+def test_find_tools_with_several_needs_is_one_span_with_each_needs_turn(tmp_path: Path) -> None:
+    config = write_site(tmp_path, "disclosure: find_tools\n")
+    tracing, exporter = in_memory()
+    got: dict[str, Any] = {}
+
+    async def scenario(client: Client[Any]) -> None:
+        needs = ["the time in a city", "look up a city"]
+        result = await client.call_tool("find_tools", {"needs": needs})
+        got["answer"] = result.structured_content
+
+    run_gateway(config, tracing, scenario)
+    found = attributes(one(exporter.get_finished_spans(), "maitred.find_tools"))
+    per_need = got["answer"]["needs"]
+    assert list(found["maitred.turn.ids"]) == [n["turn_id"] for n in per_need]
+    assert found["maitred.needs"] == 2 and "maitred.turn.id" not in found
+    assert found["maitred.tools.found"] == sum(len(n["tools"]) for n in per_need) > 0
+
+
 def test_off_by_default_and_then_the_clients_meta_reaches_the_upstream_as_sent(
     tmp_path: Path,
 ) -> None:
@@ -491,3 +510,38 @@ def test_maitred_mcp_over_stdio_exports_its_spans_to_the_collector_when_the_clie
     [forwarded] = received(tmp_path)
     trace_id, parent = parse_traceparent(forwarded["traceparent"])
     assert (trace_id, parent) == (TRACE_ID, int.from_bytes(upstream.span_id, "big"))
+
+
+@pytest.mark.slow
+def test_maitred_mcp_over_http_stopped_by_sigterm_exports_the_spans_it_still_buffers(
+    tmp_path: Path,
+) -> None:
+    """uvicorn re-raises the SIGTERM that stopped it once it has shut down, which ends the
+    process before any ``finally``: the buffered spans must be exported before that."""
+    with collecting() as collector:
+        served = (
+            "server: {host: 127.0.0.1, port: 0}\n"
+            f"tokens:\n  - {{token_sha256: {sha256(TOKEN)}, tenant: acme, account: acc-1}}\n"
+            f"tracing: {{enabled: true, endpoint: '{collector.url}'}}\n"
+        )
+        config = write_site(tmp_path, served)
+        args = [sys.executable, "-m", "maitred.cli.main", "mcp", "--config", str(config)]
+        # the batch exporter would otherwise wait this long before its first export
+        env = {**child_env(), "OTEL_BSP_SCHEDULE_DELAY": "600000"}
+        gateway = Process(args, env, r"serving (http://\S+)")
+        try:
+
+            async def main() -> None:
+                async with Client(gateway.match.group(1), auth=TOKEN) as client:
+                    await client.call_tool("lookup", {"city": "Oslo"})
+
+            anyio.run(main)
+            assert collector.spans() == []  # still buffered in the gateway
+            gateway.popen.terminate()
+            status = gateway.popen.wait(timeout=60)
+        finally:
+            gateway.stop()
+    assert status == -signal.SIGTERM  # the signal's status, as uvicorn leaves it
+    names = [span.name for _, span in collector.spans()]
+    assert {"maitred.call", "maitred.check", "maitred.upstream"} <= set(names)
+    assert names.count("maitred.call") == 1

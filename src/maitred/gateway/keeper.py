@@ -46,7 +46,9 @@ each session then moves over under its own lock (:meth:`Gatekeeper.rebase`), kee
   executability gate -> depth (:meth:`Maitred.turn`, logged), and what it exposes joins the
   session's *found* set: listings then show the found tools that pass the gate now, and a call
   to a tool never found is ``TOOL_NOT_OFFERED``. A tool the gate blocks is never disclosed,
-  however well it matched; the answer says which predicate blocked it.
+  however well it matched; the answer says which predicate blocked it. One call may carry
+  several needs: each is such a turn, the answer is per need (:mod:`maitred.gateway.finding`)
+  and the found set grows by all of them before the one listing.
 
 **Scopes** (HTTP). A gatekeeper is for one caller's grant as well as one account: the scopes
 its token granted (:attr:`Gatekeeper.granted`; ``None`` over stdio) travel with every listing,
@@ -95,7 +97,6 @@ from maitred._canonical import content_hash
 from maitred.actions.model import ApprovalAnswer, Decision, Hold, ToolCall
 from maitred.build import PipelineOptions, build_pipeline, check_against_state
 from maitred.context import CallContext
-from maitred.contract.kernel import SCOPES
 from maitred.contract.tool_sidecar import (
     SUFFIX,
     SurfaceNames,
@@ -105,6 +106,9 @@ from maitred.contract.tool_sidecar import (
 from maitred.engine import Maitred
 from maitred.errors import ConfigError, EmptyCatalogError, MaitredError
 from maitred.gateway.config import GatewayConfig, Upstream
+from maitred.gateway.finding import FIND_TOOLS as FIND_TOOLS  # re-exported: used from here
+from maitred.gateway.finding import FIND_TOOLS_DESCRIPTION as FIND_TOOLS_DESCRIPTION
+from maitred.gateway.finding import answer_for, per_need
 from maitred.gateway.pins import PinGuard, guard_at_start
 from maitred.gateway.scan import warn_at_start
 from maitred.log.base import DecisionLog, open_log
@@ -117,13 +121,6 @@ from maitred.state.snapshot import Snapshot, StateProvider
 
 #: the text of a listing turn in the decision log (it is no user's message)
 LIST_TEXT = "tools/list"
-#: the tool the gateway adds in ``find_tools`` disclosure mode
-FIND_TOOLS = "find_tools"
-FIND_TOOLS_DESCRIPTION = (
-    "Find the tools for a task. The catalog is too large to list: describe in a sentence what "
-    "you need to do, and the tools that fit it and can run for this account now become "
-    "available (the tool list changes). Call it again for another need."
-)
 
 
 def catalog_from_tools(
@@ -719,13 +716,21 @@ class Gatekeeper:
         before = self.listed
         return self.visible() != before
 
-    def find(self, need: str) -> tuple[dict[str, Any], bool]:
-        """Route ``need`` (recall, gate, depth; a logged turn) and disclose what it exposes.
+    def find(self, need: str | Sequence[str]) -> tuple[dict[str, Any], bool]:
+        """Route each need (recall, gate, depth; a logged turn each) and disclose what they
+        expose, then list once.
+
+        ``need`` is one need (a string) or several, in order (:mod:`maitred.gateway.finding`
+        reads them from the call). Every need is its own turn on the same path, with the same
+        scope, holds and grant; nothing is disclosed unless every need was routed.
 
         Returns:
-            The answer for the model (the tools now available with their descriptions, and
-            the matching tools the gate blocked with the predicates' messages), and whether
-            the session's visible set changed (then ``list_changed`` is due).
+            The answer for the model -- for a string, the tools now available with their
+            descriptions and the matching tools the gate blocked with the predicates'
+            messages (:func:`~maitred.gateway.finding.answer_for`); for several needs, those
+            per need, each tool under the first need that found it
+            (:func:`~maitred.gateway.finding.per_need`) -- and whether the session's visible
+            set changed (then one ``list_changed`` is due).
 
         Raises:
             ConfigError: the gateway does not run in ``find_tools`` mode.
@@ -733,6 +738,9 @@ class Gatekeeper:
         finder = self.gates.finder
         if finder is None or self.found is None:
             raise ConfigError("find_tools needs 'disclosure: find_tools' in the gateway config")
+        needs = (need,) if isinstance(need, str) else tuple(need)
+        if not needs:
+            raise ValueError("Gatekeeper.find needs at least one need")
         before = self.listed
         held = self.gates.held()
         context = CallContext(
@@ -740,27 +748,12 @@ class Gatekeeper:
             scope=frozenset(n for n in self.tool_names if n not in held) if held else None,
             granted=self.granted,
         )
-        turn = finder.turn(need, session=self.session, context=context)
-        self.found.update(turn.exposed)
+        turns = [finder.turn(n, session=self.session, context=context) for n in needs]
+        for turn in turns:
+            self.found.update(turn.exposed)
         catalog = finder.catalog
-        answer: dict[str, Any] = {
-            "need": need,
-            "tools": [
-                {"name": n, "description": catalog[n].description, "upstream": self.upstream_of(n)}
-                for n in turn.exposed
-            ],
-            "blocked": [
-                {
-                    "name": b["skill"],
-                    "why": [p["message"] or p["predicate"] for p in b["predicates"]]
-                    or [b["cause"] or "not executable now"],
-                }
-                for b in turn.to_json()["blocked"]
-                # a tool the caller's scopes do not reach is not named to it at all
-                if not any(p["predicate"] == SCOPES for p in b["predicates"])
-            ],
-            "turn_id": turn.turn_id,
-        }
-        if not turn.exposed:
-            answer["hint"] = "no tool that can run now fits this need; describe it differently"
+        answers = [
+            answer_for(n, t, catalog, self.upstream_of) for n, t in zip(needs, turns, strict=True)
+        ]
+        answer = answers[0] if isinstance(need, str) else per_need(answers)
         return answer, self.visible() != before

@@ -42,7 +42,8 @@ and returns a FastMCP server that serves one proxy provider per serving upstream
   matches is held back from every session at once (hidden, calls refused
   ``TOOL_DEFINITION_CHANGED``), named on stderr and counted in ``/metrics``.
 * ``find_tools`` (``disclosure: find_tools``): answered by the gateway itself, never by an
-  upstream (see :meth:`Gatekeeper.find <maitred.gateway.keeper.Gatekeeper.find>`).
+  upstream (see :meth:`Gatekeeper.find <maitred.gateway.keeper.Gatekeeper.find>`); its
+  arguments (``need`` and/or ``needs``) are read, and refused, by :mod:`maitred.gateway.finding`.
 * resources, resource templates and prompts: listed per session and read or got only as the
   sidecars' ``resources`` / ``prompts`` contracts allow, by :class:`SurfaceGuard
   <maitred.gateway.surfaces.SurfaceGuard>`, the middleware after this one (the state watch
@@ -83,7 +84,7 @@ import json
 import socket
 import sys
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from functools import partial
 from typing import Any, TypeVar
@@ -110,6 +111,7 @@ from maitred.gateway.approval import VIA, Approvals, awaits_person
 from maitred.gateway.auth import GatewayAuth, Identity
 from maitred.gateway.channels import Channels
 from maitred.gateway.config import GatewayConfig, HttpServer, Upstream
+from maitred.gateway.finding import FIND_TOOLS_SCHEMA, read_needs
 from maitred.gateway.hosts import HostGuard
 from maitred.gateway.jwt import JwtVerifier
 from maitred.gateway.keeper import FIND_TOOLS, FIND_TOOLS_DESCRIPTION, Gatekeeper, Gates
@@ -475,18 +477,12 @@ class GateMiddleware(Middleware):
         keeper: Gatekeeper,
         args: Mapping[str, Any],
     ) -> ToolResult:
-        need = args.get("need")
-        if not isinstance(need, str) or not need.strip():
-            return _text_result(
-                {
-                    "code": "ARGS_MISSING",
-                    "message": f"{FIND_TOOLS} needs 'need': a sentence saying what you need to do",
-                    "fields": ["need"],
-                }
-            )
+        needs = read_needs(args)
+        if isinstance(needs, Rejection):  # nothing routed, nothing logged
+            return _text_result(needs.to_json())
         try:
             with self.tracing.span("maitred.find_tools") as finding:
-                answer, changed = await self._engine(lambda: keeper.find(need), keeper)
+                answer, changed = await self._engine(lambda: keeper.find(needs), keeper)
                 traces.note_found(finding, keeper, answer)
         except MaitredError as exc:
             return _text_result(
@@ -686,11 +682,12 @@ async def open_gateway(
     upstreams.attach(server, gate, auth, serving)  # those that answered, in the config's order
     if gates.finder is not None:
 
-        def find_tools(need: str) -> dict[str, Any]:
+        def find_tools(need: str = "", needs: Sequence[str] = ()) -> dict[str, Any]:
             # answered by GateMiddleware, which knows the session; never reached
             raise RuntimeError("find_tools is answered by the gateway's middleware")
 
-        server.tool(find_tools, name=FIND_TOOLS, description=FIND_TOOLS_DESCRIPTION)
+        found = Tool.from_function(find_tools, name=FIND_TOOLS, description=FIND_TOOLS_DESCRIPTION)
+        server.add_tool(found.model_copy(update={"parameters": FIND_TOOLS_SCHEMA}))
     server.add_middleware(gate)
     if gate.surface_guard is not None:
         server.add_middleware(gate.surface_guard)  # inner: sees only calls the gate let through
@@ -731,23 +728,85 @@ async def serve_stdio(config: GatewayConfig) -> None:
         await close_gateway(server, gates)
 
 
+def listening_socket(host: str, port: int) -> socket.socket:
+    """A TCP socket bound to ``(host, port)`` and listening (``port`` 0: a free one).
+
+    It is made with ``IPPROTO_TCP`` named rather than the default protocol 0: asyncio (and
+    uvloop) turn on ``TCP_NODELAY`` for the connections a server accepts only when the
+    listening socket says it is TCP, and uvicorn serves the sockets it is given as they are.
+    Without it Nagle's algorithm held back every response whose headers and body are written
+    apart until the client's delayed ACK came: about 40 ms per request on loopback.
+
+    Raises:
+        OSError: the address cannot be bound.
+    """
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(128)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+def _closer(server: FastMCP[Any], gates: Gates) -> Callable[[], Awaitable[None]]:
+    """:func:`close_gateway` (the upstream sessions, the decision log, the traces exported),
+    once, whichever of its callers comes first (both run on the server's event loop)."""
+    done: list[bool] = []
+
+    async def close() -> None:
+        if not done:
+            done.append(True)
+            await close_gateway(server, gates)
+
+    return close
+
+
+class CloseAtShutdown:
+    """ASGI middleware: ``close`` runs when the server's lifespan shuts down, before the
+    shutdown is reported to the server.
+
+    uvicorn, stopped by SIGTERM, shuts down gracefully and then raises the signal again, which
+    ends the process before any ``finally`` of the code that started the server: this is where
+    the log is closed and the spans still buffered are exported, in time.
+    """
+
+    def __init__(self, app: Any, close: Callable[[], Awaitable[None]]) -> None:
+        self.app = app
+        self.close = close
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "lifespan":
+            await self.app(scope, receive, send)
+            return
+
+        async def sending(message: Any) -> None:
+            if message["type"] in ("lifespan.shutdown.complete", "lifespan.shutdown.failed"):
+                await self.close()
+            await send(message)
+
+        await self.app(scope, receive, sending)
+
+
 async def serve_http(config: GatewayConfig, *, port: int | None = None) -> None:
     """Serve the gateway over streamable HTTP until stopped (``port`` overrides the config's;
-    0 picks a free one). The address is printed on stderr once the socket is bound."""
+    0 picks a free one). The address is printed on stderr once the socket is bound. Stopped by
+    SIGTERM or SIGINT, it shuts down gracefully, closing the log and exporting the buffered
+    spans before the process ends."""
     where = config.server or HttpServer()
-    sock = socket.socket(socket.AF_INET6 if ":" in where.host else socket.AF_INET)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
-        sock.bind((where.host, where.port if port is None else port))
+        sock = listening_socket(where.host, where.port if port is None else port)
     except OSError as exc:
-        sock.close()
         raise ConfigError(
             f"{config.source}: cannot listen on {where.host}:{port or where.port} ({exc}); "
             "choose another server.port (0: any free one)"
         ) from None
-    sock.listen(128)
     bound = sock.getsockname()[1]
     server, gates = await open_gateway(config, http=True)
+    close = _closer(server, gates)
     print(
         f"maitred mcp: serving http://{where.host}:{bound}{where.path} "
         f"({len(config.upstreams)} upstream(s), {len(config.tokens)} token(s)"
@@ -765,8 +824,11 @@ async def serve_http(config: GatewayConfig, *, port: int | None = None) -> None:
                 path=where.path,
                 log_level="warning",
                 sockets=[sock],
-                middleware=[AsgiMiddleware(BodyLimit, max_bytes=where.max_body_bytes)],
+                middleware=[
+                    AsgiMiddleware(CloseAtShutdown, close=close),
+                    AsgiMiddleware(BodyLimit, max_bytes=where.max_body_bytes),
+                ],
             )
     finally:
-        await close_gateway(server, gates)
+        await close()
         sock.close()

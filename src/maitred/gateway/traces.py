@@ -8,7 +8,7 @@ hold): one per MCP request, and one per decision or upstream call inside it.
     maitred.call                 tools/call: tool, the code it is counted under, decision id
       maitred.check              the gate's decision: decision id, code, verdict, turn id
       maitred.upstream           the forwarded call (CLIENT): upstream, tool; tool_error
-      maitred.find_tools         find_tools mode: the turn that routed the need
+      maitred.find_tools         find_tools mode: the turn(s) that routed the need(s)
 
 Every request span carries the session's tenant, account (unless ``tracing.account: false``)
 and maitred session id. Its parent is the client's W3C trace context: the HTTP request's
@@ -138,15 +138,20 @@ def note_result(span: Span, result: ToolResult) -> None:
 
 
 def note_found(span: Span, keeper: Gatekeeper, answer: Mapping[str, Any]) -> None:
-    """A ``find_tools`` turn: its ids and how many tools it disclosed and found blocked."""
+    """A ``find_tools`` call: its turn's id (one need) or turns' ids (several, per need) and
+    how many tools it disclosed and found blocked, each tool counted once."""
     if not span.is_recording() or keeper.gates.finder is None:
         return
     run = run_of(keeper, keeper.gates.finder)  # begun by the turn: a lookup, no write
+    several = "needs" in answer
+    entries: list[Mapping[str, Any]] = list(answer["needs"]) if several else [answer]
+    ids = [str(e.get("turn_id", "")) for e in entries]
     span.set_attributes(
         {
-            "maitred.turn.id": str(answer.get("turn_id", "")),
+            **({"maitred.turn.ids": ids} if several else {"maitred.turn.id": ids[0]}),
             "maitred.run.id": run,
-            "maitred.tools.found": len(answer.get("tools", ())),
-            "maitred.tools.blocked": len(answer.get("blocked", ())),
+            "maitred.needs": len(entries),
+            "maitred.tools.found": sum(len(e.get("tools", ())) for e in entries),
+            "maitred.tools.blocked": sum(len(e.get("blocked", ())) for e in entries),
         }
     )

@@ -1,0 +1,166 @@
+"""``find_tools``, the gateway's own tool in ``disclosure: find_tools`` mode: what it takes and
+what it answers. The routing itself is :meth:`maitred.gateway.keeper.Gatekeeper.find`.
+
+**What it takes.** ``need`` (one sentence) and/or ``needs`` (one sentence per step of a task,
+at most :data:`MAX_NEEDS` in all); each need holds text and at most :data:`MAX_NEED_CHARS`
+characters. :data:`FIND_TOOLS_SCHEMA` says so to the model, and :func:`read_needs` enforces it
+before anything is routed: a call that breaks it is refused (``ARGS_MISSING`` when no need is
+given at all, ``ARGS_INVALID`` otherwise), the field at fault named, nothing logged.
+
+**What it answers.** One need (``need`` alone) is answered as it always was (:func:`answer_for`):
+the tools it disclosed, the matching tools the gate blocked, the turn's id. Several needs are
+answered per need, in the order given (:func:`per_need`): each need's own answer, where a tool
+already listed for an earlier need of the call is not listed again -- its name is in that
+need's ``listed_above`` instead -- so the model reads each tool's description once and still
+sees which needs it serves. A blocked tool is named under every need that matched it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from maitred.actions.model import ARGS_INVALID, ARGS_MISSING, Rejection
+from maitred.contract.kernel import SCOPES
+from maitred.pipeline import Turn
+from maitred.skills.model import Catalog
+
+#: the tool the gateway adds in ``find_tools`` disclosure mode
+FIND_TOOLS = "find_tools"
+#: the most needs one call may carry (``need`` and ``needs`` together)
+MAX_NEEDS = 8
+#: the longest need, in characters
+MAX_NEED_CHARS = 1000
+FIND_TOOLS_DESCRIPTION = (
+    "Find the tools for a task. The catalog is too large to list: describe in a sentence what "
+    "you need to do (`need`), or, for a task of several steps, one sentence per step "
+    f"(`needs`, at most {MAX_NEEDS}); the tools that fit and can run for this account now "
+    "become available (the tool list changes), listed per need. Call it again for another need."
+)
+_ONE_NEED: dict[str, Any] = {"type": "string", "minLength": 1, "maxLength": MAX_NEED_CHARS}
+#: the input schema of ``find_tools``: ``need`` or ``needs`` (or both), none required by the
+#: schema itself because JSON Schema's ``anyOf`` at the top is refused by some model APIs;
+#: :func:`read_needs` refuses a call that gives neither
+FIND_TOOLS_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "need": {
+            **_ONE_NEED,
+            "description": "What you need to do, in one sentence. Give this or `needs`.",
+        },
+        "needs": {
+            "type": "array",
+            "items": _ONE_NEED,
+            "minItems": 1,
+            "maxItems": MAX_NEEDS,
+            "description": "Several needs at once, one sentence each (the steps of a task); "
+            "each is answered with its own tools, and a tool already listed for an earlier "
+            "need is not listed again. Give this or `need`.",
+        },
+    },
+    "additionalProperties": False,
+}
+
+
+def read_needs(arguments: Mapping[str, Any]) -> str | tuple[str, ...] | Rejection:
+    """The needs a ``find_tools`` call carries, or the refusal of a call that breaks
+    :data:`FIND_TOOLS_SCHEMA`.
+
+    Returns:
+        ``need`` alone as a string (answered in the one-need shape); otherwise a tuple of the
+        needs in order, ``need`` first when both are given (answered per need); a ``null``
+        field counts as absent.
+    """
+    need, needs = arguments.get("need"), arguments.get("needs")
+    if need is None and needs is None:
+        return _refusal("no need was given", "need", "needs", code=ARGS_MISSING)
+    if need is not None:
+        fault = _need_fault(need)
+        if fault:  # a blank need alone is no need at all, as it always was: ARGS_MISSING
+            blank = needs is None and isinstance(need, str) and not need.strip()
+            return _refusal(f"'need' {fault}", "need", code=ARGS_MISSING if blank else ARGS_INVALID)
+        if needs is None:
+            return str(need)
+    if not isinstance(needs, list):
+        return _refusal("'needs' must be a list of sentences", "needs")
+    if not needs:
+        return _refusal("'needs' is an empty list", "needs")
+    given = ([need] if need is not None else []) + needs
+    if len(given) > MAX_NEEDS:
+        return _refusal(f"{len(given)} needs were given, at most {MAX_NEEDS} are taken", "needs")
+    for at, item in enumerate(needs):
+        fault = _need_fault(item)
+        if fault:
+            return _refusal(f"'needs[{at}]' {fault}", f"needs[{at}]")
+    return tuple(str(n) for n in given)
+
+
+def _need_fault(need: Any) -> str:
+    """What is wrong with one need (``""``: nothing)."""
+    if not isinstance(need, str):
+        return f"must be a sentence (a string), not {type(need).__name__}"
+    if not need.strip():
+        return "is blank"
+    if len(need) > MAX_NEED_CHARS:
+        return f"holds {len(need)} characters, at most {MAX_NEED_CHARS} are taken"
+    return ""
+
+
+def _refusal(what: str, *fields: str, code: str = ARGS_INVALID) -> Rejection:
+    return Rejection(
+        code,
+        f"{FIND_TOOLS}: {what}. Give 'need' (a sentence saying what you need to do) or "
+        f"'needs' (1 to {MAX_NEEDS} such sentences, one per step); nothing was searched",
+        fields=fields,
+        error="invalid_arguments",
+    )
+
+
+def answer_for(
+    need: str, turn: Turn, catalog: Catalog, upstream_of: Callable[[str], str]
+) -> dict[str, Any]:
+    """The answer to one need: the tools its turn disclosed (with their descriptions and
+    upstreams), the matching tools the gate blocked with the predicates' messages, the turn id.
+
+    A tool the caller's scopes do not reach is not named at all.
+    """
+    answer: dict[str, Any] = {
+        "need": need,
+        "tools": [
+            {"name": n, "description": catalog[n].description, "upstream": upstream_of(n)}
+            for n in turn.exposed
+        ],
+        "blocked": [
+            {
+                "name": b["skill"],
+                "why": [p["message"] or p["predicate"] for p in b["predicates"]]
+                or [b["cause"] or "not executable now"],
+            }
+            for b in turn.to_json()["blocked"]
+            if not any(p["predicate"] == SCOPES for p in b["predicates"])
+        ],
+        "turn_id": turn.turn_id,
+    }
+    if not turn.exposed:
+        answer["hint"] = "no tool that can run now fits this need; describe it differently"
+    return answer
+
+
+def per_need(answers: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Several needs' answers (from :func:`answer_for`, in need order) as one: ``{"needs":
+    [...]}``, each disclosed tool listed under the first need that found it; a later need that
+    found it too names it in ``listed_above``. What the gate blocked stays with every need
+    that matched it, so each need says why a tool it asked for is not there."""
+    shown: set[str] = set()
+    out: list[dict[str, Any]] = []
+    for answer in answers:
+        found = [t["name"] for t in answer["tools"]]
+        out.append(
+            {
+                **answer,
+                "tools": [t for t in answer["tools"] if t["name"] not in shown],
+                "listed_above": [n for n in found if n in shown],
+            }
+        )
+        shown.update(found)
+    return {"needs": out}
