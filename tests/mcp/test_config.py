@@ -54,6 +54,11 @@ def test_the_launch_account_overrides_the_file() -> None:
         ({"upstreams": [UP, UP]}, "upstreams[1].name", "already upstreams[0]"),
         ({"upstreams": [{**UP, "name": "a b"}]}, "upstreams[0].name", "letters"),
         ({"upstreams": [{**UP, "timeout_s": 0}]}, "upstreams[0].timeout_s", "positive"),
+        ({"upstreams": [{**UP, "required": "yes"}]}, "upstreams[0].required", "true"),
+        ({"upstream_retry": {"initial_s": 0}}, "upstream_retry.initial_s", ">= 0.1"),
+        ({"upstream_retry": {"max_s": True}}, "upstream_retry.max_s", "seconds"),
+        ({"upstream_retry": {"initial_s": 5, "max_s": 1}}, "upstream_retry.max_s", "initial_s"),
+        ({"upstream_retry": {"every": 1}}, "upstream_retry.every", "known"),
         ({"disclosure": "some"}, "'disclosure'", "find_tools"),
         ({"find": {"top_k": 0}}, "find.top_k", ">= 1"),
         ({"server": {"port": 70000}}, "server.port", "0-65535"),
@@ -78,6 +83,14 @@ def test_a_bad_field_is_named_with_what_to_write(change: dict, field: str, hint:
 
 def test_the_watch_is_off_unless_asked_for() -> None:
     assert parse_config(GOOD, "gw.yaml").watch.interval_s == 0.0
+
+
+def test_an_upstream_is_not_required_and_is_retried_from_1_to_60_seconds() -> None:
+    config = parse_config(GOOD, "gw.yaml")
+    assert config.upstream.required is False
+    assert (config.upstream_retry.initial_s, config.upstream_retry.max_s) == (1.0, 60.0)
+    strict = parse_config({**GOOD, "upstreams": [{**UP, "required": True}]}, "gw.yaml")
+    assert strict.upstream.required is True
     assert parse_config({**GOOD, "watch": {"interval_s": 5}}, "gw.yaml").watch.interval_s == 5.0
 
 

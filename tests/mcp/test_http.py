@@ -458,6 +458,61 @@ def test_a_2026_client_listening_over_http_is_told_for_its_own_token_only(
     assert events == {"acme": ["ToolsListChanged"], "globex": ["ToolsListChanged"]}
 
 
+def test_two_mcp_sessions_of_one_token_disclose_apart_and_sessionless_clients_share_one(
+    tmp_path: Path,
+) -> None:
+    """One maitred session per MCP session, even when clients share a token: what
+    `find_tools` disclosed in one handshake-era session is not in another's list; clients
+    without a session id (2026-07-28, `fastmcp.Client`) get one session per token."""
+    from mcp.client.session import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    site = deploy(tmp_path, time=False, extra="disclosure: find_tools\n")
+    need = {"need": "export my notes as a pdf archive"}
+    got: dict[str, Any] = {}
+
+    async def names(session: ClientSession) -> list[str]:
+        return sorted(t.name for t in (await session.list_tools()).tools)
+
+    async def main() -> None:
+        headers = {"Authorization": f"Bearer {ACME}"}  # both sessions: acme's one token
+        async with (
+            httpx2.AsyncClient(headers=headers) as first_http,
+            httpx2.AsyncClient(headers=headers) as second_http,
+            streamable_http_client(site.url, http_client=first_http) as first_streams,
+            streamable_http_client(site.url, http_client=second_http) as second_streams,
+            ClientSession(first_streams[0], first_streams[1]) as first,
+            ClientSession(second_streams[0], second_streams[1]) as second,
+        ):
+            await first.initialize()
+            await second.initialize()
+            found = await first.call_tool("find_tools", need)
+            got["found"] = [t["name"] for t in found.structured_content["tools"]]
+            got["first"], got["second"] = await names(first), await names(second)
+            refused = await second.call_tool("export_notes", {"fmt": "pdf"})
+            got["second_call"] = json.loads(refused.content[0].text)
+        async with Client(site.url, auth=ACME) as one, Client(site.url, auth=ACME) as other:
+            await one.call_tool("find_tools", need)
+            got["sessionless"] = sorted(t.name for t in await other.list_tools())
+
+    try:
+        anyio.run(main)
+    finally:
+        site.gateway.stop()
+        site.notes.stop()
+    assert "export_notes" in got["found"] and "export_notes" in got["first"]
+    assert got["second"] == ["find_tools"]  # the other session disclosed nothing yet
+    assert (
+        got["second_call"]["code"] == "TOOL_NOT_OFFERED"
+        and "find_tools" in got["second_call"]["hint"]
+    )
+    assert "export_notes" in got["sessionless"]  # one session for the token's sessionless clients
+    with open_log(str(tmp_path / "gateway.sqlite")) as log:
+        finds = [t for t in log.iter_turns() if t["message_text"] == need["need"]]
+    # the first session's, and the sessionless clients' (one session of the token, not the first)
+    assert len(finds) == 2 and len({t["conversation_id"] for t in finds}) == 2
+
+
 def test_the_gateways_socket_gives_every_connection_it_accepts_tcp_nodelay() -> None:
     """asyncio turns TCP_NODELAY on for accepted connections only when the listening socket
     says it is TCP (as uvicorn serves the sockets it is handed); without it each response

@@ -54,14 +54,17 @@ def test_a_call_the_gate_cannot_log_never_reaches_the_upstream() -> None:
     assert payload["code"] == "GATE_UNAVAILABLE" and "database is locked" in payload["message"]
 
 
-def test_an_upstream_that_cannot_start_is_named_before_anything_is_served(
+def test_a_required_upstream_that_cannot_start_is_named_before_anything_is_served(
     tmp_path: Path,
 ) -> None:
+    """``required: true`` keeps the strict start (lazy starts: tests/mcp/test_lifecycle.py)."""
     config = parse_config(
         {
             "account": "acc-1",
             "state": "accounts.json",
-            "upstreams": [{"name": "shop", "command": str(tmp_path / "no-such-server")}],
+            "upstreams": [
+                {"name": "shop", "command": str(tmp_path / "no-such-server"), "required": True}
+            ],
         },
         "gw.yaml",
         base=tmp_path,
@@ -117,12 +120,21 @@ def test_an_http_gateway_reached_without_a_token_lists_nothing_and_runs_nothing(
     assert result.is_error and payload["code"] == "AUTH_REQUIRED"
 
 
-def test_an_http_upstream_that_does_not_answer_at_start_is_named(tmp_path: Path) -> None:
+def test_a_required_http_upstream_that_does_not_answer_at_start_is_named(
+    tmp_path: Path,
+) -> None:
     config = parse_config(
         {
             "account": "acc-1",
             "state": "accounts.json",
-            "upstreams": [{"name": "notes", "url": "http://127.0.0.1:1/mcp", "timeout_s": 10}],
+            "upstreams": [
+                {
+                    "name": "notes",
+                    "url": "http://127.0.0.1:1/mcp",
+                    "timeout_s": 10,
+                    "required": True,
+                }
+            ],
         },
         "gw.yaml",
         base=tmp_path,

@@ -3,7 +3,9 @@
 It writes one JSON line per call it receives to ``$CALLS_FILE``, so a test can prove that a
 rejected call never reached it. ``upgrade`` rewrites the accounts file ``$ACCOUNTS`` (a state
 change the gateway must notice); ``crash`` kills the process mid-call. ``get_plan`` first
-waits ``$GET_PLAN_DELAY_S`` seconds (default 0): an upstream slower than its ``timeout_s``.
+waits ``$GET_PLAN_DELAY_S`` seconds (default 0): an upstream slower than its ``timeout_s``;
+with ``$GET_PLAN_UNTIL`` set it also waits until that file exists (a call a test holds in
+flight for as long as it needs).
 """
 
 from __future__ import annotations
@@ -29,6 +31,9 @@ async def get_plan(account: str) -> str:
     """Say which plan an account is on."""
     _record("get_plan", {"account": account})
     await anyio.sleep(float(os.environ.get("GET_PLAN_DELAY_S", "0")))
+    until = os.environ.get("GET_PLAN_UNTIL")
+    while until and not Path(until).exists():
+        await anyio.sleep(0.05)
     data = json.loads(Path(os.environ["ACCOUNTS"]).read_text(encoding="utf-8"))
     return str(data[account]["account"]["plan"])
 

@@ -47,7 +47,7 @@ exactly as for an exit predicate. A static token grants the ``scopes`` its confi
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 from urllib.parse import urlsplit
@@ -125,6 +125,11 @@ class GatewayAuth(TokenVerifier):
         self.path = path
         required = jwt.options.required_scopes if jwt is not None else ()
         self.supported = sorted({*scopes_supported, *required})
+
+    def advertise(self, scopes: Iterable[str]) -> None:
+        """Add ``scopes`` to the metadata's ``scopes_supported`` (the contracts of an upstream
+        that joined after the start require them)."""
+        self.supported = sorted({*self.supported, *scopes})
 
     # -- who is calling ---------------------------------------------------------------------
 

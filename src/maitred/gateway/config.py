@@ -21,6 +21,8 @@
         headers: {}                 # sent with every request to it (an upstream's own token)
         timeout_s: 60               # a request to an upstream past this is UPSTREAM_FAILED
         contracts: notes.maitred.yaml
+        required: false             # true: the gateway does not start without it
+    upstream_retry: {initial_s: 1, max_s: 60}   # an upstream that does not answer: retried
     watch: {interval_s: 5}          # re-check listed sessions on state changes (0: off)
     server: {host: 127.0.0.1, port: 8765, path: /mcp, max_sessions: 1000,   # serve over HTTP
              max_body_bytes: 1048576,   # a larger request is a 413, never parsed
@@ -74,6 +76,12 @@ happens to those that no sidecar names: ``pass`` (the default: listed and readab
 upstream serves them, and named on stderr at start) or ``hide`` (absent from every list, and
 reads and gets refused).
 
+**Upstreams that do not answer** (:mod:`maitred.gateway.lifecycle`). One that cannot be
+started or reached at start is named on stderr and the gateway starts with the others; it is
+tried again in the background (after ``upstream_retry.initial_s``, doubling up to ``max_s``)
+and whenever a client lists the tools, and its tools join once it answers. ``required: true``
+keeps the strict start: without that upstream the gateway does not start.
+
 Every error names the file and the dotted field (``upstreams[0].command``) and says what to
 write; unknown fields are errors, so a typo never becomes a silently ignored setting. Relative
 paths (a JSON or SQLite state file, the log, the contracts) are relative to the config file, so
@@ -119,10 +127,22 @@ _TOP = frozenset(
         "ungated",
         "rate_limits",
         "auth",
+        "upstream_retry",
     }
 )
 _UPSTREAM = frozenset(
-    {"name", "command", "args", "env", "url", "headers", "contracts", "shadow", "timeout_s"}
+    {
+        "name",
+        "command",
+        "args",
+        "env",
+        "url",
+        "headers",
+        "contracts",
+        "shadow",
+        "timeout_s",
+        "required",
+    }
 )
 _NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 #: what a tenant (or an upstream) may be called: it prefixes session ids in the log
@@ -183,6 +203,8 @@ class Upstream:
         headers: HTTP headers sent with every request to ``url``.
         timeout_s: how long a request to it may take; past that the call is
             ``UPSTREAM_FAILED`` (an upstream that hangs must not hold a session forever).
+        required: the gateway does not start unless it answers (``False``: one that does
+            not is retried while the others serve; :mod:`maitred.gateway.lifecycle`).
     """
 
     name: str
@@ -194,6 +216,7 @@ class Upstream:
     url: str = ""
     headers: Mapping[str, str] = field(default_factory=dict)
     timeout_s: float = 60.0
+    required: bool = False
 
     @property
     def where(self) -> str:
@@ -291,6 +314,16 @@ class WatchOptions:
 
 
 @dataclass(frozen=True)
+class RetryOptions:
+    """How an upstream that does not answer is tried again: first after ``initial_s``, then
+    after twice as long each time, never more than ``max_s`` apart (and on demand, at most once
+    per ``initial_s``, when a client lists the tools)."""
+
+    initial_s: float = 1.0
+    max_s: float = 60.0
+
+
+@dataclass(frozen=True)
 class PinOptions:
     """Where the reviewed tool definitions are (:mod:`maitred.gateway.pins`), and what a tool
     with no pin gets: ``hide`` (held back like a changed one) or ``allow``."""
@@ -325,6 +358,7 @@ class GatewayConfig:
     ungated: Literal["pass", "hide"] = "pass"
     rate_limits: RateLimitOptions | None = None
     auth: AuthOptions | None = None
+    upstream_retry: RetryOptions = field(default_factory=RetryOptions)
 
     @property
     def upstream(self) -> Upstream:
@@ -416,6 +450,7 @@ def parse_config(
         ungated="hide" if ungated == "hide" else "pass",
         rate_limits=read_rate_limits(r, top.get("rate_limits")),
         auth=auth,
+        upstream_retry=_retry(r, top.get("upstream_retry") or {}),
     )
 
 
@@ -468,6 +503,12 @@ def _upstream(r: ConfigReader, value: Any, where: str, root: Path) -> Upstream:
         r.fail(f"{where}.shadow", f"must be a list of rule names, not {shadow!r}")
     if shadow and not path:
         r.fail(f"{where}.shadow", "names rules, but the upstream has no contracts file")
+    required = data.get("required", False)
+    if not isinstance(required, bool):
+        r.fail(
+            f"{where}.required",
+            f"must be true (the gateway does not start without it) or false, not {required!r}",
+        )
     return Upstream(
         name=name,
         command=command,
@@ -478,6 +519,7 @@ def _upstream(r: ConfigReader, value: Any, where: str, root: Path) -> Upstream:
         url=url,
         headers={k: str(v) for k, v in headers.items()},
         timeout_s=float(timeout),
+        required=required,
     )
 
 
@@ -686,6 +728,23 @@ def _watch(r: ConfigReader, value: Any) -> WatchOptions:
             f"must be 0 (off) or a number of seconds >= {_MIN_WATCH_S}, not {every!r}",
         )
     return WatchOptions(float(every))
+
+
+def _retry(r: ConfigReader, value: Any) -> RetryOptions:
+    data = r.mapping(value, "upstream_retry")
+    r.no_unknown(data, frozenset({"initial_s", "max_s"}), "upstream_retry")
+    found: dict[str, float] = {}
+    for key, default in (("initial_s", 1.0), ("max_s", 60.0)):
+        every = data.get(key, default)
+        if not isinstance(every, (int, float)) or isinstance(every, bool) or every < _MIN_WATCH_S:
+            r.fail(
+                f"upstream_retry.{key}",
+                f"must be a number of seconds >= {_MIN_WATCH_S}, not {every!r}",
+            )
+        found[key] = float(every)
+    if found["max_s"] < found["initial_s"]:
+        r.fail("upstream_retry.max_s", f"must be at least initial_s ({found['initial_s']:g})")
+    return RetryOptions(found["initial_s"], found["max_s"])
 
 
 def _pins(r: ConfigReader, value: Any, root: Path) -> PinOptions:

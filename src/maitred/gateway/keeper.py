@@ -1,12 +1,19 @@
 """The gateway's decisions, without any MCP plumbing: what one session sees and may call.
 
-:class:`Gates` is built once per gateway over the tools every upstream listed at start (each
+:class:`Gates` is built at start over the tools every upstream that answered listed (each
 upstream's own sidecar contracts and shadow rules applied to its own tools, then joined into
 one catalog): one :class:`~maitred.Maitred` engine that lists and checks, one that runs
 ``find_tools`` (real recall over the same catalog), and one over the full contracts when some
 rules run in shadow mode. All share one state provider and one decision log. A
 :class:`Gatekeeper` is one MCP session: one :class:`~maitred.actions.Session` for one account,
 over those engines.
+
+**A catalog that grows.** An upstream that answers after the start (or lists a tool it did not
+list before) brings tools the engines do not know. Engines are never changed in place:
+:meth:`Gates.grown` builds new gates aside over the larger catalog, with every check a start
+makes, and the gateway swaps its one reference to them (:mod:`maitred.gateway.lifecycle`);
+each session then moves over under its own lock (:meth:`Gatekeeper.rebase`), keeping its
+:class:`~maitred.actions.Session`, whose offer the new engine reads from the same log.
 
 * **Listing is a logged turn.** :meth:`Gatekeeper.visible` routes a turn whose "recall" is
   every upstream tool, in the upstreams' order (:class:`EveryTool`), so the executability gate
@@ -59,7 +66,8 @@ compared with the pins), so it is read afresh by every listing and call.
 
 **Names across upstreams.** Tools keep the names their upstream gives them (the names its
 sidecar, its documentation and the model's prompts use); two upstreams listing the same name
-is refused at start with a :class:`~maitred.errors.ConfigError` naming both, rather than
+is refused with a :class:`~maitred.errors.ConfigError` naming both (at start; an upstream that
+joins later with such a name is kept out), rather than
 renamed silently, because a prefix would change what every sidecar, prompt and log row says.
 
 **Shadow mode.** Rules the config names in an upstream's ``shadow`` are taken out of the
@@ -96,7 +104,7 @@ from maitred.contract.tool_sidecar import (
     load_tool_contracts,
 )
 from maitred.engine import Maitred
-from maitred.errors import ConfigError, MaitredError
+from maitred.errors import ConfigError, EmptyCatalogError, MaitredError
 from maitred.gateway.config import GatewayConfig, Upstream
 from maitred.gateway.finding import FIND_TOOLS as FIND_TOOLS  # re-exported: used from here
 from maitred.gateway.finding import FIND_TOOLS_DESCRIPTION as FIND_TOOLS_DESCRIPTION
@@ -265,7 +273,8 @@ class Gates:
         tools: Mapping[str, Sequence[Mapping[str, Any]]],
         listed: Mapping[str, SurfaceNames] | None = None,
     ) -> Gates:
-        """The gates for ``config`` over ``tools`` (upstream name -> what it listed at start).
+        """The gates for ``config`` over ``tools`` (upstream name -> what it listed at start;
+        an upstream that did not answer is absent, and its tools join later: :meth:`grown`).
 
         ``listed``: what each upstream listed besides tools, which its sidecar's ``resources``
         and ``prompts`` keys must name (``None``: those keys are checked for form only).
@@ -279,29 +288,67 @@ class Gates:
         warn_at_start(config, tools)
         pins = guard_at_start(config, tools, owners)
         provider = open_provider(config.state, config.tables)
-        try:  # the same load-time checks as every engine: keys exist, predicates type-check
-            check_against_state(full, provider)
-        except ConfigError as exc:
-            raise ConfigError(f"{config.source}: the upstreams' contracts: {exc}") from None
         log = open_log(config.log) if config.log else None
         try:
-            finder = None
-            if config.disclosure == "find_tools":
-                options = PipelineOptions(method=config.find.method, top_k=config.find.top_k)
-                try:
-                    pipeline = build_pipeline(enforced, provider, options, log=log)
-                except ConfigError as exc:
-                    raise ConfigError(f"{config.source}: field 'find': {exc}") from None
-                _begin(pipeline, log, "mcp-find")
-                finder = Maitred(pipeline)
-            shadow = None
-            if any(up.shadow for up in config.upstreams):
-                shadow = _listing_engine(full, provider, log, "mcp-shadow", owns_log=False)
-            engine = _listing_engine(enforced, provider, log, "mcp", owns_log=True)
+            return cls._build(config, (full, enforced, owners, sidecars), provider, log, pins)
         except BaseException:
             if log is not None:
                 log.close()
             raise
+
+    def grown(
+        self,
+        config: GatewayConfig,
+        tools: Mapping[str, Sequence[Mapping[str, Any]]],
+        listed: Mapping[str, SurfaceNames] | None = None,
+    ) -> Gates:
+        """New gates over ``tools`` (this catalog's upstreams and one that joined, or grew),
+        sharing this one's state provider, decision log and pins; nothing here changes.
+
+        The new catalog passes every check :meth:`open` makes (sidecars against what their
+        upstreams list, one owner per tool name, keys and CEL types against the state), so a
+        late upstream is held to what a start would have held it to. Its sessions are moved
+        over by :meth:`Gatekeeper.rebase`. The new engines log under runs of their own.
+
+        Raises:
+            ConfigError, ContractError: as :meth:`open`; the caller keeps serving these gates.
+        """
+        joined = _join(config, tools, listed)
+        return Gates._build(
+            config, joined, self.engine.provider, self.engine.log, self.pins, owns_log=False
+        )
+
+    @classmethod
+    def _build(
+        cls,
+        config: GatewayConfig,
+        joined: tuple[Catalog, Catalog, dict[str, str], dict[str, ToolContracts]],
+        provider: StateProvider,
+        log: DecisionLog | None,
+        pins: PinGuard | None,
+        *,
+        owns_log: bool = True,
+    ) -> Gates:
+        full, enforced, owners, sidecars = joined
+        try:  # the same load-time checks as every engine: keys exist, predicates type-check
+            check_against_state(full, provider)
+        except ConfigError as exc:
+            raise ConfigError(f"{config.source}: the upstreams' contracts: {exc}") from None
+        finder = None
+        if config.disclosure == "find_tools":
+            options = PipelineOptions(method=config.find.method, top_k=config.find.top_k)
+            try:
+                pipeline = build_pipeline(enforced, provider, options, log=log)
+            except ConfigError as exc:
+                raise ConfigError(f"{config.source}: field 'find': {exc}") from None
+            except EmptyCatalogError:  # no upstream serves yet: nothing can be found
+                pipeline = _listing_pipeline(enforced, provider, log)
+            _begin(pipeline, log, "mcp-find")
+            finder = Maitred(pipeline)
+        shadow = None
+        if any(up.shadow for up in config.upstreams):
+            shadow = _listing_engine(full, provider, log, "mcp-shadow", owns_log=False)
+        engine = _listing_engine(enforced, provider, log, "mcp", owns_log=owns_log)
         return cls(engine, owners, finder=finder, shadow=shadow, pins=pins, sidecars=sidecars)
 
     @property
@@ -399,14 +446,17 @@ def _join(
 ) -> tuple[Catalog, Catalog, dict[str, str], dict[str, ToolContracts]]:
     """Every upstream's tools as one catalog with full contracts and one without the shadowed
     rules (each upstream's sidecar and shadow list applied to its own tools), the owner of
-    each tool, and each upstream's sidecar as read."""
+    each tool, and each upstream's sidecar as read; in the config's order, over the upstreams
+    ``tools`` has a listing for."""
     full: list[Skill] = []
     enforced: list[Skill] = []
     owners: dict[str, str] = {}
     sidecars: dict[str, ToolContracts] = {}
     for i, up in enumerate(config.upstreams):
+        if up.name not in tools:  # not serving (yet): its tools join when it answers
+            continue
         catalog, sidecars[up.name] = _catalog_and_sidecar(
-            tools.get(up.name, ()),
+            tools[up.name],
             up,
             config.settings,
             None if listed is None else listed.get(up.name, SurfaceNames()),
@@ -437,11 +487,18 @@ def _begin(pipeline: Pipeline, log: DecisionLog | None, run: str) -> None:
         log.flush()
 
 
+def _listing_pipeline(
+    catalog: Catalog, provider: StateProvider, log: DecisionLog | None
+) -> Pipeline:
+    """Stages 1-4 where the "recall" is every tool (a catalog with none lists nothing)."""
+    cutoff = Cutoff(top_k=max(1, len(catalog)))
+    return Pipeline(catalog, EveryTool(catalog), provider, cutoff=cutoff, log=log)
+
+
 def _listing_engine(
     catalog: Catalog, provider: StateProvider, log: DecisionLog | None, run: str, *, owns_log: bool
 ) -> Maitred:
-    recall = EveryTool(catalog)
-    pipeline = Pipeline(catalog, recall, provider, cutoff=Cutoff(top_k=len(catalog)), log=log)
+    pipeline = _listing_pipeline(catalog, provider, log)
     _begin(pipeline, log, run)
     return Maitred(pipeline, owns_log=owns_log and log is not None)
 
@@ -489,6 +546,26 @@ class Gatekeeper:
         #: one request of this session at a time (its listing, found set and reads are its own);
         #: sessions run side by side, on the engine shared by all of them
         self.lock = threading.Lock()
+
+    def rebase(self, gates: Gates) -> None:
+        """Decide on ``gates`` from now on (the catalog grew: :meth:`Gates.grown`); call it
+        holding :attr:`lock`, so a request of this session runs wholly on the old gates or
+        wholly on the new ones.
+
+        The session itself is kept -- its offer, its reads and writes, its found set -- since
+        it is no engine's: with a log, the new engine reads the session's latest committed
+        listing from the same log by (tenant, id), and every tool that listing showed is in
+        the new catalog too. What the watch last found right is forgotten, so its next pass
+        decides this session afresh, new tools included.
+        """
+        self.gates = gates
+        self.engine = gates.engine
+        self.shadow = gates.shadow
+        if self.shadow is not None and self.shadow_session is None:
+            self.shadow_session = self.shadow.session(
+                self.account, id=f"{self.session.id}-shadow", tenant=self.tenant
+            )
+        self.checked = None
 
     @property
     def tool_names(self) -> tuple[str, ...]:

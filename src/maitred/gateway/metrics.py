@@ -12,6 +12,8 @@ them from :attr:`GatewayMetrics.registry`).
 ``maitred_gateway_listings_total``     ``tools/list`` answers served
 ``maitred_gateway_upstream_failures``  calls allowed whose upstream then failed, by upstream
 ``maitred_gateway_sessions``           gatekeepers (sessions) held in memory
+``maitred_gateway_upstream_up``        1 while an upstream is serving, else 0 (starting,
+                                       down, refused), by upstream
 ``maitred_gateway_definition_changes`` tool definitions found to differ from their pins, by
                                        upstream and tool (each new definition once; calls
                                        refused for it count as ``TOOL_DEFINITION_CHANGED``)
@@ -72,6 +74,13 @@ class GatewayMetrics:
             "maitred_gateway_sessions", "Gatekeepers (sessions) held in memory.", registry=reg
         )
         self.sessions.set_function(lambda: float(sessions()))
+        self.upstream_up = Gauge(
+            "maitred_gateway_upstream_up",
+            "1 while the upstream is serving (its tools are in the catalog and it answers), "
+            "else 0.",
+            ("upstream",),
+            registry=reg,
+        )
         self.definition_changes = Counter(
             "maitred_gateway_definition_changes",
             "Tool definitions found to differ from their pins, by upstream and tool.",

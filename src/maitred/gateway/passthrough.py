@@ -280,13 +280,16 @@ class Passthrough(Middleware):
     Args:
         listen: serves ``subscriptions/listen`` for the gate (``None``: not served).
 
-    :meth:`proxy_for` makes each upstream's provider (with its :class:`Relay`).
+    :meth:`proxy_for` makes each upstream's provider (with its :class:`Relay`); what it serves
+    passes through once :meth:`serve` is called for it (an upstream that has not answered, or
+    was refused, is asked for nothing here: :mod:`maitred.gateway.lifecycle`).
     """
 
     def __init__(self, listen: Listen | None = None) -> None:
         self.listen = listen
         self.levels = Levels()
         self.subscriptions = Subscriptions()
+        #: the upstreams served now (their capabilities, subscriptions, levels, completions)
         self.proxies: dict[str, ListingProxy] = {}
 
     def serve_listen(self, listen: Listen) -> None:
@@ -301,9 +304,12 @@ class Passthrough(Middleware):
             levels=self.levels,
             subscriptions=self.subscriptions,
         )
-        proxy = ListingProxy(client_factory(upstream, relay), upstream, relay)
-        self.proxies[upstream.name] = proxy
-        return proxy
+        return ListingProxy(client_factory(upstream, relay), upstream, relay)
+
+    def serve(self, proxy: ListingProxy) -> None:
+        """Pass through what ``proxy``'s upstream serves, from now on (it answered, and its
+        tools are in the catalog)."""
+        self.proxies[proxy.upstream] = proxy
 
     def _declared(self, test: Callable[[mt.ServerCapabilities], object]) -> bool:
         return any(

@@ -365,7 +365,8 @@ class PinGuard:
     Args:
         pins: the reviewed definitions.
         owners: tool name -> the upstream that listed it at start (a tool another upstream
-            lists later is not this guard's to judge: the catalog never offers it).
+            lists later is not this guard's to judge until the catalog takes it in:
+            :meth:`join`).
         unpinned: ``hide`` or ``allow`` a tool that has no pin.
         file: the pin file, for messages.
         config: the gateway config's path, for the re-approval command messages print.
@@ -390,6 +391,21 @@ class PinGuard:
         self._drifts: Mapping[str, Drift] = {}
         self._seen: dict[str, str] = {}
         self._lock = threading.Lock()
+
+    def adopt(self, owners: Mapping[str, str]) -> None:
+        """Judge the tools of ``owners`` too (tool -> upstream): the catalog grew to take
+        them in (an upstream joined after the start, or listed a new tool)."""
+        with self._lock:
+            self.owners = {**self.owners, **owners}
+
+    def join(self, upstream: str, tools: Sequence[Mapping[str, Any]]) -> list[Drift]:
+        """Judge ``upstream``'s listing as the catalog takes it in (at start, or when it joins
+        later: :meth:`adopt` first); a pinned tool it no longer lists is named on stderr."""
+        found = self.observe(upstream, tools)
+        names = {t.get("name") for t in tools}
+        for name in sorted(set(self.pins.upstreams.get(upstream, {})) - names):
+            _say(f"pinned tool {name!r} (upstream {upstream!r}) is no longer listed by it")
+        return found
 
     def held(self) -> Mapping[str, Hold]:
         """Tool name -> why it is held back, now (never mutated: safe to read unlocked)."""
@@ -511,9 +527,6 @@ def guard_at_start(
         pins, owners, unpinned=options.unpinned, file=options.file, config=config.source
     )
     for up in config.upstreams:
-        listed = tools.get(up.name, ())
-        guard.observe(up.name, listed)
-        names = {t.get("name") for t in listed}
-        for name in sorted(set(pins.upstreams.get(up.name, {})) - names):
-            _say(f"pinned tool {name!r} (upstream {up.name!r}) is no longer listed by it")
+        if up.name in tools:  # one that did not answer is judged when it joins
+            guard.join(up.name, tools[up.name])
     return guard

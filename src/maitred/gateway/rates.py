@@ -47,6 +47,8 @@ def open_limiter(
 
     Raises:
         ConfigError: ``per_tool`` names a tool no upstream lists (a typo would limit nothing).
+            While some upstream has not answered (it is absent from ``tools``) the name may
+            be one of its tools: that is only named on stderr.
     """
     options = config.rate_limits
     if options is None:
@@ -55,10 +57,18 @@ def open_limiter(
     if config.disclosure == "find_tools":
         names.add(FIND_TOOLS)
     unknown = unknown_tools(options, frozenset(names))
-    if unknown:
+    if unknown and all(up.name in tools for up in config.upstreams):
         raise ConfigError(
             f"{config.source}: field 'rate_limits.per_tool.{unknown[0]}' names a tool no "
             "upstream lists; write a tool name as its upstream lists it"
+        )
+    if unknown:
+        print(
+            f"maitred mcp: rate limits: 'rate_limits.per_tool' names {list(unknown)}, which "
+            "no upstream serving now lists; they are limited once an upstream that has not "
+            "answered yet lists them",
+            file=sys.stderr,
+            flush=True,
         )
     limiter = Limiter(options, "mcp")
     if options.shared:

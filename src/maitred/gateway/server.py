@@ -1,9 +1,10 @@
 """The MCP side of the gateway: a FastMCP server over the upstreams, gated by its middleware.
 
 :func:`open_gateway` connects every upstream (a stdio subprocess or a streamable-HTTP URL),
-reads each one's ``tools/list`` once, builds the :class:`~maitred.gateway.keeper.Gates` over
-them (a broken sidecar or a tool name two upstreams share fails here, before any client is
-served), and returns a FastMCP server that serves one proxy provider per upstream, with
+reads each one's ``tools/list``, builds the :class:`~maitred.gateway.keeper.Gates` over those
+that answered (a broken sidecar or a tool name two upstreams share fails here, before any
+client is served; one that did not answer joins when it does, :mod:`maitred.gateway.lifecycle`),
+and returns a FastMCP server that serves one proxy provider per serving upstream, with
 :class:`GateMiddleware` standing between every client and every upstream:
 
 * ``tools/list``: the upstreams' lists, filtered to what the session's gatekeeper finds
@@ -114,6 +115,7 @@ from maitred.gateway.finding import FIND_TOOLS_SCHEMA, read_needs
 from maitred.gateway.hosts import HostGuard
 from maitred.gateway.jwt import JwtVerifier
 from maitred.gateway.keeper import FIND_TOOLS, FIND_TOOLS_DESCRIPTION, Gatekeeper, Gates
+from maitred.gateway.lifecycle import Listing, Upstreams
 from maitred.gateway.limits import BodyLimit, argument_fault
 from maitred.gateway.metrics import CONTENT_TYPE, GatewayMetrics
 from maitred.gateway.passthrough import Passthrough
@@ -157,6 +159,8 @@ class GateMiddleware(Middleware):
         surfaces: the resources' and prompts' contracts; their middleware
             (:attr:`surface_guard`) is to be added to the server after this one.
         limiter: the gateway's rate limits (:mod:`maitred.gateway.rates`); ``None``: none.
+        upstreams: the upstreams' lives (:mod:`maitred.gateway.lifecycle`): a ``tools/list``
+            tries a down one again, a failed call has its upstream listed again.
     """
 
     def __init__(
@@ -168,8 +172,11 @@ class GateMiddleware(Middleware):
         tracing: Tracing = OFF,
         surfaces: SurfaceGate | None = None,
         limiter: Limiter | None = None,
+        upstreams: Upstreams | None = None,
     ) -> None:
         self.gates = gates
+        #: the upstreams' states, retries and late joins (:mod:`.lifecycle`)
+        self.upstreams = upstreams
         self.account = account
         self.max_sessions = max_sessions
         self.keepers: OrderedDict[tuple[str, ...], Gatekeeper] = OrderedDict()
@@ -184,6 +191,15 @@ class GateMiddleware(Middleware):
         self.limiter = limiter
         if limiter is not None:
             self.metrics.limits_on(limiter.options.scopes)
+
+    def adopt(self, gates: Gates, surfaces: SurfaceGate) -> list[Gatekeeper]:
+        """Decide with ``gates`` (and ``surfaces``) from now on: the catalog grew
+        (:mod:`.lifecycle`). Returns the sessions kept now, for the caller to move onto them
+        (:meth:`Gatekeeper.rebase`); a session opened from here on is on ``gates`` already."""
+        self.gates = gates
+        if self.surface_guard is not None:
+            self.surface_guard.adopt(surfaces)
+        return list(self.keepers.values())
 
     def watch_pins(self, proxies: Sequence[ListingProxy]) -> None:
         """Count what the start listing held back, and have every later listing of the
@@ -324,6 +340,8 @@ class GateMiddleware(Middleware):
         keeper = self._keeper(context)
         if keeper is None:
             return []
+        if self.upstreams is not None:  # a down upstream that answers now is in this listing
+            await self.upstreams.on_demand()
         with self.tracing.request("maitred.list", *traces.carriers(context)) as span:
             traces.note_session(span, self.tracing, keeper)
             tools = await call_next(context)
@@ -423,6 +441,8 @@ class GateMiddleware(Middleware):
                 traces.note_result(calling, result)
         except Exception as exc:  # the upstream failed; the gateway must answer and stay up
             self.metrics.upstream_failures.labels(upstream).inc()
+            if self.upstreams is not None:
+                self.upstreams.suspect(upstream)  # listed again: does it answer at all?
             failed = Rejection(
                 "UPSTREAM_FAILED",
                 f"the upstream MCP server {upstream!r} failed on {name}: "
@@ -434,6 +454,8 @@ class GateMiddleware(Middleware):
             )
             payload = {**failed.to_json(), "upstream": upstream}
             return failed.code, _text_result(payload, decision.decision_id)
+        if self.upstreams is not None:
+            self.upstreams.answered(upstream)
         result = _with_decision_id(result, decision.decision_id)
         if result.is_error:
             return "ALLOWED", result
@@ -515,8 +537,11 @@ async def watching(server: FastMCP[Any], interval_s: float) -> AsyncIterator[Non
     """The state watch of ``server``'s gate running for the block (nothing when ``interval_s``
     is 0); enter and leave it in the task that serves."""
     async with anyio.create_task_group() as tasks:
+        gate = gate_of(server)
         if interval_s > 0:
-            tasks.start_soon(gate_of(server).watch, interval_s)
+            tasks.start_soon(gate.watch, interval_s)
+        if gate.upstreams is not None:  # upstreams that are down are tried again
+            tasks.start_soon(gate.upstreams.run)
         try:
             yield
         finally:
@@ -560,10 +585,20 @@ async def upstream_tools(proxy: ProxyProvider, upstream: Upstream) -> list[dict[
     return [tool_json(t) for t in tools]
 
 
+async def _listing(proxy: ProxyProvider, upstream: Upstream) -> Listing:
+    """Everything ``upstream`` lists, through ``proxy`` (see :func:`upstream_tools`)."""
+    tools = await upstream_tools(proxy, upstream)
+    return Listing(tools, await upstream_surfaces(proxy, upstream))
+
+
 async def open_gateway(
     config: GatewayConfig, *, http: bool = False, tracing: Tracing | None = None
 ) -> tuple[FastMCP[Any], Gates]:
-    """The gateway server for ``config`` and its gates (close them when done).
+    """The gateway server for ``config`` and the gates it starts with (close them when done:
+    they own the decision log; those serving now are ``gate_of(server).gates``).
+
+    An upstream that does not answer is left out and tried again (:mod:`.lifecycle`);
+    :func:`watching` runs those retries beside the server.
 
     Args:
         config: the checked config.
@@ -574,8 +609,9 @@ async def open_gateway(
             functions do).
 
     Raises:
-        ConfigError: an upstream cannot be reached, the sidecars or tool names conflict, or
-            the config lacks what the transport needs (tokens for HTTP, account for stdio).
+        ConfigError: a ``required`` upstream cannot be reached, the sidecars or tool names of
+            those that answered conflict, or the config lacks what the transport needs
+            (tokens for HTTP, account for stdio).
     """
     if http and not config.tokens and config.auth is None:
         raise ConfigError(
@@ -591,9 +627,10 @@ async def open_gateway(
     verifier = JwtVerifier.open(config.auth, config.source) if http and config.auth else None
     passthrough = Passthrough()
     proxies = {up.name: passthrough.proxy_for(up) for up in config.upstreams}
-    tools = {up.name: await upstream_tools(proxies[up.name], up) for up in config.upstreams}
+    upstreams = Upstreams(config, proxies, _listing)
+    await upstreams.start()
+    tools, listed = upstreams.tools, upstreams.listed
     limiter = open_limiter(config, tools)
-    listed = {up.name: await upstream_surfaces(proxies[up.name], up) for up in config.upstreams}
     gates = await anyio.to_thread.run_sync(lambda: Gates.open(config, tools, listed))
     try:
         surfaces = SurfaceGate.open(config, gates, listed)
@@ -608,6 +645,7 @@ async def open_gateway(
         tracing=Tracing.start(config.tracing) if tracing is None else tracing,
         surfaces=surfaces,
         limiter=limiter,
+        upstreams=upstreams,
     )
     passthrough.serve_listen(gate.listen)
     where = config.server or HttpServer()
@@ -634,7 +672,14 @@ async def open_gateway(
     )
     gate.watch_pins(list(proxies.values()))
     for proxy in proxies.values():
-        server.add_provider(proxy)
+        proxy.listeners.append(upstreams.observed)  # a tool it adds joins the catalog
+
+    def serving(name: str) -> None:  # an upstream's proxy is served from now on
+        passthrough.serve(proxies[name])
+        if passthrough.completions:  # (again, when another one joins: it replaces the one)
+            server.add_completion_handler(passthrough.complete)
+
+    upstreams.attach(server, gate, auth, serving)  # those that answered, in the config's order
     if gates.finder is not None:
 
         def find_tools(need: str = "", needs: Sequence[str] = ()) -> dict[str, Any]:
@@ -647,8 +692,6 @@ async def open_gateway(
     if gate.surface_guard is not None:
         server.add_middleware(gate.surface_guard)  # inner: sees only calls the gate let through
     server.add_middleware(passthrough)
-    if passthrough.completions:
-        server.add_completion_handler(passthrough.complete)
     if http:
         _add_routes(server, gate)
     return server, gates
@@ -656,8 +699,10 @@ async def open_gateway(
 
 def _add_routes(server: FastMCP[Any], gate: GateMiddleware) -> None:
     """The HTTP gateway's operator routes, beside the MCP endpoint and without its token:
-    ``GET /metrics`` (Prometheus text, :mod:`maitred.gateway.metrics`) and ``GET /healthz``
-    (the process serves). Both are for the operator's network, like the service's."""
+    ``GET /metrics`` (Prometheus text, :mod:`maitred.gateway.metrics`), ``GET /healthz``
+    (the process serves) and ``GET /readyz`` (200 when every upstream is serving, else 503;
+    each upstream's state, :mod:`maitred.gateway.lifecycle`). All are for the operator's
+    network, like the service's."""
 
     @server.custom_route("/metrics", methods=["GET"], include_in_schema=False)
     async def metrics(request: Request) -> Response:
@@ -666,6 +711,11 @@ def _add_routes(server: FastMCP[Any], gate: GateMiddleware) -> None:
     @server.custom_route("/healthz", methods=["GET"], include_in_schema=False)
     async def healthz(request: Request) -> Response:
         return JSONResponse({"status": "ok"})
+
+    @server.custom_route("/readyz", methods=["GET"], include_in_schema=False)
+    async def readyz(request: Request) -> Response:
+        ready, body = gate.upstreams.readiness() if gate.upstreams else (True, {})
+        return JSONResponse(body, status_code=200 if ready else 503)
 
 
 async def serve_stdio(config: GatewayConfig) -> None:

@@ -195,10 +195,16 @@ class SurfaceGate:
 
     @classmethod
     def open(
-        cls, config: GatewayConfig, gates: Gates, listed: Mapping[str, SurfaceNames]
+        cls,
+        config: GatewayConfig,
+        gates: Gates,
+        listed: Mapping[str, SurfaceNames],
+        *,
+        warn: bool = True,
     ) -> SurfaceGate:
         """The gate over every upstream's sidecar entries (as :class:`Gates` read them),
-        naming on stderr what no entry governs.
+        naming on stderr what no entry governs (unless not ``warn``: the caller names it for
+        an upstream that joins later, :meth:`warn_ungated`).
 
         Raises:
             ConfigError: two upstreams' sidecars govern the same URI, template or prompt, or
@@ -246,7 +252,8 @@ class SurfaceGate:
             clock=engine.now,
             log=engine.log,
         )
-        gate.warn_ungated(listed, config.source)
+        if warn:
+            gate.warn_ungated(listed, config.source)
         return gate
 
     def warn_ungated(self, listed: Mapping[str, SurfaceNames], source: str) -> None:
@@ -548,6 +555,11 @@ class SurfaceGuard(Middleware):
         metrics = sessions.metrics
         for method in ("resources/read", "resources/subscribe", "prompts/get"):
             metrics.surface_requests.labels(method, "ALLOWED")  # present at zero
+
+    def adopt(self, gate: SurfaceGate) -> None:
+        """Decide with ``gate`` from now on (an upstream joined, with its sidecar's entries);
+        what each session's listings showed is kept."""
+        self.gate = gate
 
     def _view(self, keeper: Gatekeeper) -> SurfaceView:
         view = self.views.get(keeper)
