@@ -24,6 +24,8 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT = "minilm"
+SHIPPED = "0.35,1.5"
+"""``adaptive``'s shipped (lexical weight, power), a key of each set's grid."""
 
 
 def load(name: str) -> dict[str, Any]:
@@ -61,6 +63,14 @@ def main(argv: list[str]) -> None:
     mean = [f"{statistics.fmean(dense[n]):.3f}" for n in names]
     mean += [f"{statistics.fmean(adaptive[n]):.3f}" for n in names]
     lines.append(f"| mean of {len(sets)} sets | " + " | ".join(mean) + " |")
+    shipped = [
+        statistics.fmean(runs[n][s]["grid"][SHIPPED]["ndcg_at_10"] for s in sets) for n in names
+    ]
+    lines.append(
+        f"| mean, adaptive with the shipped ({SHIPPED}) | "
+        + " | ".join([""] * len(names) + [f"{x:.3f}" for x in shipped])
+        + " |"
+    )
     print("\n".join(lines))
     print()
     base = adaptive[names[0]]
