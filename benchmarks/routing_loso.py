@@ -61,7 +61,8 @@ from maitred.recall import (
 )
 from maitred.recall.adaptive import LEXICAL_WEIGHT, POWER
 from maitred.recall.base import Recaller
-from maitred.recall.dense import Embedder, Progress
+from maitred.recall.dense import Embedder, Progress, QueryEncoder
+from maitred.recall.embedders import DEFAULT_EMBEDDER, make_embedder
 from maitred.recall.evaluate import MRR_DEPTH, QUALITY_KEYS, EvalSet, Query, load_sets
 from maitred.skills.catalog import load_catalog
 from maitred.skills.model import Catalog
@@ -92,6 +93,8 @@ class MemoEmbedder:
         self.dim = inner.dim
         self._memo: dict[str, NDArray[np.float32]] = {}
 
+        self._queries: dict[str, NDArray[np.float32]] = {}
+
     def encode(
         self, texts: Sequence[str], *, progress: Progress | None = None
     ) -> NDArray[np.float32]:
@@ -102,6 +105,18 @@ class MemoEmbedder:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         return np.stack([self._memo[t] for t in texts])
+
+    def encode_queries(self, texts: Sequence[str]) -> NDArray[np.float32]:
+        """Queries as the inner model embeds them (its own ``encode_queries`` if it has one)."""
+        if not isinstance(self.inner, QueryEncoder):
+            return self.encode(texts)
+        todo = [t for t in dict.fromkeys(texts) if t not in self._queries]
+        if todo:
+            for text, vector in zip(todo, self.inner.encode_queries(todo), strict=True):
+                self._queries[text] = vector
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return np.stack([self._queries[t] for t in texts])
 
 
 def discover(sets_dir: Path) -> list[EvalSet]:
@@ -173,11 +188,17 @@ def quiet(_: list[Query]) -> None:
     """Queries naming a tool the catalog lacks are left out silently (counted in n_queries)."""
 
 
-def run_set(spec: EvalSet, methods: Sequence[str], cache: Path, stress: bool) -> SetResult:
+def run_set(
+    spec: EvalSet,
+    methods: Sequence[str],
+    cache: Path,
+    stress: bool,
+    embedder_name: str = DEFAULT_EMBEDDER,
+) -> SetResult:
     catalog = load_catalog(spec.catalog)
     known = set(catalog.names)
     queries = [q for q in load_queries(spec.queries) if all(g in known for g in q.gold)]
-    embedder = MemoEmbedder(MiniLMEmbedder())
+    embedder = MemoEmbedder(make_embedder(embedder_name))
     rows: dict[str, dict[str, Any]] = {}
     for method in (*methods, "adaptive"):
         recaller = make_recaller(method, catalog, cache_dir=cache, embedder=embedder)
@@ -278,6 +299,36 @@ def timing(skills: int, messages: int, cache: Path, data: Path) -> dict[str, flo
     return {m: statistics.median(t) for m, t in times.items()}
 
 
+def timing_embedders(
+    names: Sequence[str], skills: int, messages: int, cache: Path, data: Path
+) -> dict[str, float]:
+    """Median ms/query of ``dense`` and ``adaptive`` with each embedder at ``skills`` skills,
+    all interleaved query by query in one run (keys ``"dense[NAME]"``, ``"adaptive[NAME]"``)."""
+    import _catalogs as wl
+
+    catalog = wl.make_catalog(skills, data=data)
+    texts = list(dict.fromkeys(wl.load_queries(messages * 3, data=data)))
+    warm, timed = texts[:messages], texts[messages : 2 * messages]
+    recallers: dict[str, Recaller] = {}
+    for name in names:
+        model = make_embedder(name)
+        make_recaller("dense", catalog, cache_dir=cache, embedder=wl.DistinctTextEmbedder(model))
+        for method in ("dense", "adaptive"):
+            recallers[f"{method}[{name}]"] = make_recaller(
+                method, catalog, cache_dir=cache, embedder=model
+            )
+    for recaller in recallers.values():
+        for text in warm:
+            recaller.rank(text, 10)
+    times: dict[str, list[float]] = {key: [] for key in recallers}
+    for text in timed:
+        for key, recaller in recallers.items():
+            start = time.perf_counter()
+            recaller.rank(text, 10)
+            times[key].append(1000.0 * (time.perf_counter() - start))
+    return {key: statistics.median(t) for key, t in times.items()}
+
+
 def report(
     results: Sequence[SetResult], folds: dict[str, Pair], methods: Sequence[str]
 ) -> tuple[str, dict[str, Any]]:
@@ -370,6 +421,16 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     parser.add_argument("--timing", action="store_true", help="time dense/fused/adaptive")
     parser.add_argument(
+        "--embedder",
+        default=DEFAULT_EMBEDDER,
+        help="the dense half's model (maitred.recall.embedders); outputs are suffixed by it",
+    )
+    parser.add_argument(
+        "--timing-embedders",
+        default="",
+        help="comma-separated embedders to time against each other (dense, adaptive), one run",
+    )
+    parser.add_argument(
         "--reuse", action="store_true", help="report the figures of the last run again"
     )
     parser.add_argument("--skills", type=int, default=1000)
@@ -394,11 +455,12 @@ def main(argv: Sequence[str] | None = None) -> None:
             f"{args.sets_dir} (run benchmarks/routing_sets.py first)"
         )
     print(f"{len(sets)} sets: {', '.join(s.name for s in sets)}", flush=True)
-    raw = REPO / "bench-out" / "routing_loso_raw.json"
+    tag = "" if args.embedder == DEFAULT_EMBEDDER else f"-{args.embedder}"
+    raw = REPO / "bench-out" / f"routing_loso{tag}_raw.json"
     if args.reuse:
         results = [r for r in load_results(raw) if not only or r.name in only]
     else:
-        results = [run_set(s, methods, args.cache, args.stress) for s in sets]
+        results = [run_set(s, methods, args.cache, args.stress, args.embedder) for s in sets]
         save_results(results, raw)
     folds = loso(results, stress=args.stress)
     text, summary = report(results, folds, methods)
@@ -432,7 +494,16 @@ def main(argv: Sequence[str] | None = None) -> None:
         print(f"{args.skills} skills, {args.messages} messages, median ms/query, one run:")
         for method, value in ms.items():
             print(f"  {method:9} {value:.2f} ms  ({value / ms['dense']:.2f}x dense)")
-    out = REPO / "bench-out" / "routing_loso.json"
+    if args.timing_embedders:
+        names = [n for n in args.timing_embedders.split(",") if n]
+        ms = timing_embedders(names, args.skills, args.messages, args.cache, args.metatool)
+        summary["timing_embedders_ms"] = ms
+        print()
+        print(f"{args.skills} skills, {args.messages} messages, median ms/query, one run:")
+        for key, value in ms.items():
+            base = ms[key.split("[")[0] + f"[{names[0]}]"]
+            print(f"  {key:24} {value:.2f} ms  ({value / base:.2f}x {names[0]})")
+    out = REPO / "bench-out" / f"routing_loso{tag}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(summary, indent=1, default=str) + "\n", "utf-8")
 

@@ -1,7 +1,7 @@
 """Interchangeable parts found by name: built-ins listed here, third parties by entry point.
 
-maitred's registries -- recall methods, depth rules, state-provider schemes, log backends, policy
-packs -- know names, not modules. There is one mechanism per kind, in two halves:
+maitred's registries -- recall methods, embedders, depth rules, state-provider schemes, log
+backends, policy packs -- know names, not modules. There is one mechanism per kind, in two halves:
 
 * **Built-ins are listed in code**, in :data:`BUILTINS`, as ``"module:attribute"`` references
   (text, so nothing is imported until a name is asked for). They need no installed package
@@ -35,6 +35,7 @@ GROUPS = {
     "state": "maitred.state_providers",
     "log": "maitred.log_backends",
     "packs": "maitred.policy_packs",
+    "embedder": "maitred.embedders",
 }
 
 
@@ -53,6 +54,12 @@ BUILTINS: dict[str, dict[str, str]] = {
         "native-glance": "maitred.native.methods:make_native_glance [native]",
         "native-rerank": "maitred.native.methods:make_native_rerank [native]",
         "native-progressive": "maitred.native.methods:make_native_progressive [native]",
+    },
+    "embedder": {
+        "minilm": "maitred.recall.embedders:make_minilm",
+        "minilm-tools": "maitred.recall.embedders:make_minilm_tools",
+        "minilm-l3": "maitred.recall.embedders:make_minilm_l3",
+        "e5-small": "maitred.recall.embedders:make_e5_small",
     },
     "packs": {
         "tau2-airline": "maitred.actions.packs.tau2_airline:PACK",

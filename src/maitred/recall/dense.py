@@ -21,7 +21,9 @@ The same encoder with other weights loads from a model folder (``MiniLMEmbedder(
 ``model_id``, and optionally its own ``tokenizer.json``. The tool-tuned MiniLM shipped in
 ``maitred/recall/_minilm_tools/`` is one (:data:`TOOLS_MODEL_DIR`, see ``docs/embedder.md``).
 
-Any other model fits behind the :class:`Embedder` protocol (``model_id``, ``dim``, ``encode``).
+Any other model fits behind the :class:`Embedder` protocol (``model_id``, ``dim``, ``encode``);
+one that embeds requests apart from skill texts adds ``encode_queries`` (:class:`QueryEncoder`).
+The models are chosen by name in :mod:`maitred.recall.embedders`.
 """
 
 from __future__ import annotations
@@ -74,6 +76,17 @@ class Embedder(Protocol):
         self, texts: Sequence[str], *, progress: Progress | None = None
     ) -> NDArray[np.float32]:
         """``[len(texts), dim]`` float32 unit vectors, row i for ``texts[i]``."""
+        ...
+
+
+@runtime_checkable
+class QueryEncoder(Protocol):
+    """An :class:`Embedder` that embeds requests apart from skill texts (an asymmetric model
+    such as E5, with its ``query:`` and ``passage:`` prefixes): :class:`DenseRecaller` embeds
+    queries with ``encode_queries`` and skills with ``encode``."""
+
+    def encode_queries(self, texts: Sequence[str]) -> NDArray[np.float32]:
+        """``[len(texts), dim]`` float32 unit vectors of requests."""
         ...
 
 
@@ -377,7 +390,13 @@ class DenseRecaller:
                 todo.setdefault(text, []).append(i)
         if todo:
             fresh = list(todo)
-            for text, vector in zip(fresh, self.embedder.encode(fresh), strict=True):
+            embedder = self.embedder
+            vectors = (
+                embedder.encode_queries(fresh)
+                if isinstance(embedder, QueryEncoder)
+                else embedder.encode(fresh)
+            )
+            for text, vector in zip(fresh, vectors, strict=True):
                 for i in todo[text]:
                     out[i] = vector
                 self._remember(text, vector)

@@ -12,7 +12,9 @@ Built-in methods:
 - ``"bm25"``: :class:`~maitred.recall.bm25.BM25Recaller`, BM25F (``weights`` = field weights);
 - ``"bm25-plain"``: :class:`~maitred.recall.bm25_plain.PlainBM25Recaller`, one Okapi BM25 over
   all of a skill's text (the baseline ``bm25`` must beat; built in memory, never cached);
-- ``"dense"``: :class:`~maitred.recall.dense.DenseRecaller` (``embedder`` defaults to MiniLM);
+- ``"dense"``: :class:`~maitred.recall.dense.DenseRecaller` (``embedder`` defaults to the model
+  named :data:`~maitred.recall.embedders.DEFAULT_EMBEDDER`; others by name with
+  :func:`~maitred.recall.embedders.make_embedder`);
 - ``"hybrid"``: :class:`~maitred.recall.hybrid.HybridRecaller`, RRF of the two;
 - ``"fused"``: :class:`~maitred.recall.fusion.FusedRecaller`, per-query normalised BM25F and
   dense scores mixed with a fitted weight (at or above its better half on every set measured);
@@ -53,13 +55,12 @@ from maitred.recall.bm25 import (
 from maitred.recall.bm25_plain import PlainBM25Recaller
 from maitred.recall.dense import (
     DEFAULT_FIELD_MIX,
-    TOOLS_MODEL_DIR,
     DenseRecaller,
     Embedder,
-    MiniLMEmbedder,
     Progress,
     check_mix,
 )
+from maitred.recall.embedders import DEFAULT_EMBEDDER, make_embedder
 from maitred.recall.fields import BODY_CHARS, FIELDS_VERSION
 from maitred.recall.fusion import FusedRecaller
 from maitred.recall.hybrid import HybridRecaller
@@ -203,7 +204,7 @@ def _bm25(
 def _dense(
     catalog: Catalog, store: IndexStore | None, embedder: Embedder | None, progress: Progress | None
 ) -> DenseRecaller:
-    model = embedder or MiniLMEmbedder()
+    model = embedder or make_embedder(DEFAULT_EMBEDDER)
     if store is None:
         return DenseRecaller.build(catalog, model, progress=progress)
     params = {
@@ -319,7 +320,7 @@ def _make_dense_tools(
     progress: Progress | None,
 ) -> Recaller:
     """``dense`` with the tool-tuned MiniLM (``docs/embedder.md``) unless an embedder is given."""
-    model = embedder or MiniLMEmbedder(model_dir=TOOLS_MODEL_DIR)
+    model = embedder or make_embedder("minilm-tools")
     recaller = _dense(catalog, store, model, progress)
     recaller.name = "dense-tools"
     return recaller
@@ -334,7 +335,7 @@ def _make_fused_tools(
     progress: Progress | None,
 ) -> Recaller:
     """``fused`` whose dense half is the tool-tuned MiniLM (``docs/embedder.md``)."""
-    model = embedder or MiniLMEmbedder(model_dir=TOOLS_MODEL_DIR)
+    model = embedder or make_embedder("minilm-tools")
     fused = _make_fused(catalog, store=store, weights=weights, embedder=model, progress=progress)
     fused.name = fused.name.replace("fused", "fused-tools", 1)
     return fused
