@@ -209,6 +209,16 @@ class Maitred:
     def rulebook(self) -> Rulebook:
         return self.action_gate.rulebook
 
+    @property
+    def in_process(self) -> bool:
+        """Whether a decision touches only this process's memory and local files: the state
+        provider and the log (when there is one) each say so with ``in_process = True``
+        (memory and JSON state, SQLite state and logs). A provider or log that does not say
+        so may wait on a network, so an adapter on an event loop decides on a worker thread
+        instead (the gateway does: :meth:`maitred.gateway.server.GateMiddleware._decide`)."""
+        log = self.log
+        return _in_process(self.provider) and (log is None or _in_process(log))
+
     def now(self) -> float:
         """The gates' clock (unix seconds)."""
         return self.pipeline.clock()
@@ -516,3 +526,8 @@ def _tool_call(data: Mapping[str, Any]) -> ToolCall:
     if not isinstance(args, Mapping):
         raise ConfigError(f"tool call {name!r}: arguments must be an object, got {args!r}")
     return ToolCall(name, dict(args), str(data.get("id", "")))
+
+
+def _in_process(source: object) -> bool:
+    """Whether a state provider or log declares it answers without a network round trip."""
+    return getattr(source, "in_process", False) is True

@@ -174,3 +174,27 @@ def test_an_engine_over_a_policy_pack_uses_its_clock_and_rules() -> None:
     db: dict[str, Any] = {"reservations": {}, "flights": {}, "users": {}}
     d = engine.check(call, session=session, state=db)
     assert d.code == "AIRLINE_MUST_READ_RESERVATION"
+
+
+def test_an_engine_says_whether_it_decides_without_a_network_round_trip(
+    shop: dict[str, Path],
+) -> None:
+    """``in_process``: JSON or memory state and a SQLite log (or none) are this process's
+    memory and files; a provider that does not say so (a callable, PostgreSQL) may wait on a
+    network, and an adapter on an event loop then decides on a worker thread."""
+    from maitred.state.callables import CallableStateProvider
+    from maitred.state.memory import MemoryStateProvider
+    from maitred.state.sql import SqlStateProvider
+
+    options = PipelineOptions(method="bm25", top_k=5)
+    with _engine(shop) as engine:  # a JSON state file and a SQLite log
+        assert engine.in_process
+    memory = MemoryStateProvider({"acc-1": {"account": {"plan": "free"}}})
+    with Maitred.open([shop["tools"]], memory, options) as engine:  # no log at all
+        assert engine.in_process
+    fetched = CallableStateProvider({"account": lambda account: {"plan": "free"}})
+    with Maitred.open([shop["tools"]], fetched, options, log=str(shop["log"])) as engine:
+        assert not engine.in_process
+    assert SqlStateProvider(f"sqlite:///{shop['log']}", {"account": "accounts"}).in_process
+    remote = SqlStateProvider("postgresql://127.0.0.1:5432/test", {"account": "accounts"})
+    assert not remote.in_process

@@ -24,6 +24,10 @@ class _BrokenLogKeeper:
 
     found = None
     lock = threading.Lock()
+    in_process = False
+
+    def lists_first(self, name: str, hold: Any = None) -> bool:
+        return False
 
     def check(self, name: str, arguments: Any, *, hold: Any = None) -> Any:
         raise LogError("database is locked")
@@ -52,6 +56,64 @@ def test_a_call_the_gate_cannot_log_never_reaches_the_upstream() -> None:
     assert result.is_error and reached == []
     payload = json.loads(result.content[0].text)  # type: ignore[union-attr]
     assert payload["code"] == "GATE_UNAVAILABLE" and "database is locked" in payload["message"]
+
+
+class _ThreadKeeper(_BrokenLogKeeper):
+    """A gatekeeper that notes the thread each check ran on and refuses the call."""
+
+    def __init__(self, in_process: bool, lists_first: bool) -> None:
+        self.in_process = in_process
+        self._lists_first = lists_first
+        self.lock = threading.Lock()
+        self.threads: list[threading.Thread] = []
+
+    def lists_first(self, name: str, hold: Any = None) -> bool:
+        return self._lists_first
+
+    def check(self, name: str, arguments: Any, *, hold: Any = None) -> Any:
+        self.threads.append(threading.current_thread())
+        return SimpleNamespace(allow=False, code="TOOL_NOT_OFFERED", decision_id="d-1",
+                               tool_result=lambda: {"code": "TOOL_NOT_OFFERED"})  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("in_process", "lists_first", "busy", "on_loop"),
+    [
+        (True, False, False, True),  # memory/SQLite state and log, the tool already listed
+        (False, False, False, False),  # PostgreSQL or a callable: may wait on a network
+        (True, True, False, False),  # a listing afresh first: a turn over every tool
+        (True, False, True, False),  # the session is busy on a worker thread
+    ],
+)
+def test_a_check_is_decided_on_the_event_loop_only_when_it_cannot_wait_on_anything(
+    in_process: bool, lists_first: bool, busy: bool, on_loop: bool
+) -> None:
+    keeper = _ThreadKeeper(in_process, lists_first)
+
+    class Gates:
+        def keeper(self, account: str, **_: Any) -> _ThreadKeeper:
+            return keeper
+
+    async def upstream(context: MiddlewareContext[mt.CallToolRequestParams]) -> ToolResult:
+        raise AssertionError("a refused call reached the upstream")
+
+    async def main() -> threading.Thread:
+        middleware = GateMiddleware(Gates(), account="acc-1")  # type: ignore[arg-type]
+        call = mt.CallToolRequestParams(name="lookup", arguments={})
+        if busy:  # another request of this session holds its lock on a worker thread
+            keeper.lock.acquire()
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(middleware.on_call_tool, MiddlewareContext(message=call),
+                                 upstream)  # fmt: skip
+                await anyio.sleep(0.05)
+                keeper.lock.release()
+        else:
+            await middleware.on_call_tool(MiddlewareContext(message=call), upstream)
+        return threading.current_thread()
+
+    loop_thread = anyio.run(main)
+    assert len(keeper.threads) == 1
+    assert (keeper.threads[0] is loop_thread) == on_loop
 
 
 def test_a_required_upstream_that_cannot_start_is_named_before_anything_is_served(

@@ -666,8 +666,7 @@ class Gatekeeper:
         state and listing nothing afresh; a definition hold on the same tool comes first.
         """
         call = ToolCall(name, dict(arguments or {}))
-        offerable = self.gates.knows(name) and (self.found is None or name in self.found)
-        if hold is None and offerable and name not in self._listed_set():
+        if self.lists_first(name, hold):
             self.visible()
         held = self.gates.held()
         if held and self.found is not None:  # a tool never found stays TOOL_NOT_OFFERED
@@ -677,6 +676,13 @@ class Gatekeeper:
         if self.shadow is not None and self.shadow_session is not None:
             self.shadow.check(call, session=self.shadow_session, held=held, context=self.context)
         return self.engine.check(call, session=self.session, held=held, context=self.context)
+
+    def lists_first(self, name: str, hold: Hold | None = None) -> bool:
+        """Whether :meth:`check` of ``name`` lists afresh before it decides (a tool the
+        session may know of that its latest listing did not show): a logged turn over every
+        tool, far longer than the check itself."""
+        offerable = self.gates.knows(name) and (self.found is None or name in self.found)
+        return hold is None and offerable and name not in self._listed_set()
 
     def _listed_set(self) -> frozenset[str]:
         """:attr:`listed` as a set, built once per listing."""
@@ -694,6 +700,13 @@ class Gatekeeper:
         return self.engine.approve(
             pending, answer, session=self.session, via=via, context=self.context
         )
+
+    @property
+    def in_process(self) -> bool:
+        """Whether this session's checks touch only memory and local files (its engine's and
+        the shadow's state and logs: :attr:`maitred.Maitred.in_process`)."""
+        shadow = self.shadow
+        return self.engine.in_process and (shadow is None or shadow.in_process)
 
     def mutates(self, name: str) -> bool:
         """Whether ``name`` may change the account's state (only then can a call to it change

@@ -55,6 +55,8 @@ class SqliteLog(SqlLog):
     """
 
     dialect: Dialect = "sqlite"
+    #: a file of this machine (see :attr:`maitred.Maitred.in_process`)
+    in_process = True
 
     def __init__(
         self,

@@ -152,6 +152,9 @@ class MemoryStateProvider:
             that is not JSON-safe.
     """
 
+    #: answers from memory (see :attr:`maitred.Maitred.in_process`)
+    in_process = True
+
     def __init__(
         self,
         data: Mapping[str, Mapping[str, Any]],
@@ -219,6 +222,9 @@ class JsonStateProvider:
         ConfigError: the file is missing, unreadable or not valid state (bad JSON is reported
             with its line and column).
     """
+
+    #: reads a file of this machine, never a network (see :attr:`maitred.Maitred.in_process`)
+    in_process = True
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)

@@ -505,6 +505,12 @@ class SqlStateProvider:
             self._local.held = (self._generation, conn, dialect)
         return conn, dialect
 
+    @property
+    def in_process(self) -> bool:
+        """True for a SQLite database (a file of this machine), False for PostgreSQL or a
+        dialect not known yet (see :attr:`maitred.Maitred.in_process`)."""
+        return self._dialect is not None and self._dialect.name == "sqlite"
+
     def _dialect_for(self, conn: Any) -> Dialect:
         if self._dialect is None:
             detected = detect(conn)
