@@ -244,5 +244,5 @@ def test_intents_all_names_the_always_split_method() -> None:
     always = make_recaller("fused+intents-all", OFFICE, embedder=HashEmbedder())
     assert isinstance(always, IntentSplitRecaller)
     assert always.always and always.name == "fused+intents-all"
-    with pytest.raises(ConfigError, match=r"'\+intents' and '\+intents-all'"):
+    with pytest.raises(ConfigError, match=r"'\+intents', '\+intents-all' and '\+servers'"):
         make_recaller("fused+everything", OFFICE, embedder=HashEmbedder())

@@ -57,7 +57,8 @@ METHOD_HELP = (
     "Recall method: adaptive (BM25F + dense, each weighed by how far its best skills stand "
     "out), fused, bm25, bm25-plain, dense, hybrid, native-glance ...; append +intents to "
     "also rank the requests of a multi-request message that point elsewhere (e.g. "
-    "adaptive+intents), +intents-all to split every such message."
+    "adaptive+intents), +intents-all to split every such message; +servers (last) lifts "
+    "the tools of a dominant MCP server (tools with a server key)."
 )
 METHOD_OPT = typer.Option("adaptive", "--method", "-m", help=METHOD_HELP)
 CACHE_OPT = typer.Option(

@@ -48,7 +48,8 @@ from maitred.skills.catalog import load_catalog
 _METHOD_HELP = (
     f"Recall method, repeat for several: {', '.join(recaller_names())}; append +intents to "
     "also rank the requests of a multi-request message that point elsewhere (e.g. "
-    "fused+intents), +intents-all to split every such message."
+    "fused+intents), +intents-all to split every such message; +servers (last) lifts "
+    "the tools of a dominant MCP server (tools with a server key)."
 )
 
 

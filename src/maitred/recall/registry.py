@@ -65,6 +65,7 @@ from maitred.recall.fields import BODY_CHARS, FIELDS_VERSION
 from maitred.recall.fusion import FusedRecaller
 from maitred.recall.hybrid import HybridRecaller
 from maitred.recall.intents import IntentSplitRecaller
+from maitred.recall.servers import ServerRecaller
 from maitred.recall.store import IndexStore
 from maitred.recall.tune import Tuning, load_tuning
 from maitred.recall.vectors import ANN_THRESHOLD
@@ -109,6 +110,9 @@ def register_recaller(name: str) -> Callable[[RecallerFactory], RecallerFactory]
 INTENTS_SUFFIX = "intents"
 #: ``METHOD+intents-all`` splits every message that cuts into requests, without that test
 ALWAYS_SUFFIX = "intents-all"
+#: ``METHOD+servers`` lifts the tools of a ranking's dominant MCP server (see recall.servers);
+#: it may follow the other suffixes (``adaptive+intents+servers``)
+SERVERS_SUFFIX = "servers"
 
 
 def recaller_names() -> tuple[str, ...]:
@@ -132,7 +136,10 @@ def make_recaller(
         method: a registered name (see :func:`recaller_names`); ``NAME+intents`` wraps that
             method in :class:`~maitred.recall.intents.IntentSplitRecaller` (the requests of a
             multi-request message that point elsewhere are ranked too, and the rankings
-            interleaved); ``NAME+intents-all`` splits every multi-request message.
+            interleaved); ``NAME+intents-all`` splits every multi-request message;
+            ``NAME+servers`` (last) wraps it in :class:`~maitred.recall.servers.ServerRecaller`
+            (the tools of a ranking's dominant MCP server lifted into one block; a catalog
+            with fewer than two servers is ranked as by ``NAME``).
         catalog: the :class:`~maitred.skills.model.Catalog` to rank.
         cache_dir: where indexes are stored and reused; ``None`` builds in memory.
         weights: BM25 field weights (``bm25`` and ``hybrid``; default tuned weights).
@@ -146,12 +153,24 @@ def make_recaller(
         ConfigError: unknown method (the message lists the registered ones).
         EmptyCatalogError: the catalog holds no skills.
     """
+    inner_method, plus, last = method.rpartition("+")
+    if plus and last == SERVERS_SUFFIX and inner_method:
+        inner = make_recaller(
+            inner_method,
+            catalog,
+            cache_dir=cache_dir,
+            weights=weights,
+            embedder=embedder,
+            progress=progress,
+        )
+        return ServerRecaller(inner, catalog)
     base, plus, suffix = method.partition("+")
     if plus:
         if suffix not in (INTENTS_SUFFIX, ALWAYS_SUFFIX):
             raise ConfigError(
-                f"unknown recall method {method!r}: the suffixes are '+{INTENTS_SUFFIX}' and "
-                f"'+{ALWAYS_SUFFIX}' (e.g. 'fused+{INTENTS_SUFFIX}')"
+                f"unknown recall method {method!r}: the suffixes are '+{INTENTS_SUFFIX}', "
+                f"'+{ALWAYS_SUFFIX}' and '+{SERVERS_SUFFIX}' (e.g. 'fused+{INTENTS_SUFFIX}', "
+                f"'adaptive+{SERVERS_SUFFIX}')"
             )
         inner = make_recaller(
             base,

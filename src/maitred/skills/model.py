@@ -36,6 +36,8 @@ class Skill:
         license, compatibility, metadata, allowed_tools: Agent Skills frontmatter fields.
         resources: relative paths of files under ``scripts/``, ``references/``, ``assets/``.
         contract: maitred's contract (cost, mutates, exit predicates, procedure).
+        server: the MCP server a tool comes from (a tools file's ``server`` key), if known;
+            ``+servers`` recall (:mod:`maitred.recall.servers`) reads it.
     """
 
     name: str
@@ -51,6 +53,7 @@ class Skill:
     allowed_tools: str | None = None
     resources: tuple[str, ...] = ()
     contract: Contract = field(default_factory=Contract)
+    server: str | None = None
 
     def fingerprint(self) -> dict[str, Any]:
         """Everything that defines the skill, as JSON (feeds the catalog version)."""
@@ -73,6 +76,8 @@ class Skill:
             out["policies"] = [[p.name, p.code, p.version] for p in self.contract.policies]
         if self.contract.scopes:  # likewise
             out["scopes"] = sorted(self.contract.scopes)
+        if self.server:  # likewise
+            out["server"] = self.server
         return out
 
 

@@ -36,9 +36,9 @@ from maitred.skills.report import Diagnostics, LoadReport, Problem
 TOOL_SUFFIXES = (".json", ".jsonl")
 TOOL_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,128}")
 _SCHEMA_KEYS = ("inputSchema", "input_schema", "parameters")
-# Keys the MCP, OpenAI and Anthropic formats define that maitred does not use: accepted quietly;
-# so is ``server``, the MCP server a tool of a converted public set comes from
-# (benchmarks/sets/build.py writes it; routing does not read it).
+# Keys the MCP, OpenAI and Anthropic formats define that maitred does not use: accepted quietly.
+# ``server`` (the MCP server a tool comes from; benchmarks/sets/build.py writes it) is kept as
+# ``Skill.server``, which only ``+servers`` recall reads.
 _KNOWN_KEYS = frozenset(
     {"name", "description", "body", "type", *_SCHEMA_KEYS}
     | {"title", "annotations", "outputSchema", "_meta", "icons", "strict", "cache_control"}
@@ -216,6 +216,10 @@ def _tool(
     if body is not None and not isinstance(body, str):
         warn("body", f"`body` must be a string, got {_json_type(body)}; ignored")
         body = None
+    server = spec.get("server")
+    if server is not None and not (isinstance(server, str) and server.strip()):
+        warn("server", f"`server` must be a non-empty string, got {server!r}; ignored")
+        server = None
     unknown = sorted(str(k) for k in spec if k not in _KNOWN_KEYS)
     for key in unknown:
         known = ", ".join(sorted(k for k in _KNOWN_KEYS if not k.startswith("_")))
@@ -227,6 +231,7 @@ def _tool(
         body=body or "",
         parameters=_tool_schema(spec, fail, warn),
         path=ref,
+        server=server.strip() if server else None,
     )
 
 
