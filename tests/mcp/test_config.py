@@ -119,6 +119,15 @@ def test_contracts_come_from_the_sidecar_and_a_stray_entry_is_refused(tmp_path: 
         catalog_from_tools(TOOLS, up, {})
 
 
+def test_each_tool_s_server_is_the_upstream_that_lists_it() -> None:
+    """So ``find: {method: adaptive+servers}`` can lift a dominant upstream's other tools."""
+    catalog = catalog_from_tools(TOOLS, Upstream("shop", "shop-server"), {})
+    assert {s.server for s in catalog} == {"shop"}
+    named = [{**TOOLS[0], "server": "billing"}, TOOLS[1]]  # a server the listing names is kept
+    catalog = catalog_from_tools(named, Upstream("shop", "shop-server"), {})
+    assert [s.server for s in catalog] == ["billing", "shop"]
+
+
 def test_an_upstream_without_usable_tools_is_named() -> None:
     with pytest.raises(ConfigError, match="upstream 'shop'"):
         catalog_from_tools([{"description": "no name"}], Upstream("shop", "shop-server"), {})

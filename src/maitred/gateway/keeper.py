@@ -148,6 +148,8 @@ def _catalog_and_sidecar(
     """:func:`catalog_from_tools`, and the sidecar it read (its resources' and prompts'
     contracts too, checked against ``listed`` when given: the sidecar is read once)."""
     skills, report = parse_tools({"tools": list(tools)}, source=f"upstream {upstream.name!r}")
+    # each tool's server is the upstream that lists it, for ``+servers`` recall in find_tools
+    skills = tuple(s if s.server else replace(s, server=upstream.name) for s in skills)
     for problem in report.errors:
         print(f"maitred mcp: tool left out: {problem}", file=sys.stderr)
     if not skills:
