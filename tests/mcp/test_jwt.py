@@ -22,7 +22,7 @@ from starlette.testclient import TestClient
 from tests.mcp.jwt_issuer import AUDIENCE, ISSUER, Issuer
 
 from maitred.errors import ConfigError
-from maitred.gateway.auth import BearerEdge, GatewayAuth
+from maitred.gateway.auth import BearerEdge, Denial, GatewayAuth, Identity
 from maitred.gateway.config import AuthOptions, parse_config
 from maitred.gateway.jwt import (
     REFRESH_MIN_S,
@@ -298,3 +298,19 @@ def test_a_remembered_token_is_refused_once_it_expires(issuer: Issuer) -> None:
     assert isinstance(outcome, Refused)
     keys.keys = parse_jwks(json.dumps(issuer.jwks()), "test")
     assert "expired" in str(_verify(verifier, token))
+
+
+def test_a_caller_s_identity_is_built_once_and_never_outlives_its_token(issuer: Issuer) -> None:
+    clock = [float(NOW)]
+    keys = KeySource(parse_jwks(json.dumps(issuer.jwks()), "test"))
+    auth = GatewayAuth((), JwtVerifier(OPTIONS, keys, clock=lambda: clock[0]))
+    token = issuer.mint(iat=NOW, exp=NOW + 60, sub="acc-1", org_id="acme")
+    other = issuer.mint(iat=NOW, exp=NOW + 60, sub="acc-2", org_id="acme")
+    first = anyio.run(auth.identify, token)
+    assert isinstance(first, Identity) and (first.tenant, first.account) == ("acme", "acc-1")
+    assert anyio.run(auth.identify, token) is first  # the same model, not one per request
+    second = anyio.run(auth.identify, other)
+    assert isinstance(second, Identity) and second.account == "acc-2"
+    clock[0] = NOW + 60 + OPTIONS.leeway_s + 1  # expired: the kept identity is not served
+    late = anyio.run(auth.identify, token)
+    assert isinstance(late, Denial) and "expired" in late.description

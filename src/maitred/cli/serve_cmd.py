@@ -15,6 +15,7 @@ from pathlib import Path
 
 import typer
 
+from maitred._heap import freeze_start_heap
 from maitred.errors import MissingExtraError
 
 
@@ -56,6 +57,7 @@ def serve(
             tracing=tracing,
             limiter=limiter,
         )
+        freeze_start_heap()  # the engine and app live as long as the process (maitred._heap)
         uvicorn.run(
             app,
             host=host or settings.host,

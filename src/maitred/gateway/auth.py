@@ -47,6 +47,7 @@ exactly as for an exit predicate. A static token grants the ``scopes`` its confi
 from __future__ import annotations
 
 import hashlib
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -63,7 +64,14 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from maitred.gateway.config import Token
-from maitred.gateway.jwt import JwtVerifier, Refused, Unavailable, Verified, looks_like_jwt
+from maitred.gateway.jwt import (
+    REMEMBERED,
+    JwtVerifier,
+    Refused,
+    Unavailable,
+    Verified,
+    looks_like_jwt,
+)
 
 #: the RFC 9728 well-known path (the resource's own path follows it)
 WELL_KNOWN = "/.well-known/oauth-protected-resource"
@@ -125,6 +133,11 @@ class GatewayAuth(TokenVerifier):
         self.path = path
         required = jwt.options.required_scopes if jwt is not None else ()
         self.supported = sorted({*scopes_supported, *required})
+        #: the :class:`Identity` each static token (by hash) and each remembered JWT (by the
+        #: verifier's :class:`Verified`) became: a client sends its token with every request,
+        #: and the identity is the same model each time (built once, not per request)
+        self._static: dict[str, Identity] = {}
+        self._jwts: OrderedDict[str, tuple[Verified, Identity | Denial]] = OrderedDict()
 
     def advertise(self, scopes: Iterable[str]) -> None:
         """Add ``scopes`` to the metadata's ``scopes_supported`` (the contracts of an upstream
@@ -135,18 +148,22 @@ class GatewayAuth(TokenVerifier):
 
     async def identify(self, token: str) -> Identity | Denial:
         """The caller ``token`` names, or why it is refused (see the module's table)."""
-        found = self.by_hash.get(hashlib.sha256(token.encode("utf-8")).hexdigest())
+        digest = hashlib.sha256(token.encode("utf-8")).hexdigest()
+        found = self.by_hash.get(digest)
         if found is not None:
-            return Identity(
-                token=token,
-                client_id=found.tenant,
-                scopes=sorted(found.scopes),
-                subject=found.account,
-                claims={},
-                tenant=found.tenant,
-                account=found.account,
-                via="static",
-            )
+            known = self._static.get(digest)
+            if known is None:
+                known = self._static[digest] = Identity(
+                    token=token,
+                    client_id=found.tenant,
+                    scopes=sorted(found.scopes),
+                    subject=found.account,
+                    claims={},
+                    tenant=found.tenant,
+                    account=found.account,
+                    via="static",
+                )
+            return known
         if self.jwt is None:
             return Denial(
                 401,
@@ -164,7 +181,15 @@ class GatewayAuth(TokenVerifier):
             return Denial(401, "invalid_token", outcome.reason)
         if isinstance(outcome, Unavailable):
             return Denial(503, "temporarily_unavailable", outcome.reason)
-        return self._jwt_identity(token, outcome)
+        seen = self._jwts.get(token)
+        if seen is not None and seen[0] is outcome:  # the verifier remembered it: same caller
+            self._jwts.move_to_end(token)
+            return seen[1]
+        answer = self._jwt_identity(token, outcome)
+        self._jwts[token] = (outcome, answer)
+        while len(self._jwts) > REMEMBERED:
+            self._jwts.popitem(last=False)
+        return answer
 
     def _jwt_identity(self, token: str, verified: Verified) -> Identity | Denial:
         assert self.jwt is not None

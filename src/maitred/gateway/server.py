@@ -104,6 +104,7 @@ from starlette.middleware import Middleware as AsgiMiddleware  # FastMCP's HTTP 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from maitred._heap import freeze_start_heap
 from maitred.actions.model import ApprovalAnswer, Decision, Rejection
 from maitred.errors import ConfigError, MaitredError
 from maitred.gateway import hosts, traces
@@ -742,6 +743,7 @@ def _add_routes(server: FastMCP[Any], gate: GateMiddleware) -> None:
 async def serve_stdio(config: GatewayConfig) -> None:
     """Serve the gateway over stdio until the client disconnects."""
     server, gates = await open_gateway(config)
+    freeze_start_heap()  # what start-up built lives as long as the process (maitred._heap)
     try:
         async with watching(server, config.watch.interval_s):
             await server.run_async(transport="stdio", show_banner=False)
@@ -828,6 +830,7 @@ async def serve_http(config: GatewayConfig, *, port: int | None = None) -> None:
     bound = sock.getsockname()[1]
     server, gates = await open_gateway(config, http=True)
     close = _closer(server, gates)
+    freeze_start_heap()  # what start-up built lives as long as the process (maitred._heap)
     print(
         f"maitred mcp: serving http://{where.host}:{bound}{where.path} "
         f"({len(config.upstreams)} upstream(s), {len(config.tokens)} token(s)"

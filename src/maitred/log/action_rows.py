@@ -21,7 +21,7 @@ from __future__ import annotations
 import time
 from typing import Any, Protocol
 
-from maitred._canonical import canonical_json, content_hash
+from maitred._canonical import canonical_json, text_hash
 from maitred.errors import LogError
 
 #: columns of ``action_decisions``, in insert order
@@ -100,5 +100,5 @@ def encode_decision(decision: LoggableDecision, logged_at: float | None = None) 
         ) from exc
     cols["logged_at"] = time.time() if logged_at is None else logged_at
     cols["decision_json"] = text
-    cols["decision_hash"] = content_hash(data)
+    cols["decision_hash"] = text_hash(text)  # = content_hash(data), without a second dumps
     return tuple(cols[c] for c in ACTION_DECISION_COLUMNS)
