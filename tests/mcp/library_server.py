@@ -91,7 +91,9 @@ def brainstorm(topic: str) -> str:
 
 
 async def serve_http(port: int) -> None:
-    sock = socket.socket()
+    # IPPROTO_TCP named: asyncio sets TCP_NODELAY on accepted connections only then (else
+    # Nagle holds each response back ~40 ms for the client's delayed ACK)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", port))
     sock.listen(64)

@@ -344,7 +344,9 @@ async def http_gateway(config: Path, tracing: Tracing) -> AsyncIterator[str]:
     """The gateway for ``config`` served over streamable HTTP in this process (so its spans
     are readable), on a free loopback port; yields its URL."""
     server, gates = await open_gateway(load_config(config), http=True, tracing=tracing)
-    sock = socket.socket()
+    # IPPROTO_TCP named: asyncio sets TCP_NODELAY on accepted connections only then (else
+    # Nagle holds each response back ~40 ms for the client's delayed ACK)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.bind(("127.0.0.1", 0))
     sock.listen(16)
     base = f"http://127.0.0.1:{sock.getsockname()[1]}"

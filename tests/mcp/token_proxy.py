@@ -78,7 +78,9 @@ class TokenProxy:
 
 def main() -> None:
     target, token = sys.argv[1], sys.argv[2]
-    sock = socket.socket()
+    # IPPROTO_TCP named: asyncio sets TCP_NODELAY on accepted connections only then (else
+    # Nagle holds each response back ~40 ms for the client's delayed ACK)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.bind(("127.0.0.1", 0))
     sock.listen(128)
     print(f"token proxy: http://127.0.0.1:{sock.getsockname()[1]}", flush=True)

@@ -219,7 +219,9 @@ async def serve_stdio() -> None:
 def serve_http() -> None:
     import uvicorn
 
-    sock = socket.socket()
+    # IPPROTO_TCP named: asyncio sets TCP_NODELAY on accepted connections only then (else
+    # Nagle holds each response back ~40 ms for the client's delayed ACK)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.bind(("127.0.0.1", 0))
     sock.listen(128)
     print(f"serving http://127.0.0.1:{sock.getsockname()[1]}/mcp", flush=True)
