@@ -59,8 +59,8 @@ def test_a_hidden_tool_is_not_listed_and_a_call_by_name_never_reaches_the_upstre
         assert names(await client.list_tools()) == ["get_plan", "upgrade", "crash"]
         result = await client.call_tool("export_report", {"year": 2025}, raise_on_error=False)
         payload = rejection(result)
-        # never shown: refused as not offered, its predicate unsaid (the gateway re-listed
-        # first, on fresh state, in case it had become visible since)
+        # never shown: refused as not offered, its predicate unsaid (the gateway decided it
+        # alone on fresh state first, in case it had become visible since: still hidden)
         assert payload["code"] == "TOOL_NOT_OFFERED"
         assert "free" not in payload["message"] and payload["executed"] is False
 
@@ -70,6 +70,7 @@ def test_a_hidden_tool_is_not_listed_and_a_call_by_name_never_reaches_the_upstre
         decisions = [(r["tool"], r["code"]) for r in log.iter_action_decisions()]
         turns = list(log.iter_turns())
     assert decisions == [("export_report", "TOOL_NOT_OFFERED")]
+    assert len(turns) == 1  # the tools/list: a call by name to a hidden tool lists nothing afresh
     listing = turns[0]["pairs"]  # the tools/list is a logged turn: what was hidden, and why
     hidden = [p for p in listing if not p["visible"]]
     assert [p["skill"] for p in hidden] == ["export_report"]
@@ -107,6 +108,9 @@ def test_a_state_change_is_seen_at_call_time_without_a_new_list(site: Site) -> N
 
     run_gateway(site, scenario)
     assert site.upstream_calls() == ["export_report"]
+    with open_log(str(site.log)) as log:  # visible since: listed afresh, then decided
+        shown = [[p["skill"] for p in t["pairs"] if p["visible"]] for t in log.iter_turns()]
+    assert "export_report" not in shown[0] and "export_report" in shown[1]
 
 
 def test_a_mutating_call_that_changes_visibility_sends_list_changed(site: Site) -> None:

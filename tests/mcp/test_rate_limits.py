@@ -171,8 +171,8 @@ def test_a_limited_call_reads_no_state_and_says_nothing_of_a_hidden_tool(site: S
     assert _count(metrics, 'maitred_gateway_rate_limited_total{scope="per_token"}') == 1
     assert _count(metrics, 'maitred_gateway_calls_total{code="TOOL_UNKNOWN"}') == 1
     assert site.upstream_calls() == ["get_plan", "get_plan"]
-    # a call to a tool the session's listing did not show is normally listed afresh first (a
-    # logged turn, which reads the account's state); a limited one is not
+    # a call to a tool the session's listing did not show is normally decided alone on fresh
+    # state first, and listed afresh (a logged turn) when it would be shown; a limited one is not
     assert _turns(site.log) == 2 * alone
 
 

@@ -657,9 +657,10 @@ class Gatekeeper:
 
         The call is decided against this session's latest *committed* listing, like every
         check (:meth:`Maitred.check`). A tool the session may know of but that its latest
-        listing did not show (never listed, or hidden then) is first listed afresh -- a logged
-        turn on fresh state -- so a tool that has become visible since is offered, and one
-        still hidden is ``TOOL_NOT_OFFERED``, its predicates unsaid; a tool the listing showed
+        listing did not show (never listed, or hidden then) is first decided alone on fresh
+        state, in memory (:meth:`_shows_now`): one still hidden is ``TOOL_NOT_OFFERED`` against
+        that listing, its predicates unsaid, and one that has become visible since is listed
+        afresh -- a logged turn over every tool -- and so offered; a tool the listing showed
         that cannot run now is ``TOOL_NOT_EXECUTABLE``; a tool held back because its definition
         is not the reviewed one is ``TOOL_DEFINITION_CHANGED`` (:mod:`maitred.gateway.pins`).
 
@@ -668,7 +669,7 @@ class Gatekeeper:
         state and listing nothing afresh; a definition hold on the same tool comes first.
         """
         call = ToolCall(name, dict(arguments or {}))
-        if self.lists_first(name, hold):
+        if self.lists_first(name, hold) and self._shows_now(name):
             self.visible()
         held = self.gates.held()
         if held and self.found is not None:  # a tool never found stays TOOL_NOT_OFFERED
@@ -680,11 +681,22 @@ class Gatekeeper:
         return self.engine.check(call, session=self.session, held=held, context=self.context)
 
     def lists_first(self, name: str, hold: Hold | None = None) -> bool:
-        """Whether :meth:`check` of ``name`` lists afresh before it decides (a tool the
-        session may know of that its latest listing did not show): a logged turn over every
-        tool, far longer than the check itself."""
+        """Whether :meth:`check` of ``name`` may list afresh before it decides (a tool the
+        session may know of that its latest listing did not show): a read of fresh state,
+        then, if the tool would be shown now, a logged turn over every tool, far longer than
+        the check itself."""
         offerable = self.gates.knows(name) and (self.found is None or name in self.found)
         return hold is None and offerable and name not in self._listed_set()
+
+    def _shows_now(self, name: str) -> bool:
+        """Whether a listing now would show ``name``: stage 2's verdict on that tool alone,
+        on a fresh read of its keys (not logged). A call by name to a tool still hidden is
+        then refused against the latest listing, and never makes the gateway list every tool
+        afresh (at 1,000 tools that listing is tens of milliseconds, a cost any caller could
+        impose by naming hidden tools). A provider that fails gives the snapshot on which a
+        tool that reads state is hidden, as a listing would."""
+        snapshot = self.engine.read_state(self.account, (name,))
+        return self.engine.executable(name, snapshot, context=self.context)
 
     def _listed_set(self) -> frozenset[str]:
         """:attr:`listed` as a set, built once per listing."""

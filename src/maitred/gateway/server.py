@@ -241,8 +241,9 @@ class GateMiddleware(Middleware):
     @classmethod
     async def _decide(cls, fn: Callable[[], T], keeper: Gatekeeper, quick: bool) -> T:
         """Run one check of ``keeper``'s session: on the event loop when it is ``quick`` (no
-        listing afresh first: :meth:`Gatekeeper.lists_first`), touches only memory and local
-        files, and the session is not busy on a worker thread; else as :meth:`_engine` does.
+        state read or listing afresh first: :meth:`Gatekeeper.lists_first`), touches only
+        memory and local files, and the session is not busy on a worker thread; else as
+        :meth:`_engine` does.
 
         Such a check is a fraction of a millisecond of CPU (schema, predicates, policy, one
         SQLite commit without a sync), about what the hop to a worker thread and back costs
