@@ -21,11 +21,13 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import fastmcp
 import pytest
 import uvicorn
 from fastmcp import Client
 from fastmcp.client.transports import StdioTransport, StreamableHttpTransport
-from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry import trace as otel_trace
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
 from tests.mcp.conftest import Process, child_env, sha256
@@ -34,6 +36,7 @@ from tests.otlp_collector import collecting
 from maitred.errors import ConfigError
 from maitred.gateway import load_config, parse_config
 from maitred.gateway.server import DECISION_ID_META, gate_of, open_gateway
+from maitred.gateway.traces import without_idle_library_spans
 from maitred.log.base import open_log
 from maitred.tracing import OFF, Tracing, TracingOptions
 
@@ -141,8 +144,16 @@ def parse_traceparent(value: str) -> tuple[int, int]:
     return int(trace_id, 16), int(span_id, 16)
 
 
+@pytest.fixture(params=["native", "propagation_only"])
+def fastmcp_spans(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """FastMCP's telemetry mode: its own (no-op) spans, or none, as ``maitred mcp`` serves
+    (:func:`maitred.gateway.traces.without_idle_library_spans`); the links are the same."""
+    monkeypatch.setattr(fastmcp.settings, "telemetry_mode", request.param)
+    return str(request.param)
+
+
 def test_a_call_continues_the_clients_trace_through_the_check_and_the_upstream(
-    tmp_path: Path,
+    tmp_path: Path, fastmcp_spans: str
 ) -> None:
     config = write_site(tmp_path)
     tracing, exporter = in_memory()
@@ -365,7 +376,9 @@ async def http_gateway(config: Path, tracing: Tracing) -> AsyncIterator[str]:
         sock.close()
 
 
-def test_over_http_the_header_is_the_parent_then_the_meta(tmp_path: Path) -> None:
+def test_over_http_the_header_is_the_parent_then_the_meta(
+    tmp_path: Path, fastmcp_spans: str
+) -> None:
     token = f"tokens:\n  - {{token_sha256: {sha256(TOKEN)}, tenant: acme, account: acc-1}}\n"
     config = write_site(tmp_path, token)
     tracing, exporter = in_memory(account=False)
@@ -430,6 +443,26 @@ def _config(tracing: Any) -> dict[str, Any]:
         "upstreams": [{"name": "traced", "command": "traced-server"}],
         "tracing": tracing,
     }
+
+
+def test_fastmcp_makes_no_spans_of_its_own_only_where_they_could_not_record(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("FASTMCP_TELEMETRY_MODE", raising=False)
+    monkeypatch.setattr(fastmcp.settings, "telemetry_mode", "native")
+    assert without_idle_library_spans()  # no global provider: FastMCP's spans are no-ops
+    assert fastmcp.settings.telemetry_mode == "propagation_only"
+    assert not without_idle_library_spans()  # once is enough
+
+    monkeypatch.setattr(fastmcp.settings, "telemetry_mode", "native")
+    monkeypatch.setenv("FASTMCP_TELEMETRY_MODE", "native")  # the operator's own choice
+    assert not without_idle_library_spans()
+    assert fastmcp.settings.telemetry_mode == "native"
+
+    monkeypatch.delenv("FASTMCP_TELEMETRY_MODE")  # a global SDK installed before start
+    monkeypatch.setattr(otel_trace, "get_tracer_provider", lambda: TracerProvider())
+    assert not without_idle_library_spans()
+    assert fastmcp.settings.telemetry_mode == "native"
 
 
 def test_tracing_is_off_unless_enabled_and_named_after_the_gateway() -> None:
