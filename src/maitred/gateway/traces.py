@@ -57,9 +57,10 @@ def without_idle_library_spans() -> bool:
     module docstring). With none set they are no-op spans, yet FastMCP still builds each one
     and its attributes (the method, the server, the caller's auth and session): three per
     ``tools/call`` through the gateway (3% of the gateway's event-loop time in a profile;
-    0.1-0.3 ms of CPU a call, BENCHMARKS.md). ``propagation_only`` is FastMCP's own mode for "another layer owns the MCP
-    spans": trace context is still read from each request's ``_meta`` and written into each
-    upstream request's, so maitred's spans and the upstream's link exactly as before. Left as
+    0.1-0.3 ms of CPU a call, BENCHMARKS.md). ``propagation_only`` is FastMCP's own mode for
+    "another layer owns the MCP spans": trace context is still read from each request's
+    ``_meta`` and written into each upstream request's, so maitred's spans and the upstream's
+    link exactly as before. Left as
     it is: a process where a global SDK provider was installed before start (the
     ``opentelemetry-instrument`` launcher), or where the operator set
     ``FASTMCP_TELEMETRY_MODE``."""
