@@ -116,7 +116,8 @@ async def measure(
 def report(found: Mapping[str, Any], label: Callable[[str], str]) -> str:
     samples, cpu = found["samples"], found["cpu"]
     p50 = {k: statistics.median(v) * 1e3 for k, v in samples.items()}
-    lines = ["| side | tools/call p50 ms | CPU ms per call | / proxy: p50 (paired median) |"]
+    p99 = {k: statistics.quantiles(v, n=100)[98] * 1e3 for k, v in samples.items()}
+    lines = ["| side | tools/call p50 / p99 ms | CPU ms per call | / proxy: p50 (paired median) |"]
     lines.append("|---|---:|---:|---|")
     for side in ("proxy", *SIDES):
         ratio = ""
@@ -125,9 +126,12 @@ def report(found: Mapping[str, Any], label: Callable[[str], str]) -> str:
                 x / y for x, y in zip(samples[side], samples["proxy"], strict=True)
             )
             ratio = f"{p50[side] / p50['proxy']:.3f}x ({paired:.3f}x)"
-        lines.append(f"| {label(side)} | {p50[side]:.2f} | {cpu[side]:.2f} | {ratio} |")
+        lines.append(
+            f"| {label(side)} | {p50[side]:.2f} / {p99[side]:.2f} | {cpu[side]:.2f} | {ratio} |"
+        )
     lines.append(
-        f"\nB - A: p50 {p50['B'] - p50['A']:+.2f} ms, CPU {cpu['B'] - cpu['A']:+.2f} ms per call"
+        f"\nB - A: p50 {p50['B'] - p50['A']:+.2f} ms, p99 {p99['B'] - p99['A']:+.2f} ms, "
+        f"CPU {cpu['B'] - cpu['A']:+.2f} ms per call"
     )
     return "\n".join(lines)
 

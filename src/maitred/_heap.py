@@ -13,11 +13,23 @@ generation (:func:`gc.freeze`), so full collections walk only what was made sinc
 frozen this way are never collected; whatever of the start-up heap becomes garbage later (a
 catalog the watch replaced, say) is freed by reference counting as usual, and only such of it
 as sits in a reference cycle stays until the process ends, a bounded, one-time amount.
+
+It also raises the youngest generation's threshold from CPython's 700 to
+:data:`YOUNG_THRESHOLD`. A request through the gateway leaves a few hundred container objects
+behind for a while (its pydantic models, stream objects, spans waiting for export), so at 700
+a young collection ran every two or three requests, each walking objects that were about to
+be freed by reference counting anyway; at 10,000 one runs every few dozen requests, most of
+what it would have walked is gone by then, and the total work is less. Measured through the
+gateway (``benchmarks/gateway_ab.py``, four runs): 0.11-0.25 ms less CPU and 0.13-0.29 ms
+less p50 a call, p99 within the noise (+0.72, -1.07 ms).
 """
 
 from __future__ import annotations
 
 import gc
+
+#: the youngest generation's collection threshold while serving (CPython's default is 700)
+YOUNG_THRESHOLD = 10_000
 
 
 def freeze_start_heap() -> int:
@@ -25,4 +37,6 @@ def freeze_start_heap() -> int:
     frozen."""
     gc.collect()
     gc.freeze()
+    _, middle, old = gc.get_threshold()
+    gc.set_threshold(YOUNG_THRESHOLD, middle, old)
     return gc.get_freeze_count()
