@@ -33,10 +33,10 @@ from opentelemetry.trace import SpanKind, StatusCode
 from tests.mcp.conftest import Process, child_env, sha256
 from tests.otlp_collector import collecting
 
-from maitred.cli.gateway_cmd import without_idle_library_spans
 from maitred.errors import ConfigError
 from maitred.gateway import load_config, parse_config
 from maitred.gateway.server import DECISION_ID_META, gate_of, open_gateway
+from maitred.gateway.traces import without_idle_library_spans
 from maitred.log.base import open_log
 from maitred.tracing import OFF, Tracing, TracingOptions
 
@@ -147,7 +147,7 @@ def parse_traceparent(value: str) -> tuple[int, int]:
 @pytest.fixture(params=["native", "propagation_only"])
 def fastmcp_spans(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """FastMCP's telemetry mode: its own (no-op) spans, or none, as ``maitred mcp`` serves
-    (:func:`maitred.cli.gateway_cmd.without_idle_library_spans`); the links are the same."""
+    (:func:`maitred.gateway.traces.without_idle_library_spans`); the links are the same."""
     monkeypatch.setattr(fastmcp.settings, "telemetry_mode", request.param)
     return str(request.param)
 

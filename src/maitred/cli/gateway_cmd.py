@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from pathlib import Path
 from typing import Any
 
@@ -85,7 +84,6 @@ def mcp(
     settings = load_config(config, account=account)
     # FastMCP's own start-up lines (INFO) would repeat what maitred says; its warnings stay
     logging.getLogger("fastmcp").setLevel(logging.WARNING)
-    without_idle_library_spans()
     over_http = http if http is not None else settings.server is not None
     if over_http:
         if account is not None:
@@ -190,32 +188,6 @@ def _shown(value: Any) -> str:
         return "(absent)"
     text = json.dumps(value, ensure_ascii=True, sort_keys=True)
     return text if len(text) <= _SHOWN else f"{text[:_SHOWN]}... ({len(text)} characters)"
-
-
-def without_idle_library_spans() -> bool:
-    """Tell FastMCP to make none of its own spans when they could record nothing; True when
-    it was told. ``maitred mcp`` calls this once before it serves: it owns the process, and an
-    application that embeds the gateway keeps FastMCP's settings as it set them.
-
-    FastMCP's spans go to the process-global provider, which maitred never sets (see
-    :mod:`maitred.gateway.traces`). With none set they are no-op spans, yet FastMCP still
-    builds each one and its attributes (the method, the server, the caller's auth and
-    session): three per ``tools/call`` through the gateway (3% of the gateway's event-loop
-    time in a profile; 0.1-0.3 ms of CPU a call, BENCHMARKS.md). ``propagation_only`` is
-    FastMCP's own mode for "another layer owns the MCP spans": trace context is still read
-    from each request's ``_meta`` and written into each upstream request's, so maitred's
-    spans and the upstream's link exactly as before. Left as it is: a process where a global
-    SDK provider was installed before start (the ``opentelemetry-instrument`` launcher), or
-    where the operator set ``FASTMCP_TELEMETRY_MODE``."""
-    import fastmcp  # the mcp extra, there by now
-    from opentelemetry import trace
-
-    if "FASTMCP_TELEMETRY_MODE" in os.environ or fastmcp.settings.telemetry_mode != "native":
-        return False
-    if not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider):
-        return False  # a real provider: FastMCP's SERVER span records, maitred's is its child
-    fastmcp.settings.telemetry_mode = "propagation_only"
-    return True
 
 
 def register(app: typer.Typer, eval_app: typer.Typer) -> None:

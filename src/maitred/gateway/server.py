@@ -745,6 +745,7 @@ async def serve_stdio(config: GatewayConfig) -> None:
     """Serve the gateway over stdio until the client disconnects."""
     server, gates = await open_gateway(config)
     freeze_start_heap()  # what start-up built lives as long as the process (maitred._heap)
+    traces.without_idle_library_spans()  # FastMCP's no-op spans: not built at all
     try:
         async with watching(server, config.watch.interval_s):
             await server.run_async(transport="stdio", show_banner=False)
@@ -832,6 +833,7 @@ async def serve_http(config: GatewayConfig, *, port: int | None = None) -> None:
     server, gates = await open_gateway(config, http=True)
     close = _closer(server, gates)
     freeze_start_heap()  # what start-up built lives as long as the process (maitred._heap)
+    traces.without_idle_library_spans()  # FastMCP's no-op spans: not built at all
     print(
         f"maitred mcp: serving http://{where.host}:{bound}{where.path} "
         f"({len(config.upstreams)} upstream(s), {len(config.tokens)} token(s)"

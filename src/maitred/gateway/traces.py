@@ -23,18 +23,21 @@ With tracing off nothing here runs, and the proxy forwards the client's own ``_m
 **FastMCP's own spans** go to the process-global provider, which maitred never sets: without
 a global SDK they record nothing (the client's ``_meta`` context still flows through them), and
 ``maitred mcp`` has FastMCP not build them at all
-(:func:`maitred.cli.gateway_cmd.without_idle_library_spans`); an application that embeds
+(:func:`without_idle_library_spans`); an application that embeds
 the gateway and sets one gets FastMCP's ``SERVER`` span, and maitred's request span is then
 its child (``INTERNAL``), never a second ``SERVER`` span.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from typing import Any
 
+import fastmcp
 from fastmcp.server.middleware import MiddlewareContext
 from fastmcp.tools import ToolResult
+from opentelemetry import trace
 from opentelemetry.trace import Span
 
 from maitred.actions.model import Decision
@@ -45,6 +48,30 @@ from maitred.tracing import Tracing, failed
 Listing = tuple[tuple[str, ...], str, str]
 #: codes of a call the gateway failed to serve (a refusal by the gate is no failure)
 _FAILURES = frozenset({"GATE_UNAVAILABLE", "UPSTREAM_FAILED"})
+
+
+def without_idle_library_spans() -> bool:
+    """Tell FastMCP to make none of its own spans when they could record nothing; True when
+    it was told. ``maitred mcp`` calls this once before it serves (``serve_http``,
+    ``serve_stdio``): it owns the process, and an application that embeds the gateway
+    (``open_gateway``) keeps FastMCP's settings as it set them.
+
+    FastMCP's spans go to the process-global provider, which maitred never sets (see
+    :mod:`maitred.gateway.traces`). With none set they are no-op spans, yet FastMCP still
+    builds each one and its attributes (the method, the server, the caller's auth and
+    session): three per ``tools/call`` through the gateway (3% of the gateway's event-loop
+    time in a profile; 0.1-0.3 ms of CPU a call, BENCHMARKS.md). ``propagation_only`` is
+    FastMCP's own mode for "another layer owns the MCP spans": trace context is still read
+    from each request's ``_meta`` and written into each upstream request's, so maitred's
+    spans and the upstream's link exactly as before. Left as it is: a process where a global
+    SDK provider was installed before start (the ``opentelemetry-instrument`` launcher), or
+    where the operator set ``FASTMCP_TELEMETRY_MODE``."""
+    if "FASTMCP_TELEMETRY_MODE" in os.environ or fastmcp.settings.telemetry_mode != "native":
+        return False
+    if not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider):
+        return False  # a real provider: FastMCP's SERVER span records, maitred's is its child
+    fastmcp.settings.telemetry_mode = "propagation_only"
+    return True
 
 
 def carriers(context: MiddlewareContext[Any]) -> tuple[Mapping[str, Any] | None, ...]:
