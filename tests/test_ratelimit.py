@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 
+pytest.importorskip("limits", reason="needs the serve or mcp extra: pip install 'maitred[serve]'")
+
 from maitred.config_reader import ConfigReader
 from maitred.errors import ConfigError
 from maitred.ratelimit import (

@@ -7,6 +7,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+
+pytest.importorskip(
+    "opentelemetry.sdk", reason="needs the serve or mcp extra: pip install 'maitred[serve]'"
+)
+
 from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor

@@ -9,6 +9,9 @@ from pathlib import Path
 
 import pytest
 
+pytest.importorskip("duckdb", reason="needs the report extra: pip install 'maitred[report]'")
+pytest.importorskip("matplotlib", reason="needs the report extra: pip install 'maitred[report]'")
+
 from log.builders import make_run, make_turn  # tests/ is on sys.path (rootdir packages)
 from maitred.analytics import funnel
 from maitred.analytics.report import anonymise, collect, write_report

@@ -88,6 +88,9 @@ def _assert_every_turn_failed_closed(log_path: Path, printed: dict[str, Any]) ->
 def test_run_against_an_unreachable_store_exits_3_with_counts(
     deployment: dict[str, Path], tmp_path: Path
 ) -> None:
+    pytest.importorskip(
+        "psycopg", reason="needs the postgres extra: pip install 'maitred[postgres]'"
+    )
     log_path = tmp_path / "log.sqlite"
     result = CliRunner().invoke(
         app,
@@ -105,6 +108,9 @@ def test_run_against_an_unreachable_store_exits_3_with_counts(
 def test_route_against_an_unreachable_store_exits_3_and_names_the_cause(
     deployment: dict[str, Path],
 ) -> None:
+    pytest.importorskip(
+        "psycopg", reason="needs the postgres extra: pip install 'maitred[postgres]'"
+    )
     result = CliRunner().invoke(
         app,
         ["route", "please connect my own domain to my site", "--account", sitecare.account_id(0),

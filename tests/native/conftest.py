@@ -6,8 +6,10 @@ from typing import Any
 
 import pytest
 
-torch = pytest.importorskip("torch")
-transformers = pytest.importorskip("transformers")
+torch = pytest.importorskip("torch", reason="needs the native extra: pip install 'maitred[native]'")
+transformers = pytest.importorskip(
+    "transformers", reason="needs the native extra: pip install 'maitred[native]'"
+)
 
 from tokenizers import Tokenizer, models, pre_tokenizers  # noqa: E402
 

@@ -6,6 +6,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+pytest.importorskip("starlette", reason="needs the serve extra: pip install 'maitred[serve]'")
+
 from starlette.testclient import TestClient
 
 from maitred.serve import Service, create_app, load_config, open_engine

@@ -20,18 +20,20 @@ from typing import Any
 
 import pytest
 from hypothesis import given, settings
-from starlette.testclient import TestClient
 
-from maitred import Maitred
-from maitred.serve import Limits, Service, Tenant, create_app
+pytest.importorskip("starlette", reason="needs the serve extra: pip install 'maitred[serve]'")
+schemathesis = pytest.importorskip("schemathesis", reason="schemathesis is in the dev extra")
 
-from . import spec
-from .conftest import SOUNDNESS, examples
-from .harness import Store
-from .machine import OPTIONS
-
-schemathesis = pytest.importorskip("schemathesis")
 from schemathesis import checks as st_checks  # noqa: E402
+from starlette.testclient import TestClient  # noqa: E402
+
+from maitred import Maitred  # noqa: E402
+from maitred.serve import Limits, Service, Tenant, create_app  # noqa: E402
+
+from . import spec  # noqa: E402
+from .conftest import SOUNDNESS, examples  # noqa: E402
+from .harness import Store  # noqa: E402
+from .machine import OPTIONS  # noqa: E402
 
 TOKEN = "schemathesis-token-0123456789"
 LIMITS = Limits(max_body_bytes=16_384, max_sessions=1000, session_idle_s=3600)

@@ -9,6 +9,9 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 from hypothesis.stateful import run_state_machine_as_test
+
+pytest.importorskip("starlette", reason="needs the serve extra: pip install 'maitred[serve]'")
+
 from starlette.testclient import TestClient
 
 from maitred import Maitred

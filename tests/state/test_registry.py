@@ -54,6 +54,9 @@ def test_sqlite_url(tmp_path: Path) -> None:
 
 
 def test_postgres_url_builds_without_connecting() -> None:
+    pytest.importorskip(
+        "psycopg", reason="needs the postgres extra: pip install 'maitred[postgres]'"
+    )
     for scheme in ("postgresql", "postgres"):
         provider = open_provider(f"{scheme}://u:pw@127.0.0.1:1/db", {"account": "accounts"})
         assert isinstance(provider, SqlStateProvider)
