@@ -2,8 +2,9 @@
 
 The rule every test module (or folder ``conftest.py``) follows: it calls
 ``pytest.importorskip(MODULE, reason="needs the X extra: pip install 'maitred[X]'")`` before
-it imports anything of that extra, so ``pip install maitred`` plus pytest and hypothesis
-collects the whole suite without an error, and each skipped module says what to install.
+it imports anything of that extra (a test that needs one for a single step calls it right
+before that step), so ``pip install maitred`` plus pytest and hypothesis collects and runs the
+whole suite without an error, and each skipped test says what to install.
 
 This test proves it without a second virtual environment: the suite is collected in a
 subprocess whose imports of the extras' modules fail as they would where the extras are not

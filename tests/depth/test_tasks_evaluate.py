@@ -87,6 +87,9 @@ def test_grid_table_and_png(
     assert len(rows) == 4 * len(RULES)
     table = grid_markdown(rows)
     assert "| 0.2 | 1 |" in table
+    pytest.importorskip(
+        "matplotlib", reason="needs the report extra: pip install 'maitred[report]'"
+    )
     plot_grid(rows, tmp_path / "g.png")
     assert (tmp_path / "g.png").read_bytes()[:4] == b"\x89PNG"
     json.dumps(rows)

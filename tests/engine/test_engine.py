@@ -196,5 +196,8 @@ def test_an_engine_says_whether_it_decides_without_a_network_round_trip(
     with Maitred.open([shop["tools"]], fetched, options, log=str(shop["log"])) as engine:
         assert not engine.in_process
     assert SqlStateProvider(f"sqlite:///{shop['log']}", {"account": "accounts"}).in_process
+    pytest.importorskip(
+        "psycopg", reason="needs the postgres extra: pip install 'maitred[postgres]'"
+    )
     remote = SqlStateProvider("postgresql://127.0.0.1:5432/test", {"account": "accounts"})
     assert not remote.in_process
