@@ -11,7 +11,7 @@ LANGGRAPH_REQS := tests/mcp/langgraph-requirements.txt
 CONFORMANCE := .cache/conformance
 CONFORMANCE_PKG := tests/mcp/conformance
 
-.PHONY: install demo test test-browser browser-deps frameworks-deps conformance-deps replay-deps lint typecheck bench clean
+.PHONY: install demo docs test test-browser browser-deps frameworks-deps conformance-deps replay-deps lint typecheck bench clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -29,10 +29,18 @@ install: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/maitred demo --messages $(DEMO_MESSAGES) --out demo-out
 
-# what a reviewer runs: lint, strict typing, then every test (the `browser` ones included:
-# chromium is installed first where it is missing, so CI opens the HTML report in a real browser;
-# and the LangGraph ones, whose venv is built first; and the MCP conformance suite, installed first)
-test: lint typecheck browser-deps frameworks-deps conformance-deps
+# the documentation site (MkDocs, Material theme) into build/site (gitignored); --strict turns
+# every warning into a failure: a link to a missing page or anchor, a page left out of the nav,
+# a snippet (ARCHITECTURE.md, BENCHMARKS.md) that is not there. The configuration reference is
+# generated from the config models by docs/hooks/config_reference.py at every build.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
+
+# what a reviewer runs: lint, strict typing, the docs site, then every test (the `browser` ones
+# included: chromium is installed first where it is missing, so CI opens the HTML report in a
+# real browser; and the LangGraph ones, whose venv is built first; and the MCP conformance
+# suite, installed first)
+test: lint typecheck docs browser-deps frameworks-deps conformance-deps
 	$(BIN)/python -m pytest -n 2 -q
 
 # just the `browser` tests (headless Chromium renders the HTML report)

@@ -1,4 +1,4 @@
-"""The command-line conventions (README, "Command-line conventions"), checked on every command.
+"""The command-line conventions (docs/cli.md), checked on every command.
 
 The tree of commands is walked from the real app, so a command added later is checked too.
 Nothing here runs a pipeline: help is rendered, and arguments are parsed with

@@ -152,13 +152,12 @@ def test_a_relative_sqlite_state_path_is_relative_to_the_config(tmp_path: Path) 
     assert absolute.state == "sqlite:////srv/a.db"
 
 
-def test_the_readme_config_example_is_a_valid_config(tmp_path: Path) -> None:
-    readme = Path(__file__).resolve().parents[2] / "README.md"
-    section = readme.read_text(encoding="utf-8").split("## Running the service", 1)[1]
-    example = section.split("```yaml\n", 1)[1].split("```", 1)[0]
+def test_the_documented_config_example_is_a_valid_config(tmp_path: Path) -> None:
+    page = Path(__file__).resolve().parents[2] / "docs" / "service.md"
+    example = page.read_text(encoding="utf-8").split("```yaml\n", 1)[1].split("```", 1)[0]
     (tmp_path / "demo-out").mkdir()
     (tmp_path / "demo-out" / "tables.json").write_text('{"account": "accounts"}', "utf-8")
-    config = parse_config(yaml.safe_load(example), "README.md", base=tmp_path)
+    config = parse_config(yaml.safe_load(example), "docs/service.md", base=tmp_path)
     assert config.tenants["demo"].token_sha256 == sha("demo-token")
     assert config.tenants["demo"].owns("acc-000001")
     assert config.state == f"sqlite:///{tmp_path / 'demo-out/accounts.sqlite'}"

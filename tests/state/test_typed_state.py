@@ -192,12 +192,13 @@ def test_a_json_state_file_declares_its_types(tmp_path: Path) -> None:
         Maitred.open([tools], str(state), PipelineOptions(method="bm25"))
 
 
-def test_the_readme_example_runs_as_written(capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_documented_example_runs_as_written(capsys: pytest.CaptureFixture[str]) -> None:
     import re
 
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
-    (block,) = [b for b in re.findall(r"```python\n(.*?)```", readme, re.S) if "schema(keys)" in b]
-    exec(compile(block, "README.md", "exec"), {})
+    page = Path(__file__).resolve().parents[2] / "docs" / "contracts.md"
+    text = page.read_text(encoding="utf-8")
+    (block,) = [b for b in re.findall(r"```python\n(.*?)```", text, re.S) if "schema(keys)" in b]
+    exec(compile(block, "docs/contracts.md", "exec"), {})
     values, types, absent = capsys.readouterr().out.splitlines()
     assert eval(values) == {"repo.frozen": True, "repo.since": 1738281600, "repo.plan": None}
     assert eval(types) == {"repo.frozen": "bool", "repo.since": "timestamp", "repo.plan": "string"}

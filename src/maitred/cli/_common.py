@@ -27,7 +27,7 @@ console = Console()
 # soft_wrap: an error or a skipped-line report stays on one line whatever the terminal width
 err_console = Console(stderr=True, soft_wrap=True)
 
-# One spelling per concept (README, "Command-line conventions"). The catalog is `--skills`/`-s`
+# One spelling per concept (docs/cli.md, "Command-line conventions"). The catalog is `--skills`/`-s`
 # everywhere; `--catalog`/`-c` still parse as hidden aliases (see _conventions.py).
 SKILLS_HELP = "Skill folders or tool files (.json/.jsonl); repeatable."
 SKILLS_OPT = typer.Option(..., "--skills", "-s", metavar="PATH", help=SKILLS_HELP)

@@ -22,7 +22,7 @@ from maitred.lab.domains import sitecare
 from maitred.messages import read_messages
 
 #: the demo's recall set-up: dense ranking (the best method on MetaTool and on sitecare's own
-#: labelled messages, see README), a cosine floor that decides whether a message is about the
+#: labelled messages, see BENCHMARKS.md), a cosine floor that decides whether a message is about the
 #: domain at all, and family-level recall (a matched message gets the whole family, as in the
 #: deployment the executability-gating paper reports).
 DEMO_OPTIONS = PipelineOptions(method="dense", top_k=5, min_score=0.35, family=True)

@@ -121,18 +121,25 @@ class ServeConfig:
 
     catalogs: tuple[str, ...]
     state: str
+    #: who may call, by the hash of their bearer token, and which accounts each may act on
     tenants: Mapping[str, Tenant]
     tables: Mapping[str, Any] | None = None
     state_timeout_s: float | None = None
     options: PipelineOptions = field(default_factory=PipelineOptions)
     log: str | None = None
+    #: ``log.durability``: ``commit`` answers once the decision is committed, ``async`` before
     durability: Durability = "commit"
     cache_dir: str | None = None
     settings: Mapping[str, Any] = field(default_factory=dict)
+    #: the ``limits`` block: request size and the sessions kept in memory
     limits: Limits = field(default_factory=Limits)
+    #: ``server.host``: the address to listen on
     host: str = "127.0.0.1"
+    #: ``server.port``
     port: int = 8080
+    #: ``reload.interval_s``: how often the catalog files are polled for changes (hot reload)
     reload_interval_s: float = 2.0
+    #: the config file's path, for messages (set by the loader, not written in the file)
     source: str = "<config>"
     tracing: TracingOptions = field(default_factory=TracingOptions)
     rate_limits: RateLimitOptions | None = None
