@@ -11,6 +11,8 @@ ordinary ``skill://`` resources.
 
 from __future__ import annotations
 
+import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -189,3 +191,56 @@ def test_a_skills_entry_that_is_not_a_folder_is_a_config_error(site: Library) ->
     site.config.write_text(text, encoding="utf-8")
     with pytest.raises(ConfigError, match=r"skills\[0\]"):
         load_config(site.config)
+
+
+GUIDES = Path(__file__).with_name("skills_server.py")
+UPSTREAM_SIDECAR = """\
+tools:
+  ping: {}
+resources:
+  skill://open-guide/SKILL.md: {}
+  skill://paid-guide/SKILL.md:
+    exit_predicates:
+      - name: free_plan
+        expr: account.plan == "free"
+        reads: [account.plan]
+"""
+
+
+def test_an_upstreams_skills_pass_through_gated_by_its_sidecar(tmp_path: Path) -> None:
+    for name in ("open-guide", "paid-guide", "stray-guide"):  # stray-guide: no sidecar entry
+        _skill(tmp_path / "upstream", name, f"The {name}.", "")
+        (tmp_path / "upstream" / "skills" / name / "maitred.yaml").unlink()
+    env = {"SKILLS_DIR": str(tmp_path / "upstream" / "skills"), "CALLS_FILE": str(tmp_path / "c")}
+    (tmp_path / "guides.maitred.yaml").write_text(UPSTREAM_SIDECAR, encoding="utf-8")
+    (tmp_path / "gateway.yaml").write_text(
+        "account: acc-1\nstate: accounts.json\nlog: gateway.sqlite\nupstreams:\n"
+        f"  - name: guides\n    command: {json.dumps(sys.executable)}\n"
+        f"    args: [{json.dumps(str(GUIDES))}]\n    env: {json.dumps(env)}\n"
+        "    contracts: guides.maitred.yaml\n",
+        encoding="utf-8",
+    )
+    site = Library(tmp_path, tmp_path / "gateway.yaml")
+    site.set_plan("free")
+    got: dict[str, Any] = {}
+
+    async def scenario(client: Client[Any], gate: GateMiddleware) -> None:
+        got["free"] = [s.uri for s in await client.list_skills()]
+        got["paid"] = await _refused(client.get_skill_mcp("skill://paid-guide/SKILL.md"))
+        got["stray"] = await _refused(client.get_skill_mcp("skill://stray-guide/SKILL.md"))
+        got["file"] = await _refused(
+            client.read_resource_mcp("skill://paid-guide/references/GUIDE.md")
+        )
+        got["open"] = sorted((await client.read_skill("skill://open-guide/SKILL.md")).files)
+        site.set_plan("pro")
+        got["pro"] = [s.uri for s in await client.list_skills()]
+
+    serve(site, scenario)
+    assert got["free"] == ["skill://open-guide/SKILL.md"]
+    assert got["paid"]["code"] == got["stray"]["code"] == "SKILL_NOT_AVAILABLE"
+    assert got["paid"]["message"] == got["stray"]["message"]
+    assert got["file"]["code"] == "RESOURCE_NOT_AVAILABLE"  # the entry governs its folder
+    assert got["open"] == ["SKILL.md", "references/GUIDE.md"]
+    assert got["pro"] == ["skill://open-guide/SKILL.md", "skill://paid-guide/SKILL.md"]
+    reads = (tmp_path / "c").read_text(encoding="utf-8")
+    assert "paid-guide" not in reads and "open-guide/SKILL.md" in reads  # refused: never asked

@@ -755,7 +755,8 @@ async def open_gateway(
         server.add_extension(TasksExtension(tasks, passthrough.proxies, who, gate._engine))
     if skills is not None:  # the gateway's own skills, gated like its tools (.skillset)
         server.add_provider(skills.provider)
-        server.add_extension(GatedSkills(skills, gate))
+    if skills is not None or surfaces.skill_roots:  # and the upstreams' its sidecars name
+        server.add_extension(GatedSkills(skills, gate, passthrough.proxies))
     if http:
         _add_routes(server, gate)
     return server, gates

@@ -34,12 +34,23 @@ on state read afresh:
 * ``resources/list`` and ``resources/read`` of a skill's files follow its contract through the
   surfaces' middleware, so a hidden skill cannot be read file by file either.
 
+**An upstream's skills pass through, gated by its sidecar.** An upstream skill is served when
+the upstream's sidecar gives its ``SKILL.md`` a ``resources`` entry (``skill://guide/SKILL.md:
+{exit_predicates: [...]}``; ``{}``: reviewed, always shown): that entry is the skill's contract
+in ``skills/list`` and ``skills/get`` (both asked of the upstreams that have such entries, on a
+connection that declares the extension) and governs every file under its folder. An upstream
+skill no entry names is left out of ``skills/list`` and refused by ``skills/get`` (skills are a
+higher-risk surface than tools, so they fail closed), while its files follow ``ungated`` like
+any resource. Two sources serving one URI: the gateway's own skill wins, then the upstream
+first in the config.
+
 Results carry ``cacheScope: "private"`` and ``ttlMs: 0``: they depend on who asks.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,9 +59,14 @@ from typing import Any, Protocol
 import anyio
 import mcp_types as mt  # the MCP wire types (`mcp.types` re-exports them)
 from fastmcp.server.extensions import MethodBinding, ServerExtension
-from fastmcp.skills import GetSkillResult, ListSkillsResult, MCPSkill
+from fastmcp.skills import GetSkillResult, ListSkillsResult, MCPSkill, SkillsClientExtension
 from fastmcp.skills import Skill as SkillFiles
-from fastmcp.skills.models import GetSkillParams, ListSkillsParams
+from fastmcp.skills.models import (
+    GetSkillParams,
+    GetSkillRequest,
+    ListSkillsParams,
+    ListSkillsRequest,
+)
 from fastmcp.skills.provider import SkillCatalogProvider
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
@@ -63,6 +79,7 @@ from maitred.gateway.config import GatewayConfig
 from maitred.gateway.keeper import Gatekeeper
 from maitred.gateway.metrics import GatewayMetrics
 from maitred.gateway.surfaces import Surface, SurfaceGuard
+from maitred.gateway.upstreams import ListingProxy, declaring
 from maitred.skills.catalog import load_catalog_report
 from maitred.skills.model import Skill
 
@@ -189,13 +206,24 @@ class GatedSkills(ServerExtension):
 
     Registered on the gateway's server after the skills' provider, it takes the place of the
     extension FastMCP's provider brings (which would answer without any gate).
+
+    Args:
+        skills: the gateway's own skills (``None``: it serves none, only upstreams' skills).
+        serving: the gateway's middleware (the caller's session, the surfaces' gate).
+        upstreams: the upstreams served now, by name (the passthrough's live mapping).
     """
 
     identifier = SKILLS_EXTENSION
 
-    def __init__(self, skills: SkillSet, serving: Serving) -> None:
-        self.skills = skills
+    def __init__(
+        self,
+        skills: SkillSet | None,
+        serving: Serving,
+        upstreams: Mapping[str, ListingProxy] | None = None,
+    ) -> None:
+        self.local = dict(skills.skills) if skills is not None else {}
         self.serving = serving
+        self.upstreams = upstreams or {}
 
     def methods(self) -> Sequence[MethodBinding]:
         modern = frozenset(MODERN_PROTOCOL_VERSIONS)
@@ -211,20 +239,29 @@ class GatedSkills(ServerExtension):
             raise MCPError(mt.INVALID_REQUEST, _AUTH_REQUIRED.message, _AUTH_REQUIRED.to_json())
         return keeper, guard
 
+    def _skilled(self, guard: SurfaceGuard) -> list[ListingProxy]:
+        """The upstreams whose sidecar gives some skill an entry, in the config's order."""
+        named = {s.upstream for s in guard.gate.skill_roots.values() if s.family == "resources"}
+        return [p for name, p in self.upstreams.items() if name in named]
+
     async def list_skills(
         self, ctx: ServerRequestContext[Any, Any], params: ListSkillsParams
     ) -> ListSkillsResult:
-        """The skills the caller's account may use now, in URI order (one page)."""
+        """The skills the caller's account may use now: the gateway's own in URI order, then
+        each upstream's (one page)."""
         keeper, guard = self._caller()
-        uris = list(self.skills.skills)
+        entries = {uri: s.entry for uri, s in self.local.items()}
+        for proxy in self._skilled(guard):
+            for entry in await _listed(proxy):
+                entries.setdefault(entry.uri, entry)
+        uris = list(entries)
         shown = set(
             await anyio.to_thread.run_sync(
                 lambda: guard.gate.visible(keeper.account, "skills", uris, keeper.granted)
             )
         )
         guard.view_of(keeper).remember("skills", uris, shown)
-        entries = [self.skills.skills[u].entry for u in uris if u in shown]
-        return ListSkillsResult(skills=entries)
+        return ListSkillsResult(skills=[entries[u] for u in uris if u in shown])
 
     async def get_skill(
         self, ctx: ServerRequestContext[Any, Any], params: GetSkillParams
@@ -252,8 +289,57 @@ class GatedSkills(ServerExtension):
         if decision.reject:
             rejection = decision.rejection()
             raise MCPError(mt.INVALID_PARAMS, rejection.message, rejection.to_json())
-        entry = self.skills.skills[uri].entry
+        served = self.local.get(uri)
+        entry = served.entry if served is not None else None
+        for proxy in [] if entry is not None else self._skilled(guard):
+            entry = await _got(proxy, uri)
+            if entry is not None:
+                break
+        if entry is None:  # governed, but no upstream serves it: as an upstream would answer
+            raise MCPError(mt.INVALID_PARAMS, "no skill is served at that URI")
         return GetSkillResult(skill=entry, _meta={"maitred/decision_id": decision.decision_id})
+
+
+_PAGES = 100  # the most pages of one upstream's skills/list read
+
+
+async def _listed(proxy: ListingProxy) -> list[MCPSkill]:
+    """``proxy``'s upstream's skills (every page); none when it cannot say (named on stderr:
+    one upstream that fails must not fail the listing)."""
+    found: list[MCPSkill] = []
+    try:
+        async with declaring(proxy, SkillsClientExtension())() as client:
+            cursor: str | None = None
+            for _ in range(_PAGES):
+                request = ListSkillsRequest(params=ListSkillsParams(cursor=cursor))
+                page = await client.session.send_request(request, ListSkillsResult)
+                found.extend(page.skills)
+                cursor = page.next_cursor
+                if cursor is None:
+                    break
+    except Exception as exc:
+        if not (isinstance(exc, MCPError) and exc.error.code == mt.METHOD_NOT_FOUND):
+            print(
+                f"maitred mcp: upstream {proxy.upstream!r} did not list its skills "
+                f"({type(exc).__name__}: {exc}); they are left out of this skills/list",
+                file=sys.stderr,
+                flush=True,
+            )
+    return found
+
+
+async def _got(proxy: ListingProxy, uri: str) -> MCPSkill | None:
+    """``proxy``'s upstream's entry for ``uri`` (None: it serves no such skill)."""
+    try:
+        async with declaring(proxy, SkillsClientExtension())() as client:
+            request = GetSkillRequest(params=GetSkillParams(uri=uri))
+            answer = await client.session.send_request(request, GetSkillResult)
+    except MCPError as exc:
+        if exc.error.code in (mt.INVALID_PARAMS, mt.METHOD_NOT_FOUND):
+            return None
+        raise
+    skill: MCPSkill = answer.skill
+    return skill
 
 
 __all__ = ["SKILLS_EXTENSION", "GatedSkills", "ServedSkill", "SkillSet", "load_skills"]

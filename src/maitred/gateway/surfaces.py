@@ -115,12 +115,6 @@ _NOUN: Mapping[Family, str] = {
     "prompts": "prompt",
     "skills": "skill",
 }
-_CODE: Mapping[Family, str] = {
-    "resources": RESOURCE_NOT_AVAILABLE,
-    "templates": RESOURCE_NOT_AVAILABLE,
-    "prompts": PROMPT_NOT_AVAILABLE,
-    "skills": SKILL_NOT_AVAILABLE,
-}
 
 
 def template_matches(uri: str, template: str) -> bool:
@@ -194,9 +188,11 @@ class SurfaceGate:
         self.ungated = ungated
         self.by_key = {(s.family, s.key): s for s in surfaces}
         self.templates = tuple(s for s in surfaces if s.family == "templates")
-        #: the gateway's own skills; each governs every file under its folder's URI
+        #: the gateway's own skills, and the upstreams' (a ``resources`` entry of a skill's
+        #: ``skill://.../SKILL.md``): each governs every file under its folder's URI
         self.skills = tuple(s for s in surfaces if s.family == "skills")
-        self.skill_roots = {s.key.removesuffix("SKILL.md"): s for s in self.skills}
+        roots = [s for s in surfaces if s.family in ("skills", "resources") and _skill_md(s.key)]
+        self.skill_roots = {s.key.removesuffix("SKILL.md"): s for s in roots}
         self.provider = provider
         self.clock = clock
         self.log = log
@@ -300,8 +296,7 @@ class SurfaceGate:
             )
 
     def with_skills(self, skills: Sequence[Surface]) -> SurfaceGate:
-        """This gate governing the gateway's own ``skills`` too (checked when they were
-        loaded; an upstream that joins later brings a gate without them)."""
+        """This gate governing the gateway's own ``skills`` too (as loaded at start)."""
         if not skills or self.skills:
             return self
         return SurfaceGate(
@@ -323,6 +318,8 @@ class SurfaceGate:
         found = self.by_key.get((family, target))
         if found is not None:
             return (found,)
+        if family == "skills":  # an upstream's skill: its SKILL.md's resource entry, if any
+            return self.governing("resources", target) if _skill_md(target) else None
         if family == "resources" and self.skill_roots:  # a file of one of the gateway's skills
             roots = [r for r in self.skill_roots if target.startswith(r)]
             if roots:
@@ -343,12 +340,13 @@ class SurfaceGate:
         snapshot: Snapshot,
         now: float,
         granted: frozenset[str] | None = None,
+        family: Family | None = None,
     ) -> bool:
         """The one verdict: shown / may be read now for a caller granted ``granted`` (every
         governing contract executable by the kernel, its scopes included; ungated ones as the
-        config says)."""
+        config says, but a skill no contract governs, which is hidden)."""
         if governing is None:
-            return self.ungated == "pass"
+            return self.ungated == "pass" and family != "skills"
         return all(decide_exit(s.contract, snapshot, now, granted).executable for s in governing)
 
     def visible(
@@ -368,7 +366,7 @@ class SurfaceGate:
         return tuple(
             t
             for t, g in zip(targets, governing, strict=True)
-            if self.executable(g, snapshot, now, granted)
+            if self.executable(g, snapshot, now, granted, family)
         )
 
     def redecide(
@@ -386,7 +384,9 @@ class SurfaceGate:
         governing = {ft: self.governing(*ft) for ft in wanted}
         snapshot = self.read(account, governing.values())
         now = self.clock()
-        shown = {ft for ft, g in governing.items() if self.executable(g, snapshot, now, granted)}
+        shown = {
+            ft for ft, g in governing.items() if self.executable(g, snapshot, now, granted, ft[0])
+        }
         out: list[list[Family]] = []
         for view in views:
             changed: list[Family] = []
@@ -499,6 +499,10 @@ class SurfaceGate:
         )
 
 
+def _skill_md(uri: str) -> bool:
+    return uri.startswith("skill://") and uri.endswith("/SKILL.md")
+
+
 def _refused(
     call: ToolCall,
     family: Family,
@@ -512,7 +516,7 @@ def _refused(
     """A refused read or get: the code for its family unless given, and a message for the
     model that says nothing of what was refused unless ``why`` (for what the session saw)."""
     noun = _NOUN[family]
-    code = code or _CODE[family]
+    code = code or f"{noun.upper()}_NOT_AVAILABLE"  # RESOURCE_, PROMPT_, SKILL_NOT_AVAILABLE
     why = why or (
         f"that {noun} is not available in this conversation; use one of the {noun}s you were shown"
     )

@@ -70,7 +70,7 @@ from maitred.actions.model import OK, Decision, Rejection, ToolCall, new_call_id
 from maitred.errors import MaitredError
 from maitred.gateway.config import Upstream
 from maitred.gateway.keeper import Gatekeeper
-from maitred.gateway.upstreams import ListingProxy, UpstreamClient, UpstreamTool, sdk_request
+from maitred.gateway.upstreams import ListingProxy, UpstreamTool, declaring, sdk_request
 from maitred.log.base import DecisionLog
 
 #: the tasks extension's identifier (SEP-2663)
@@ -126,24 +126,9 @@ class TaskResults(ClientExtension):
 
 
 def tasking(proxy: ListingProxy) -> Callable[[], Client[Any]]:
-    """A client factory for ``proxy``'s upstream like its own, whose connections declare the
-    tasks extension (HTTP upstreams: each request is a connection of its own)."""
-
-    def fresh() -> Client[Any]:
-        base = proxy.factory()
-        relay = proxy.relay
-        return UpstreamClient(
-            base.transport,
-            relay,
-            base.level if isinstance(base, UpstreamClient) else None,
-            relay.target() if relay is not None else None,
-            mode=base.mode,
-            name=proxy.upstream,
-            timeout=proxy.config.timeout_s,
-            extensions=[TaskResults()],
-        )
-
-    return fresh
+    """A client factory for ``proxy``'s upstream whose connections declare the tasks extension
+    (HTTP upstreams: each request is a connection of its own)."""
+    return declaring(proxy, TaskResults())
 
 
 @dataclass(frozen=True)
