@@ -40,6 +40,7 @@
     pins: {file: gateway.pins.json, unpinned: hide}   # reviewed tool definitions (or just a path)
     scan: warn                      # warn at start about suspicious tool descriptions (or off)
     ungated: pass                   # resources/prompts no sidecar names: pass (warned) | hide
+    skills: [skills/]               # Agent Skills folders served over MCP (gateway/skillset.py)
     rate_limits: {per_token: 60/minute, per_tool: {upgrade: 5/second}}   # maitred.ratelimit
 
 **Whose account.** Over stdio the account is part of the *launch*: an MCP client starts one
@@ -75,6 +76,10 @@ upstream after the review): ``hide`` (the default: nothing unreviewed reaches a 
 happens to those that no sidecar names: ``pass`` (the default: listed and readable as the
 upstream serves them, and named on stderr at start) or ``hide`` (absent from every list, and
 reads and gets refused).
+
+**Skills** (``skills``, none unless named; :mod:`maitred.gateway.skillset`): Agent Skills
+folders the gateway serves itself over the skills extension (``skills/list``, ``skills/get``,
+``skill://`` resources), each gated by the ``maitred.yaml`` contract beside its ``SKILL.md``.
 
 **Upstreams that do not answer** (:mod:`maitred.gateway.lifecycle`). One that cannot be
 started or reached at start is named on stderr and the gateway starts with the others; it is
@@ -128,6 +133,7 @@ _TOP = frozenset(
         "rate_limits",
         "auth",
         "upstream_retry",
+        "skills",
     }
 )
 _UPSTREAM = frozenset(
@@ -359,6 +365,7 @@ class GatewayConfig:
     rate_limits: RateLimitOptions | None = None
     auth: AuthOptions | None = None
     upstream_retry: RetryOptions = field(default_factory=RetryOptions)
+    skills: tuple[str, ...] = ()
 
     @property
     def upstream(self) -> Upstream:
@@ -451,7 +458,23 @@ def parse_config(
         rate_limits=read_rate_limits(r, top.get("rate_limits")),
         auth=auth,
         upstream_retry=_retry(r, top.get("upstream_retry") or {}),
+        skills=_skills(r, top.get("skills"), root),
     )
+
+
+def _skills(r: ConfigReader, value: Any, root: Path) -> tuple[str, ...]:
+    """``skills``: folders (a skill folder, or a folder of them) the gateway serves itself."""
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        r.fail("skills", f"must be a list of folders (Agent Skills folders), not {value!r}")
+    found: list[str] = []
+    for i, folder in enumerate(value):
+        path = resolve_path(root, folder)
+        if not Path(path).is_dir():
+            r.fail(f"skills[{i}]", f"{path} is not a folder; give a skill folder or their parent")
+        found.append(path)
+    return tuple(found)
 
 
 def _upstream(r: ConfigReader, value: Any, where: str, root: Path) -> Upstream:

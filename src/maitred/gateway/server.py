@@ -87,7 +87,7 @@ from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from functools import partial
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import anyio
 import mcp_types as mt  # the MCP wire types (`mcp.types` re-exports them)
@@ -121,11 +121,20 @@ from maitred.gateway.limits import BodyLimit, argument_fault
 from maitred.gateway.metrics import CONTENT_TYPE, GatewayMetrics
 from maitred.gateway.passthrough import Passthrough
 from maitred.gateway.rates import admit, open_limiter
+from maitred.gateway.skillset import GatedSkills, load_skills
 from maitred.gateway.surfaces import (
     DECISION_ID_META,  # the key of a result's _meta that carries the decision's log id
     SurfaceGate,
     SurfaceGuard,
     upstream_surfaces,
+)
+from maitred.gateway.tasks import (
+    CreatedTask,
+    TaskBook,
+    TasksExtension,
+    Who,
+    hand_over,
+    offers_tasks,
 )
 from maitred.gateway.upstreams import ListingProxy, proxy_for
 from maitred.ratelimit import Limiter
@@ -162,6 +171,8 @@ class GateMiddleware(Middleware):
         limiter: the gateway's rate limits (:mod:`maitred.gateway.rates`); ``None``: none.
         upstreams: the upstreams' lives (:mod:`maitred.gateway.lifecycle`): a ``tools/list``
             tries a down one again, a failed call has its upstream listed again.
+        tasks: who created which task (:mod:`maitred.gateway.tasks`); ``None``: no upstream
+            can make one.
     """
 
     def __init__(
@@ -174,8 +185,10 @@ class GateMiddleware(Middleware):
         surfaces: SurfaceGate | None = None,
         limiter: Limiter | None = None,
         upstreams: Upstreams | None = None,
+        tasks: TaskBook | None = None,
     ) -> None:
         self.gates = gates
+        self.tasks = tasks
         #: the upstreams' states, retries and late joins (:mod:`.lifecycle`)
         self.upstreams = upstreams
         self.account = account
@@ -301,6 +314,12 @@ class GateMiddleware(Middleware):
         return keeper
 
     keeper_of = _keeper  # for the surfaces' middleware (:class:`SurfaceGuard`)
+
+    def keeper_now(self) -> Gatekeeper | None:
+        """The gatekeeper of the 2026-07-28 request being served outside the middleware (an
+        extension's own method: ``skills/*``, ``tasks/*``); None: not authenticated."""
+        found = self._identity("")
+        return self._keeper_for(*found) if found is not None else None
 
     def reachable(self) -> list[tuple[tuple[str, ...], Gatekeeper]]:
         """The sessions a notification outside any request can reach (the watch's)."""
@@ -461,7 +480,8 @@ class GateMiddleware(Middleware):
         try:
             with forwarding as calling:
                 result = await call_next(context)
-                traces.note_result(calling, result)
+                if isinstance(result, ToolResult):
+                    traces.note_result(calling, result)
         except Exception as exc:  # the upstream failed; the gateway must answer and stay up
             self.metrics.upstream_failures.labels(upstream).inc()
             if self.upstreams is not None:
@@ -479,6 +499,8 @@ class GateMiddleware(Middleware):
             return failed.code, _text_result(payload, decision.decision_id)
         if self.upstreams is not None:
             self.upstreams.answered(upstream)
+        if isinstance(result, CreatedTask):  # the upstream made a task of the call (.tasks)
+            return await self._task(keeper, decision, upstream, result)
         result = _with_decision_id(result, decision.decision_id)
         if result.is_error:
             return "ALLOWED", result
@@ -493,6 +515,16 @@ class GateMiddleware(Middleware):
         if changed:
             await _list_changed(context)
         return "ALLOWED", result
+
+    async def _task(
+        self, keeper: Gatekeeper, decision: Decision, upstream: str, task: CreatedTask
+    ) -> tuple[str, ToolResult]:
+        """The task handle, recorded as the caller's before the caller sees it."""
+        assert self.tasks is not None  # only the tasks extension, given this book, makes one
+        handed = await hand_over(self.tasks, keeper, decision, upstream, task, self._engine)
+        if isinstance(handed, Rejection):
+            return handed.code, _text_result(handed.to_json(), decision.decision_id)
+        return "ALLOWED", cast(ToolResult, handed)
 
     async def _find(
         self,
@@ -656,11 +688,13 @@ async def open_gateway(
     limiter = open_limiter(config, tools)
     gates = await anyio.to_thread.run_sync(lambda: Gates.open(config, tools, listed))
     try:
-        surfaces = SurfaceGate.open(config, gates, listed)
+        skills = load_skills(config)
+        surfaces = SurfaceGate.open(config, gates, listed, skills=skills.surfaces if skills else ())
     except BaseException:
         gates.close()
         raise
     limit = (config.server or HttpServer()).max_sessions
+    tasks = TaskBook(gates.engine.log, gates.engine.now) if offers_tasks(config.upstreams) else None
     gate = GateMiddleware(
         gates,
         account=None if http else config.account,
@@ -669,6 +703,7 @@ async def open_gateway(
         surfaces=surfaces,
         limiter=limiter,
         upstreams=upstreams,
+        tasks=tasks,
     )
     passthrough.serve_listen(gate.listen)
     where = config.server or HttpServer()
@@ -715,6 +750,13 @@ async def open_gateway(
     if gate.surface_guard is not None:
         server.add_middleware(gate.surface_guard)  # inner: sees only calls the gate let through
     server.add_middleware(passthrough)
+    if tasks is not None:
+        who = Who(gate.keeper_now, lambda tool: gate.gates.owners.get(tool))
+        server.add_extension(TasksExtension(tasks, passthrough.proxies, who, gate._engine))
+    if skills is not None:  # the gateway's own skills, gated like its tools (.skillset)
+        server.add_provider(skills.provider)
+    if skills is not None or surfaces.skill_roots:  # and the upstreams' its sidecars name
+        server.add_extension(GatedSkills(skills, gate, passthrough.proxies))
     if http:
         _add_routes(server, gate)
     return server, gates

@@ -94,21 +94,26 @@ from maitred.state.snapshot import Snapshot, StateProvider
 #: the key of a result's ``_meta`` that carries the decision-log id of its decision
 DECISION_ID_META = "maitred/decision_id"
 
-#: what a listing is of: concrete resources, resource templates, prompts
-Family = Literal["resources", "templates", "prompts"]
-FAMILIES: tuple[Family, ...] = ("resources", "templates", "prompts")
+#: what a listing is of: concrete resources, resource templates, prompts, and the gateway's
+#: own skills (:mod:`maitred.gateway.skillset`, keyed by the URI of their ``SKILL.md``)
+Family = Literal["resources", "templates", "prompts", "skills"]
+FAMILIES: tuple[Family, ...] = ("resources", "templates", "prompts", "skills")
 RESOURCE_NOT_AVAILABLE = "RESOURCE_NOT_AVAILABLE"
 PROMPT_NOT_AVAILABLE = "PROMPT_NOT_AVAILABLE"
-#: the list each family's change is announced on (templates are resources' list)
+SKILL_NOT_AVAILABLE = "SKILL_NOT_AVAILABLE"
+#: the list each family's change is announced on (templates are resources' list; the skills
+#: extension has no list_changed of its own, and a skill's files are resources)
 _ANNOUNCED: Mapping[Family, ListKind] = {
     "resources": "resources",
     "templates": "resources",
     "prompts": "prompts",
+    "skills": "resources",
 }
 _NOUN: Mapping[Family, str] = {
     "resources": "resource",
     "templates": "resource",
     "prompts": "prompt",
+    "skills": "skill",
 }
 
 
@@ -134,6 +139,8 @@ class Surface:
     contract: Contract
 
     def describe(self) -> str:
+        if self.family == "skills":
+            return f"skill {self.key!r} ({self.upstream})"
         noun = {"resources": "resource", "templates": "template", "prompts": "prompt"}
         return f"{noun[self.family]} {self.key!r} (upstream {self.upstream!r})"
 
@@ -181,6 +188,11 @@ class SurfaceGate:
         self.ungated = ungated
         self.by_key = {(s.family, s.key): s for s in surfaces}
         self.templates = tuple(s for s in surfaces if s.family == "templates")
+        #: the gateway's own skills, and the upstreams' (a ``resources`` entry of a skill's
+        #: ``skill://.../SKILL.md``): each governs every file under its folder's URI
+        self.skills = tuple(s for s in surfaces if s.family == "skills")
+        roots = [s for s in surfaces if s.family in ("skills", "resources") and _skill_md(s.key)]
+        self.skill_roots = {s.key.removesuffix("SKILL.md"): s for s in roots}
         self.provider = provider
         self.clock = clock
         self.log = log
@@ -201,10 +213,12 @@ class SurfaceGate:
         listed: Mapping[str, SurfaceNames],
         *,
         warn: bool = True,
+        skills: Sequence[Surface] = (),
     ) -> SurfaceGate:
-        """The gate over every upstream's sidecar entries (as :class:`Gates` read them),
-        naming on stderr what no entry governs (unless not ``warn``: the caller names it for
-        an upstream that joins later, :meth:`warn_ungated`).
+        """The gate over every upstream's sidecar entries (as :class:`Gates` read them) and
+        the gateway's own ``skills`` (:mod:`maitred.gateway.skillset`), naming on stderr what no
+        entry governs (unless not ``warn``: the caller names it for an upstream that joins
+        later, :meth:`warn_ungated`).
 
         Raises:
             ConfigError: two upstreams' sidecars govern the same URI, template or prompt, or
@@ -232,6 +246,7 @@ class SurfaceGate:
                     )
                 owner[family, key] = up.name
                 surfaces.append(Surface(family, key, up.name, contract))
+        surfaces += skills
         engine = gates.engine
         as_catalog = Catalog(
             tuple(
@@ -280,6 +295,19 @@ class SurfaceGate:
                 flush=True,
             )
 
+    def with_skills(self, skills: Sequence[Surface]) -> SurfaceGate:
+        """This gate governing the gateway's own ``skills`` too (as loaded at start)."""
+        if not skills or self.skills:
+            return self
+        return SurfaceGate(
+            [*self.by_key.values(), *skills],
+            ungated=self.ungated,
+            provider=self.provider,
+            clock=self.clock,
+            log=self.log,
+            matches=self.matches,
+        )
+
     @property
     def gates_nothing(self) -> bool:
         """True when nothing is gated: no entries, and ungated ones pass."""
@@ -290,6 +318,12 @@ class SurfaceGate:
         found = self.by_key.get((family, target))
         if found is not None:
             return (found,)
+        if family == "skills":  # an upstream's skill: its SKILL.md's resource entry, if any
+            return self.governing("resources", target) if _skill_md(target) else None
+        if family == "resources" and self.skill_roots:  # a file of one of the gateway's skills
+            roots = [r for r in self.skill_roots if target.startswith(r)]
+            if roots:
+                return (self.skill_roots[max(roots, key=len)],)
         if family == "resources" and self.templates:
             under = tuple(t for t in self.templates if self.matches(target, t.key))
             return under or None
@@ -306,12 +340,13 @@ class SurfaceGate:
         snapshot: Snapshot,
         now: float,
         granted: frozenset[str] | None = None,
+        family: Family | None = None,
     ) -> bool:
         """The one verdict: shown / may be read now for a caller granted ``granted`` (every
         governing contract executable by the kernel, its scopes included; ungated ones as the
-        config says)."""
+        config says, but a skill no contract governs, which is hidden)."""
         if governing is None:
-            return self.ungated == "pass"
+            return self.ungated == "pass" and family != "skills"
         return all(decide_exit(s.contract, snapshot, now, granted).executable for s in governing)
 
     def visible(
@@ -331,7 +366,7 @@ class SurfaceGate:
         return tuple(
             t
             for t, g in zip(targets, governing, strict=True)
-            if self.executable(g, snapshot, now, granted)
+            if self.executable(g, snapshot, now, granted, family)
         )
 
     def redecide(
@@ -349,7 +384,9 @@ class SurfaceGate:
         governing = {ft: self.governing(*ft) for ft in wanted}
         snapshot = self.read(account, governing.values())
         now = self.clock()
-        shown = {ft for ft, g in governing.items() if self.executable(g, snapshot, now, granted)}
+        shown = {
+            ft for ft, g in governing.items() if self.executable(g, snapshot, now, granted, ft[0])
+        }
         out: list[list[Family]] = []
         for view in views:
             changed: list[Family] = []
@@ -405,6 +442,8 @@ class SurfaceGate:
         noun = _NOUN[family]
         what = f"{call.name} of {noun} {target!r}"
         if governing is None:
+            if family == "skills":  # not a skill the gateway serves: refused like a hidden one
+                return _refused(call, family, f"{what}: no such skill is served")
             if self.ungated == "pass":
                 return Decision(
                     call, "allow", OK, f"{what}: no contract governs it (ungated: pass)"
@@ -460,6 +499,10 @@ class SurfaceGate:
         )
 
 
+def _skill_md(uri: str) -> bool:
+    return uri.startswith("skill://") and uri.endswith("/SKILL.md")
+
+
 def _refused(
     call: ToolCall,
     family: Family,
@@ -473,11 +516,11 @@ def _refused(
     """A refused read or get: the code for its family unless given, and a message for the
     model that says nothing of what was refused unless ``why`` (for what the session saw)."""
     noun = _NOUN[family]
-    code = code or (PROMPT_NOT_AVAILABLE if family == "prompts" else RESOURCE_NOT_AVAILABLE)
+    code = code or f"{noun.upper()}_NOT_AVAILABLE"  # RESOURCE_, PROMPT_, SKILL_NOT_AVAILABLE
     why = why or (
         f"that {noun} is not available in this conversation; use one of the {noun}s you were shown"
     )
-    undone = "Nothing was read" if noun == "resource" else "The prompt was not fetched"
+    undone = "Nothing was read" if noun == "resource" else f"The {noun} was not fetched"
     return Decision(
         call,
         "reject",
@@ -557,9 +600,13 @@ class SurfaceGuard(Middleware):
             metrics.surface_requests.labels(method, "ALLOWED")  # present at zero
 
     def adopt(self, gate: SurfaceGate) -> None:
-        """Decide with ``gate`` from now on (an upstream joined, with its sidecar's entries);
-        what each session's listings showed is kept."""
-        self.gate = gate
+        """Decide with ``gate`` from now on (an upstream joined, with its sidecar's entries;
+        the gateway's own skills stay governed); what each session's listings showed is kept."""
+        self.gate = gate.with_skills(self.gate.skills)
+
+    def view_of(self, keeper: Gatekeeper) -> SurfaceView:
+        """What ``keeper``'s session's latest listings showed (made empty on first use)."""
+        return self._view(keeper)
 
     def _view(self, keeper: Gatekeeper) -> SurfaceView:
         view = self.views.get(keeper)
@@ -687,7 +734,8 @@ class SurfaceGuard(Middleware):
         resource and prompt lists it changed for this session."""
         result = await call_next(context)
         keeper = self.sessions.keeper_of(context)
-        if result.is_error or keeper is None or not keeper.mutates(context.message.name):
+        done = isinstance(result, ToolResult) and not result.is_error  # not a task handle
+        if not done or keeper is None or not keeper.mutates(context.message.name):
             return result
         view = self.views.get(keeper)
         if view is None or not view.listed:
@@ -738,6 +786,7 @@ __all__ = [
     "DECISION_ID_META",
     "PROMPT_NOT_AVAILABLE",
     "RESOURCE_NOT_AVAILABLE",
+    "SKILL_NOT_AVAILABLE",
     "Surface",
     "SurfaceGate",
     "SurfaceGuard",

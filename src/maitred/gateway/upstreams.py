@@ -50,6 +50,7 @@ from fastmcp.server.providers.proxy import (
 )
 from fastmcp.tools import Tool, ToolResult
 from fastmcp.utilities.versions import VersionSpec
+from mcp.client.extension import ClientExtension
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
@@ -404,3 +405,26 @@ def client_factory(upstream: Upstream, relay: Relay | None) -> Callable[[], Clie
 def proxy_for(upstream: Upstream) -> ListingProxy:
     """``upstream``'s provider on its own, nothing relayed (what ``maitred mcp pin`` lists)."""
     return ListingProxy(client_factory(upstream, None), upstream)
+
+
+def declaring(proxy: ListingProxy, *extensions: ClientExtension) -> Callable[[], Client[Any]]:
+    """A client factory for ``proxy``'s upstream like its own (the same transport, era and
+    relay), whose connections declare ``extensions`` too (the skills and tasks extensions:
+    :mod:`maitred.gateway.skillset`, :mod:`maitred.gateway.tasks`). A stdio upstream's one
+    kept session declares what it declared when it opened."""
+
+    def fresh() -> Client[Any]:
+        base = proxy.factory()
+        relay = proxy.relay
+        return UpstreamClient(
+            base.transport,
+            relay,
+            base.level if isinstance(base, UpstreamClient) else None,
+            relay.target() if relay is not None else None,
+            mode=base.mode,
+            name=proxy.upstream,
+            timeout=proxy.config.timeout_s,
+            extensions=list(extensions),
+        )
+
+    return fresh

@@ -1,0 +1,345 @@
+"""Agent Skills served over MCP by the gateway itself, gated like its tools.
+
+The skills extension (``io.modelcontextprotocol/skills``, SEP-2640) lets a server publish
+Agent Skills folders beside its tools: each file of a skill is a resource under ``skill://``
+(``skill://pdf-processing/SKILL.md``, ``skill://pdf-processing/references/FORMS.md``), read with
+``resources/read``; ``skills/list`` enumerates the skills, each as an entry carrying its
+``SKILL.md`` frontmatter verbatim and a manifest of its files (URI, SHA-256 digest, size); and
+``skills/get`` returns one entry by the URI of its ``SKILL.md`` (``-32602`` for a URI that is
+no skill the server serves). The two methods exist on 2026-07-28 connections only; to a
+handshake-era client the files are ordinary resources.
+
+``skills:`` in the gateway config names the folders to serve (a skill folder, or a folder of
+them), read as maitred reads any skill folder (:mod:`maitred.skills.agentskills`): the
+``maitred.yaml`` beside a ``SKILL.md`` is the skill's contract, its exit predicates over the
+account's state the same as a tool's. The sidecar is maitred's, not the skill's: it is not
+served, nor in the manifest.
+
+**One mechanism with resources and prompts.** Each skill becomes a
+:class:`~maitred.gateway.surfaces.Surface` of the family ``skills`` in the gateway's
+:class:`~maitred.gateway.surfaces.SurfaceGate`, keyed by the URI of its ``SKILL.md``, and
+governs every file under its folder's URI. So the one kernel decides all of it, per session,
+on state read afresh:
+
+* ``skills/list`` shows only the skills whose contract is executable for the caller's account
+  now (what it showed is remembered like a resource listing, and the state watch and a write
+  re-decide it: a change is announced as ``notifications/resources/list_changed``, since the
+  extension has no list notification of its own);
+* ``skills/get`` is decided and written to the decision log as an action decision
+  (``skills/get {"uri": ...}``), flushed before it is answered; a refused one is ``-32602``
+  with the one model-facing :class:`~maitred.actions.model.Rejection` as ``data``
+  (``SKILL_NOT_AVAILABLE``), which names nothing the session was not shown: a skill it never
+  listed is refused exactly as a URI that is no skill at all (both logged, both with a
+  decision id), and only a skill it was shown gets the predicates' reason;
+* ``resources/list`` and ``resources/read`` of a skill's files follow its contract through the
+  surfaces' middleware, so a hidden skill cannot be read file by file either.
+
+**An upstream's skills pass through, gated by its sidecar.** An upstream skill is served when
+the upstream's sidecar gives its ``SKILL.md`` a ``resources`` entry (``skill://guide/SKILL.md:
+{exit_predicates: [...]}``; ``{}``: reviewed, always shown): that entry is the skill's contract
+in ``skills/list`` and ``skills/get`` (both asked of the upstreams that have such entries, on a
+connection that declares the extension) and governs every file under its folder. An upstream
+skill no entry names is left out of ``skills/list`` and refused by ``skills/get`` (skills are a
+higher-risk surface than tools, so they fail closed), while its files follow ``ungated`` like
+any resource. Two sources serving one URI: the gateway's own skill wins, then the upstream
+first in the config.
+
+Results carry ``cacheScope: "private"`` and ``ttlMs: 0``: they depend on who asks.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import anyio
+import mcp_types as mt  # the MCP wire types (`mcp.types` re-exports them)
+from fastmcp.server.extensions import MethodBinding, ServerExtension
+from fastmcp.skills import GetSkillResult, ListSkillsResult, MCPSkill, SkillsClientExtension
+from fastmcp.skills import Skill as SkillFiles
+from fastmcp.skills.models import (
+    GetSkillParams,
+    GetSkillRequest,
+    ListSkillsParams,
+    ListSkillsRequest,
+)
+from fastmcp.skills.provider import SkillCatalogProvider
+from mcp.server.context import ServerRequestContext
+from mcp.shared.exceptions import MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from maitred.actions.model import Rejection, ToolCall, new_call_id
+from maitred.contract.sidecar import SIDECAR
+from maitred.errors import ConfigError, MaitredError
+from maitred.gateway.config import GatewayConfig
+from maitred.gateway.keeper import Gatekeeper
+from maitred.gateway.metrics import GatewayMetrics
+from maitred.gateway.surfaces import Surface, SurfaceGuard
+from maitred.gateway.upstreams import ListingProxy, declaring
+from maitred.skills.catalog import load_catalog_report
+from maitred.skills.model import Skill
+
+#: the skills extension's identifier (SEP-2640)
+SKILLS_EXTENSION = "io.modelcontextprotocol/skills"
+_SKIPPED = frozenset({"__pycache__", "node_modules"})
+
+
+@dataclass(frozen=True)
+class ServedSkill:
+    """One skill the gateway serves.
+
+    Attributes:
+        uri: the URI of its ``SKILL.md`` (``skill://<name>/SKILL.md``): its key everywhere.
+        skill: the skill as maitred read it, with its contract.
+        entry: its skills-extension entry (frontmatter and file manifest).
+    """
+
+    uri: str
+    skill: Skill
+    entry: MCPSkill
+
+
+@dataclass(frozen=True)
+class SkillSet:
+    """The skill folders of a gateway config, loaded once at start.
+
+    Attributes:
+        skills: each served skill, by the URI of its ``SKILL.md``, in URI order.
+        provider: serves their files as ``skill://`` resources (FastMCP's own provider).
+    """
+
+    skills: Mapping[str, ServedSkill]
+    provider: SkillCatalogProvider
+
+    @property
+    def surfaces(self) -> tuple[Surface, ...]:
+        """Each skill as a surface of the family ``skills`` (what the surfaces' gate decides)."""
+        return tuple(
+            Surface("skills", uri, f"skills folder {s.skill.path}", s.skill.contract)
+            for uri, s in self.skills.items()
+        )
+
+
+def load_skills(config: GatewayConfig) -> SkillSet | None:
+    """The skills ``config.skills`` names (``None`` when it names none).
+
+    Raises:
+        ConfigError: a folder holds no skill, a skill cannot be loaded (its ``SKILL.md`` or
+            ``maitred.yaml`` is broken; each problem named with its file and line), two skills
+            share a name, or a skill breaks the extension's rules (a name that is not its
+            folder's, more than 512 files or 16 MiB).
+    """
+    if not config.skills:
+        return None
+    catalog, report = load_catalog_report(list(config.skills))
+    if not report.ok or catalog is None:
+        said = "; ".join(f"{p.where}: {p.message}" for p in report.errors)
+        raise ConfigError(f"{config.source}: field 'skills': {said}")
+    served: dict[str, ServedSkill] = {}
+    files: dict[str, SkillFiles] = {}
+    for skill in catalog:
+        if skill.kind != "skill":
+            raise ConfigError(
+                f"{config.source}: field 'skills': {skill.path} is a tool, not a skill folder; "
+                "upstream servers serve tools"
+            )
+        try:
+            served_files = SkillFiles.from_files(_files(Path(skill.path)))
+        except (OSError, ValueError) as exc:
+            raise ConfigError(
+                f"{config.source}: field 'skills': {skill.path} cannot be served over MCP: "
+                f"{str(exc).splitlines()[0]}"
+            ) from None
+        entry = served_files.manifest.to_mcp_skill()
+        served[entry.uri] = ServedSkill(entry.uri, skill, entry)
+        files[skill.name] = served_files
+    ordered = {uri: served[uri] for uri in sorted(served)}
+    return SkillSet(ordered, SkillCatalogProvider(files))
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    """Every file of a skill folder by its relative path, but maitred's own sidecar: hidden
+    files and folders, caches and symlinks are left out (nothing outside the folder)."""
+    found: dict[str, bytes] = {}
+    for dirpath, dirnames, filenames in os.walk(folder):
+        dirnames[:] = sorted(
+            d
+            for d in dirnames
+            if not d.startswith(".") and d not in _SKIPPED and not (Path(dirpath) / d).is_symlink()
+        )
+        here = Path(dirpath)
+        for name in sorted(filenames):
+            path = here / name
+            relative = path.relative_to(folder).as_posix()
+            if name.startswith(".") or path.is_symlink() or relative == SIDECAR:
+                continue
+            found[relative] = path.read_bytes()
+    return found
+
+
+class Serving(Protocol):
+    """What :class:`GatedSkills` needs of the gateway's middleware."""
+
+    surface_guard: SurfaceGuard | None
+    metrics: GatewayMetrics
+
+    def keeper_now(self) -> Gatekeeper | None:
+        """The gatekeeper of the 2026-07-28 request being served (None: not authenticated)."""
+        ...
+
+
+_AUTH_REQUIRED = Rejection(
+    "AUTH_REQUIRED",
+    "this gateway serves authenticated sessions only; connect with the bearer token you were "
+    "given. Nothing was read",
+    error="auth_required",
+)
+
+
+class GatedSkills(ServerExtension):
+    """``skills/list`` and ``skills/get`` for the gateway's own skills, each decided by the
+    surfaces' gate for the caller (see the module docstring).
+
+    Registered on the gateway's server after the skills' provider, it takes the place of the
+    extension FastMCP's provider brings (which would answer without any gate).
+
+    Args:
+        skills: the gateway's own skills (``None``: it serves none, only upstreams' skills).
+        serving: the gateway's middleware (the caller's session, the surfaces' gate).
+        upstreams: the upstreams served now, by name (the passthrough's live mapping).
+    """
+
+    identifier = SKILLS_EXTENSION
+
+    def __init__(
+        self,
+        skills: SkillSet | None,
+        serving: Serving,
+        upstreams: Mapping[str, ListingProxy] | None = None,
+    ) -> None:
+        self.local = dict(skills.skills) if skills is not None else {}
+        self.serving = serving
+        self.upstreams = upstreams or {}
+
+    def methods(self) -> Sequence[MethodBinding]:
+        modern = frozenset(MODERN_PROTOCOL_VERSIONS)
+        return (
+            MethodBinding("skills/list", ListSkillsParams, self.list_skills, modern),
+            MethodBinding("skills/get", GetSkillParams, self.get_skill, modern),
+        )
+
+    def _caller(self) -> tuple[Gatekeeper, SurfaceGuard]:
+        keeper = self.serving.keeper_now()
+        guard = self.serving.surface_guard
+        if keeper is None or guard is None:
+            raise MCPError(mt.INVALID_REQUEST, _AUTH_REQUIRED.message, _AUTH_REQUIRED.to_json())
+        return keeper, guard
+
+    def _skilled(self, guard: SurfaceGuard) -> list[ListingProxy]:
+        """The upstreams whose sidecar gives some skill an entry, in the config's order."""
+        named = {s.upstream for s in guard.gate.skill_roots.values() if s.family == "resources"}
+        return [p for name, p in self.upstreams.items() if name in named]
+
+    async def list_skills(
+        self, ctx: ServerRequestContext[Any, Any], params: ListSkillsParams
+    ) -> ListSkillsResult:
+        """The skills the caller's account may use now: the gateway's own in URI order, then
+        each upstream's (one page)."""
+        keeper, guard = self._caller()
+        entries = {uri: s.entry for uri, s in self.local.items()}
+        for proxy in self._skilled(guard):
+            for entry in await _listed(proxy):
+                entries.setdefault(entry.uri, entry)
+        uris = list(entries)
+        shown = set(
+            await anyio.to_thread.run_sync(
+                lambda: guard.gate.visible(keeper.account, "skills", uris, keeper.granted)
+            )
+        )
+        guard.view_of(keeper).remember("skills", uris, shown)
+        return ListSkillsResult(skills=[entries[u] for u in uris if u in shown])
+
+    async def get_skill(
+        self, ctx: ServerRequestContext[Any, Any], params: GetSkillParams
+    ) -> GetSkillResult:
+        """The entry of one skill, if the caller may use it now (a logged decision)."""
+        keeper, guard = self._caller()
+        uri = params.uri
+        call = ToolCall("skills/get", {"uri": uri}, new_call_id())
+        count = self.serving.metrics.surface_requests
+        view = guard.views.get(keeper)
+        try:
+            decision = await anyio.to_thread.run_sync(
+                lambda: guard.gate.check(keeper, "skills", uri, call, view)
+            )
+        except MaitredError as exc:  # not decided, or not durable: it must not be answered
+            count.labels("skills/get", "GATE_UNAVAILABLE").inc()
+            refusal = Rejection(
+                "GATE_UNAVAILABLE",
+                f"the gateway could not decide or record this request ({type(exc).__name__}: "
+                f"{exc}); nothing was read. Try again later",
+                error="gate_unavailable",
+            )
+            raise MCPError(mt.INTERNAL_ERROR, refusal.message, refusal.to_json()) from None
+        count.labels("skills/get", decision.code if decision.reject else "ALLOWED").inc()
+        if decision.reject:
+            rejection = decision.rejection()
+            raise MCPError(mt.INVALID_PARAMS, rejection.message, rejection.to_json())
+        served = self.local.get(uri)
+        entry = served.entry if served is not None else None
+        for proxy in [] if entry is not None else self._skilled(guard):
+            entry = await _got(proxy, uri)
+            if entry is not None:
+                break
+        if entry is None:  # governed, but no upstream serves it: as an upstream would answer
+            raise MCPError(mt.INVALID_PARAMS, "no skill is served at that URI")
+        return GetSkillResult(skill=entry, _meta={"maitred/decision_id": decision.decision_id})
+
+
+_PAGES = 100  # the most pages of one upstream's skills/list read
+
+
+async def _listed(proxy: ListingProxy) -> list[MCPSkill]:
+    """``proxy``'s upstream's skills (every page); none when it cannot say (named on stderr:
+    one upstream that fails must not fail the listing)."""
+    found: list[MCPSkill] = []
+    try:
+        async with declaring(proxy, SkillsClientExtension())() as client:
+            cursor: str | None = None
+            for _ in range(_PAGES):
+                request = ListSkillsRequest(params=ListSkillsParams(cursor=cursor))
+                page = await client.session.send_request(request, ListSkillsResult)
+                found.extend(page.skills)
+                cursor = page.next_cursor
+                if cursor is None:
+                    break
+    except Exception as exc:
+        if not (isinstance(exc, MCPError) and exc.error.code == mt.METHOD_NOT_FOUND):
+            print(
+                f"maitred mcp: upstream {proxy.upstream!r} did not list its skills "
+                f"({type(exc).__name__}: {exc}); they are left out of this skills/list",
+                file=sys.stderr,
+                flush=True,
+            )
+    return found
+
+
+async def _got(proxy: ListingProxy, uri: str) -> MCPSkill | None:
+    """``proxy``'s upstream's entry for ``uri`` (None: it serves no such skill)."""
+    try:
+        async with declaring(proxy, SkillsClientExtension())() as client:
+            request = GetSkillRequest(params=GetSkillParams(uri=uri))
+            answer = await client.session.send_request(request, GetSkillResult)
+    except MCPError as exc:
+        if exc.error.code in (mt.INVALID_PARAMS, mt.METHOD_NOT_FOUND):
+            return None
+        raise
+    skill: MCPSkill = answer.skill
+    return skill
+
+
+__all__ = ["SKILLS_EXTENSION", "GatedSkills", "ServedSkill", "SkillSet", "load_skills"]
