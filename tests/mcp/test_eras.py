@@ -168,3 +168,64 @@ def test_an_upstream_question_round_trips_and_a_tampered_request_state_is_refuse
             assert done.content[0].text == "Hello, Ada (asked-once)"  # type: ignore[union-attr]
 
     anyio.run(main)
+
+
+def test_an_approved_call_whose_upstream_asks_too_runs_once_with_one_yes(
+    upstream: str, tmp_path: Path
+) -> None:
+    """A 2026-07-28 call that needs a person's yes (an approval rule) to a tool whose upstream
+    then asks a question of its own: the client answers the person's question, then the
+    upstream's, and the call completes -- the upstream's round, which comes back without the
+    person's answer, is not asked about again."""
+    accounts = '{"acc-1": {"account": {"plan": "pro"}}}'
+    (tmp_path / "accounts.json").write_text(accounts, encoding="utf-8")
+    (tmp_path / "eras.maitred.yaml").write_text(
+        "tools:\n"
+        "  asks_name:\n"
+        "    policies:\n"
+        "      - name: a_person_approves\n"
+        "        approve: state.account.plan == 'pro'\n"
+        "        reads: [state.account.plan]\n"
+        "        message: Every greeting is approved by a person.\n",
+        encoding="utf-8",
+    )
+    config = tmp_path / "gateway.yaml"
+    config.write_text(
+        "state: accounts.json\n"
+        "log: gateway.sqlite\n"
+        "server: {host: 127.0.0.1, port: 0}\n"
+        f"tokens: [{{token_sha256: {sha256(TOKEN)}, tenant: t, account: acc-1}}]\n"
+        f"upstreams: [{{name: eras, url: {json.dumps(upstream)}, contracts: eras.maitred.yaml}}]\n",
+        encoding="utf-8",
+    )
+    args = [sys.executable, "-m", "maitred.cli.main", "mcp", "--config", str(config)]
+    served = Process(args, child_env(), r"serving (http://\S+)")
+    asked: list[str] = []
+
+    async def answer(message: str, response_type: Any, params: Any, context: Any) -> Any:
+        asked.append(message.splitlines()[-1])
+        said = {"value": True} if "Approve" in message else {"name": "Ada"}
+        return mt.ElicitResult(action="accept", content=said)
+
+    async def main() -> str:
+        transport = StreamableHttpTransport(
+            served.match.group(1), headers={"Authorization": f"Bearer {TOKEN}"}
+        )
+        async with Client(transport, elicitation_handler=answer) as client:
+            result = await client.call_tool("asks_name", {})
+        return str(result.content[0].text)  # type: ignore[union-attr]
+
+    try:
+        said = anyio.run(main)
+    finally:
+        served.stop()
+    assert said == "Hello, Ada (asked-once)"
+    assert asked == ["Approve this call? It runs only if you say yes.", "Who?"]
+    with open_log(str(tmp_path / "gateway.sqlite")) as log:
+        codes = [r["code"] for r in sorted(log.iter_action_decisions(), key=_logged)]
+    # asked, yes; the upstream's round: decided afresh, the standing yes satisfies it
+    assert codes == ["APPROVAL_REQUIRED", "OK", "APPROVAL_REQUIRED", "OK"]
+
+
+def _logged(row: dict[str, Any]) -> str:
+    return str(row["logged_at"])
