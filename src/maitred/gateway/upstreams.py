@@ -16,11 +16,16 @@ decide, so here:
 * :class:`UpstreamTool` forwards a call without ``arguments`` without them.
 * :func:`client_factory` gives each request its own client to the upstream
   (:class:`UpstreamClient`): over streamable HTTP a session of its own, in the protocol era
-  the client's own connection negotiated (a handshake-era client reaches a handshake-era
-  upstream session, so ``logging/setLevel`` and ``resources/subscribe`` mean there what they
-  mean to the client); over stdio the one process and its one session, shared (the era it
-  negotiated at launch). Its log messages and notifications go to the gateway's
+  the client's own connection negotiated when the upstream speaks it, else in the one it
+  speaks (:class:`Eras`; a handshake-era client reaches a handshake-era upstream session, so
+  ``logging/setLevel`` and ``resources/subscribe`` mean there what they mean to the client),
+  declaring the client's own ``sampling`` / ``elicitation`` / ``roots`` and no more; over
+  stdio the one process and its one session, shared (the era it negotiated at launch). Its
+  log messages and notifications go to the gateway's
   :class:`~maitred.gateway.passthrough.Relay` for that upstream, which delivers them as sent.
+* :class:`ListingProxy` lists an HTTP upstream in every era it speaks outside a request (the
+  catalog is their union) and in the client's era within one; :func:`era_hold` is how the
+  gate learns that a tool is listed only to the other era.
 
 The gate decides on the components (:mod:`maitred.gateway.server`); nothing here decides.
 """
@@ -28,10 +33,10 @@ The gate decides on the components (:mod:`maitred.gateway.server`); nothing here
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast
 
 import mcp_types as mt  # the MCP wire types (`mcp.types` re-exports them)
 from fastmcp.client import Client
@@ -55,6 +60,7 @@ from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from maitred.actions.model import TOOL_UNKNOWN, Hold
 from maitred.gateway.config import Upstream
 
 if TYPE_CHECKING:
@@ -186,13 +192,51 @@ class UpstreamPrompt(ProxyPrompt):
 class _Listed(Generic[C]):
     items: Sequence[C]
     at: float
+    by_key: Mapping[str, C]
 
     def fresh(self) -> bool:
         return time.monotonic() - self.at < CACHE_TTL_S
 
 
+#: the connect mode of a handshake-era session (FastMCP's name for that era)
+LEGACY = "legacy"
+#: the cache key of a listing over every era an upstream speaks (a stdio upstream: its one)
+EVERY_ERA = "*"
+Kind = Literal["tools", "resources", "resource templates", "prompts"]
+
+
+class Eras:
+    """The protocol eras one HTTP upstream answers in, newest first, as its listings found
+    them: connect modes (a 2026-07-28 version, or :data:`LEGACY`). Empty until it answered."""
+
+    def __init__(self) -> None:
+        self.spoken: list[str] = []
+
+    def learn(self, mode: str) -> None:
+        """The upstream answered a session in ``mode``."""
+        if mode not in self.spoken:
+            self.spoken = sorted([*self.spoken, mode], key=lambda m: (m == LEGACY, m))
+
+    def reach(self, wanted: str | None) -> str:
+        """The mode to reach the upstream in for a client of era ``wanted`` (``None``: no
+        client request, the handshake era): the client's own when the upstream speaks it (or
+        is not known yet), else the newest it speaks -- what the client's own connection
+        would negotiate with it directly."""
+        mode = wanted or LEGACY
+        return mode if not self.spoken or mode in self.spoken else self.spoken[0]
+
+
 class ListingProxy(ProxyProvider):
     """The components of one upstream, listed by the gateway itself (see the module docstring).
+
+    **Eras.** An HTTP upstream may list differently to each protocol era (a tool only for
+    2026-07-28 clients, another only for handshake-era ones). Within a client's request this
+    lists (and looks up) in the era that client reaches the upstream in
+    (:meth:`Eras.reach`), so each client sees what the upstream lists to its era; outside a
+    request (at start, when an upstream joins) it lists in every era the upstream speaks --
+    ``auto`` first (2026-07-28 when spoken), then the handshake era -- and returns their
+    union, each name once (the newest era's object): the catalog the gates are built on.
+    A stdio upstream is one session in one era: its one listing serves every client.
 
     Every fresh listing of the upstream's tools is handed to the ``listeners``
     (``listener(upstream name, tools)``), wherever FastMCP asks for one: a client's
@@ -203,34 +247,60 @@ class ListingProxy(ProxyProvider):
 
     def __init__(
         self,
-        factory: Callable[[], Client[Any]],
+        factory: Callable[..., Client[Any]],
         upstream: Upstream,
         relay: Relay | None = None,
+        eras: Eras | None = None,
     ) -> None:
         super().__init__(factory, cache_ttl=CACHE_TTL_S)
         self.factory = factory
         self.upstream = upstream.name
         self.config = upstream
         self.relay = relay
+        self.eras = eras if eras is not None else Eras()
         self.listeners: list[Callable[[str, Sequence[Tool]], None]] = []
         self.capabilities: mt.ServerCapabilities | None = None
+        #: the capabilities the upstream declared to each era it answered in
+        self.capabilities_in: dict[str, mt.ServerCapabilities] = {}
         self.protocol_version: str | None = None
-        self._tools: _Listed[Tool] | None = None
-        self._resources: _Listed[Resource] | None = None
-        self._templates: _Listed[ResourceTemplate] | None = None
-        self._prompts: _Listed[Prompt] | None = None
+        self._listed: dict[tuple[Kind, str], _Listed[Any]] = {}
 
-    async def _ask(self, kind: str, fetch: Callable[[Client[Any]], Awaitable[list[C]]]) -> list[C]:
-        """One listing from the upstream: ``[]`` when it does not serve ``kind``."""
+    def declared(self, modern: bool) -> mt.ServerCapabilities | None:
+        """The capabilities the upstream declares to clients of the 2026-07-28 era
+        (``modern``) or of the handshake era; those of its latest listing where it was not
+        reached in that era."""
+        for mode, caps in self.capabilities_in.items():
+            if (mode != LEGACY) == modern:
+                return caps
+        return self.capabilities
+
+    def _era(self) -> str:
+        """The cache key of the current request's listing (see the class docstring)."""
+        if not self.config.url:
+            return EVERY_ERA
+        wanted = front_era()
+        return EVERY_ERA if wanted is None else self.eras.reach(wanted)
+
+    async def _ask(
+        self, kind: Kind, fetch: Callable[[Client[Any]], Awaitable[list[Any]]], mode: str | None
+    ) -> tuple[list[Any], str]:
+        """One listing from the upstream in ``mode`` (``None``: the request's era) and the era
+        it was answered in: ``[]`` when it does not serve ``kind``."""
         try:
-            async with self.factory() as client:
+            async with self.factory(mode) as client:
                 found = await fetch(client)
                 self.capabilities = client.server_capabilities or self.capabilities
                 self.protocol_version = client.protocol_version or self.protocol_version
-                return found
+                modern = client.protocol_version in MODERN_PROTOCOL_VERSIONS
+                spoken = str(client.protocol_version) if modern else LEGACY
+                if client.server_capabilities is not None:
+                    self.capabilities_in[spoken] = client.server_capabilities
+                if self.config.url:
+                    self.eras.learn(spoken)
+                return found, spoken
         except MCPError as exc:
             if exc.error.code == mt.METHOD_NOT_FOUND:
-                return []
+                return [], mode or LEGACY
             raise
         except Exception as exc:  # the transport failed: one protocol error, naming it
             raise MCPError(
@@ -239,84 +309,170 @@ class ListingProxy(ProxyProvider):
                 f"({type(exc).__name__}: {exc})",
             ) from exc
 
+    async def _every_era(
+        self, kind: Kind, fetch: Callable[[Client[Any]], Awaitable[list[Any]]]
+    ) -> dict[str, list[Any]]:
+        """``kind`` as listed to each era the upstream speaks (at least one, or the error)."""
+        by_era: dict[str, list[Any]] = {}
+        failed: MCPError | None = None
+        for mode in ("auto", LEGACY):
+            if mode == LEGACY and LEGACY in by_era:
+                break  # `auto` found the handshake era only
+            try:
+                found, spoken = await self._ask(kind, fetch, mode)
+            except MCPError as exc:  # e.g. a 2026-07-28-only upstream refuses the handshake
+                failed = failed or exc
+                continue
+            by_era[spoken] = found
+        if not by_era:
+            assert failed is not None
+            raise failed
+        return by_era
+
+    async def _fresh(
+        self,
+        kind: Kind,
+        fetch: Callable[[Client[Any]], Awaitable[list[Any]]],
+        build: Callable[[Any], Any],
+        key: Callable[[Any], str],
+    ) -> list[Any]:
+        """A fresh listing of ``kind`` in the request's era (every era outside a request),
+        built into components and cached for lookups."""
+        era = self._era()
+        if era == EVERY_ERA and self.config.url:
+            union: dict[str, Any] = {}
+            for found in (await self._every_era(kind, fetch)).values():
+                for wire in found:
+                    union.setdefault(key(wire), wire)
+            wires = list(union.values())
+        else:
+            wires, _ = await self._ask(kind, fetch, None if era == EVERY_ERA else era)
+        items = [build(w) for w in wires]
+        by_key = {key(w): item for w, item in zip(wires, items, strict=True)}
+        self._listed[(kind, era)] = _Listed(items, time.monotonic(), by_key)
+        return items
+
+    def forget(self, kind: Literal["tools", "resources", "prompts"]) -> None:
+        """Drop every cached listing of ``kind`` (the upstream said it changed)."""
+        kinds: tuple[Kind, ...] = (
+            ("resources", "resource templates") if kind == "resources" else (kind,)
+        )
+        for key in [k for k in self._listed if k[0] in kinds]:
+            del self._listed[key]
+
+    def _cached(self, kind: Kind) -> _Listed[Any] | None:
+        listed = self._listed.get((kind, self._era()))
+        return listed if listed is not None and listed.fresh() else None
+
     async def _list_tools(self) -> Sequence[Tool]:
-        wire = await self._ask("tools", lambda c: c.list_tools())
-        tools: list[Tool] = [
-            cast(UpstreamTool, UpstreamTool.from_mcp_tool(self.client_factory, t)).adopt(
+        tools: list[Tool] = await self._fresh(
+            "tools",
+            lambda c: c.list_tools(),
+            lambda t: cast(UpstreamTool, UpstreamTool.from_mcp_tool(self.client_factory, t)).adopt(
                 t, self.relay
-            )
-            for t in wire
-        ]
-        self._tools = _Listed(tools, time.monotonic())
+            ),
+            lambda t: str(t.name),
+        )
         for listener in self.listeners:
             listener(self.upstream, tools)
         return tools
 
     async def _get_tool(self, name: str, version: VersionSpec | None = None) -> Tool | None:
-        listed = self._tools
-        tools = listed.items if listed is not None and listed.fresh() else await self._list_tools()
-        return next((t for t in tools if t.name == name), None)
+        listed = self._cached("tools")
+        if listed is None:
+            await self._list_tools()
+            listed = self._listed[("tools", self._era())]
+        found: Tool | None = listed.by_key.get(name)
+        return found
+
+    async def lists_tool(self, name: str) -> bool:
+        """Whether the upstream lists the tool ``name`` to the era of the request being
+        served (outside a request, or for a stdio upstream: to any client)."""
+        return await self._get_tool(name) is not None
 
     async def _list_resources(self) -> Sequence[Resource]:
-        wire = await self._ask("resources", lambda c: c.list_resources())
-        resources: list[Resource] = [
-            cast(
+        return await self._fresh(
+            "resources",
+            lambda c: c.list_resources(),
+            lambda r: cast(
                 UpstreamResource, UpstreamResource.from_mcp_resource(self.client_factory, r)
-            ).adopt(r, self.relay)
-            for r in wire
-        ]
-        self._resources = _Listed(resources, time.monotonic())
-        return resources
+            ).adopt(r, self.relay),
+            lambda r: str(r.uri),
+        )
 
     async def _get_resource(self, uri: str, version: VersionSpec | None = None) -> Resource | None:
-        listed = self._resources
-        found = listed.items if listed is not None and listed.fresh() else None
-        resources = found if found is not None else await self._list_resources()
-        return next((r for r in resources if str(r.uri) == uri), None)
+        listed = self._cached("resources")
+        if listed is None:
+            await self._list_resources()
+            listed = self._listed[("resources", self._era())]
+        found: Resource | None = listed.by_key.get(uri)
+        return found
 
     async def _list_resource_templates(self) -> Sequence[ResourceTemplate]:
-        wire = await self._ask("resource templates", lambda c: c.list_resource_templates())
-        templates: list[ResourceTemplate] = [
-            cast(
+        return await self._fresh(
+            "resource templates",
+            lambda c: c.list_resource_templates(),
+            lambda t: cast(
                 UpstreamTemplate, UpstreamTemplate.from_mcp_template(self.client_factory, t)
-            ).adopt(t, self.relay)
-            for t in wire
-        ]
-        self._templates = _Listed(templates, time.monotonic())
-        return templates
+            ).adopt(t, self.relay),
+            lambda t: str(t.uri_template),
+        )
+
+    async def _templates(self) -> Sequence[ResourceTemplate]:
+        listed = self._cached("resource templates")
+        return listed.items if listed is not None else await self._list_resource_templates()
 
     async def _get_resource_template(
         self, uri: str, version: VersionSpec | None = None
     ) -> ResourceTemplate | None:
-        listed = self._templates
-        found = listed.items if listed is not None and listed.fresh() else None
-        templates = found if found is not None else await self._list_resource_templates()
-        return next((t for t in templates if t.matches(uri) is not None), None)
+        return next((t for t in await self._templates() if t.matches(uri) is not None), None)
 
     async def has_template(self, uri_template: str) -> bool:
         """Whether this upstream lists a resource template with exactly this URI template."""
-        listed = self._templates
-        found = listed.items if listed is not None and listed.fresh() else None
-        templates = found if found is not None else await self._list_resource_templates()
-        return any(t.uri_template == uri_template for t in templates)
+        return any(t.uri_template == uri_template for t in await self._templates())
 
     async def _list_prompts(self) -> Sequence[Prompt]:
-        wire = await self._ask("prompts", lambda c: c.list_prompts())
-        prompts: list[Prompt] = [
-            cast(UpstreamPrompt, UpstreamPrompt.from_mcp_prompt(self.client_factory, p)).adopt(
-                p, self.relay
-            )
-            for p in wire
-        ]
-        self._prompts = _Listed(prompts, time.monotonic())
-        return prompts
+        return await self._fresh(
+            "prompts",
+            lambda c: c.list_prompts(),
+            lambda p: cast(
+                UpstreamPrompt, UpstreamPrompt.from_mcp_prompt(self.client_factory, p)
+            ).adopt(p, self.relay),
+            lambda p: str(p.name),
+        )
 
     async def _get_prompt(self, name: str, version: VersionSpec | None = None) -> Prompt | None:
-        listed = self._prompts
-        prompts = (
-            listed.items if listed is not None and listed.fresh() else await self._list_prompts()
-        )
-        return next((p for p in prompts if p.name == name), None)
+        listed = self._cached("prompts")
+        if listed is None:
+            await self._list_prompts()
+            listed = self._listed[("prompts", self._era())]
+        found: Prompt | None = listed.by_key.get(name)
+        return found
+
+
+#: why a call to a tool its upstream does not list to the client's era is refused (the action
+#: gate's own words for an unknown tool: the model learns nothing of tools it was not shown)
+_UNLISTED = "that tool is not available in this conversation; use one of the tools you were offered"
+
+
+async def era_hold(proxy: ProxyProvider | None, name: str) -> Hold | None:
+    """A hold for a call to ``name`` when ``proxy``'s upstream does not list it to the era of
+    the client's request (an HTTP upstream that lists it only to the other era): the gate
+    refuses it ``TOOL_UNKNOWN``, as the upstream would answer that client directly, and logs
+    it. ``None`` when it is listed, or when the upstream cannot be asked now (the call is then
+    decided and forwarded as before, and fails there)."""
+    if not isinstance(proxy, ListingProxy) or not proxy.config.url:
+        return None
+    try:
+        if await proxy.lists_tool(name):
+            return None
+    except MCPError:
+        return None
+    return Hold(
+        TOOL_UNKNOWN,
+        _UNLISTED,
+        f"the upstream {proxy.upstream!r} does not list {name!r} to this client's protocol era",
+    )
 
 
 def transport_for(upstream: Upstream) -> ClientTransport:
@@ -379,14 +535,42 @@ class UpstreamClient(ProxyClient[Any]):
         return self
 
 
-def client_factory(upstream: Upstream, relay: Relay | None) -> Callable[[], Client[Any]]:
-    """A fresh :class:`UpstreamClient` per request (see the module docstring for the era)."""
-    transport = transport_for(upstream)
+#: the client capabilities a proxy client declares by installing a handler, by its keyword
+_HANDLERS: tuple[tuple[str, str], ...] = (
+    ("sampling", "sampling_handler"),
+    ("elicitation", "elicitation_handler"),
+    ("roots", "roots"),
+)
 
-    def fresh() -> Client[Any]:
-        mode = "auto"  # stdio: one session for every client, in the era it negotiates
-        if upstream.url:
-            mode = front_era() or "legacy"  # at start: the era most clients speak
+
+def undeclared_handlers() -> dict[str, None]:
+    """The forwarding handlers to leave out of an upstream client made for the request being
+    served: one per capability (sampling, elicitation, roots) its client did not declare, so
+    the upstream sees the client's own capabilities (and refuses a tool that needs one with
+    -32021, as it would refuse the client directly). Nothing outside a request."""
+    request = sdk_request()
+    declared = request.session.client_capabilities if request is not None else None
+    if declared is None:
+        return {}
+    return {kw: None for field, kw in _HANDLERS if getattr(declared, field) is None}
+
+
+def client_factory(
+    upstream: Upstream, relay: Relay | None, eras: Eras | None = None
+) -> Callable[..., Client[Any]]:
+    """A fresh :class:`UpstreamClient` per request: ``fresh(mode)`` connects in ``mode``, by
+    default in the era the request's client reaches the upstream in (``eras``,
+    :meth:`Eras.reach`; see the module docstring)."""
+    transport = transport_for(upstream)
+    known = eras if eras is not None else Eras()
+
+    def fresh(mode: str | None = None, extensions: Sequence[ClientExtension] = ()) -> Client[Any]:
+        declared: dict[str, Any] = {}
+        if not upstream.url:
+            mode = "auto"  # stdio: one session for every client, in the era it negotiates
+        else:
+            mode = mode or known.reach(front_era())
+            declared = undeclared_handlers()  # a session of its own: the client's capabilities
         level = relay.level() if relay is not None and upstream.url else None
         target = relay.target() if relay is not None else None
         return UpstreamClient(
@@ -397,6 +581,8 @@ def client_factory(upstream: Upstream, relay: Relay | None) -> Callable[[], Clie
             mode=mode,
             name=upstream.name,
             timeout=upstream.timeout_s,
+            **declared,
+            **({"extensions": list(extensions)} if extensions else {}),
         )
 
     return fresh
@@ -404,27 +590,17 @@ def client_factory(upstream: Upstream, relay: Relay | None) -> Callable[[], Clie
 
 def proxy_for(upstream: Upstream) -> ListingProxy:
     """``upstream``'s provider on its own, nothing relayed (what ``maitred mcp pin`` lists)."""
-    return ListingProxy(client_factory(upstream, None), upstream)
+    eras = Eras()
+    return ListingProxy(client_factory(upstream, None, eras), upstream, eras=eras)
 
 
 def declaring(proxy: ListingProxy, *extensions: ClientExtension) -> Callable[[], Client[Any]]:
-    """A client factory for ``proxy``'s upstream like its own (the same transport, era and
-    relay), whose connections declare ``extensions`` too (the skills and tasks extensions:
-    :mod:`maitred.gateway.skillset`, :mod:`maitred.gateway.tasks`). A stdio upstream's one
-    kept session declares what it declared when it opened."""
+    """A client factory for ``proxy``'s upstream like its own (the same transport, era, relay
+    and the client's own capabilities), whose connections declare ``extensions`` too (the
+    skills and tasks extensions: :mod:`maitred.gateway.skillset`, :mod:`maitred.gateway.tasks`).
+    A stdio upstream's one kept session declares what it declared when it opened."""
 
     def fresh() -> Client[Any]:
-        base = proxy.factory()
-        relay = proxy.relay
-        return UpstreamClient(
-            base.transport,
-            relay,
-            base.level if isinstance(base, UpstreamClient) else None,
-            relay.target() if relay is not None else None,
-            mode=base.mode,
-            name=proxy.upstream,
-            timeout=proxy.config.timeout_s,
-            extensions=list(extensions),
-        )
+        return proxy.factory(extensions=list(extensions))
 
     return fresh
