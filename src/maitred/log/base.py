@@ -147,6 +147,11 @@ class DecisionLog(Protocol):
         """What the session's latest committed turn offered, or None."""
         ...
 
+    def disclosed(self, tenant: str, session_id: str, account: str) -> frozenset[str]:
+        """Everything the session's committed turns for ``account`` exposed (a session whose
+        turns disclose; see :mod:`maitred.log.offers`)."""
+        ...
+
 
 Opener = Callable[..., DecisionLog]
 
