@@ -394,6 +394,8 @@ class Maitred:
         if not tc.id:  # the logged call id is never empty: one the client can quote back
             tc = dataclasses.replace(tc, id=new_call_id())
         offered, turn_id = self._offer(session)
+        if session.accumulates:  # the decision names the turn that disclosed the tool
+            turn_id = session.offered_by.get(tc.name, turn_id)
         tool = self.rulebook.tools.get(tc.name)
         src: ActionState | Snapshot | Mapping[str, Any] | None = state
         refused_early = (held is not None and tc.name in held) or (
@@ -484,13 +486,15 @@ class Maitred:
     @staticmethod
     def _disclosed(session: Session, log: DecisionLog) -> tuple[frozenset[str], str]:
         """What a session whose turns disclose was offered: everything its committed turns
-        exposed, read again only when its latest committed turn is not the one the cached
-        union was read at (another replica may have committed one since)."""
+        exposed (with the turn that disclosed each, :attr:`Session.offered_by`), read again
+        only when its latest committed turn is not the one the cached union was read at
+        (another replica may have committed one since)."""
         latest = log.committed_turn(session.tenant, session.id)
         if latest is None:
             return frozenset(), ""
         if latest != session.turn_id or session.offered is None:
-            session.offered = log.disclosed(session.tenant, session.id, session.account)
+            session.offered_by = log.disclosed(session.tenant, session.id, session.account)
+            session.offered = frozenset(session.offered_by)
             session.turn_id = latest
         return session.offered, session.turn_id
 

@@ -15,6 +15,7 @@ import pytest
 
 from maitred import Maitred, PipelineOptions, ToolCall
 from maitred.errors import LogError
+from maitred.log.verify import verify
 from maitred.pipeline import Turn
 
 from .test_engine import SIDECAR, TOOLS_LIST, _accounts
@@ -153,14 +154,16 @@ def test_a_session_whose_turns_disclose_is_offered_all_they_exposed_on_any_engin
         theirs = second.session("acc-1", id="p-1", accumulates=True)  # nothing in memory
         offered = second.offered(theirs)
         assert offered == set(listed.exposed) | set(found.exposed)
-        decision = second.check(CONNECT, session=theirs)
-        assert decision.allow and decision.turn_id == again.turn_id
+        decision = second.check(CONNECT, session=theirs)  # linked to the turn that disclosed it
+        assert decision.allow and decision.turn_id == found.turn_id
         latest_only = second.session("acc-1", id="p-1")  # the same turns, read as menus
         assert second.check(CONNECT, session=latest_only).code == "TOOL_NOT_OFFERED"
         other_account = second.session("acc-2", id="p-1", accumulates=True)
         assert second.offered(other_account) == frozenset()
         other_tenant = second.session("acc-1", id="p-1", tenant="t", accumulates=True)
         assert second.check(CONNECT, session=other_tenant).code == "TOOL_NOT_OFFERED"
+    report = verify(files["log"])
+    assert report.ok, report.summary()  # every allowed call names a turn that exposed its tool
 
 
 def test_without_a_log_a_session_whose_turns_disclose_keeps_them_in_memory(

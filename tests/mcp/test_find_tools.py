@@ -18,6 +18,7 @@ from tests.mcp.test_gateway import names, rejection, run_gateway
 
 from maitred.gateway.finding import MAX_NEED_CHARS, MAX_NEEDS
 from maitred.log.base import open_log
+from maitred.log.verify import verify
 
 
 def _find_mode(site: Site) -> None:
@@ -67,11 +68,15 @@ def test_a_found_tool_is_disclosed_with_its_schema_and_a_blocked_one_stays_hidde
         assert [t["name"] for t in again["tools"]] == ["export_report"]
         done = await client.call_tool("export_report", {"year": 2025})
         assert done.content[0].text == "report 2025"
+        earlier = await client.call_tool("get_plan", {"account": "acc-1"})  # still disclosed
+        assert earlier.content[0].text == "pro"
         assert names(await client.list_tools()) == ["find_tools"]
         assert changes(seen) == 0  # a disclosure is a result: the list never changed
 
     run_gateway(site, scenario)
-    assert site.upstream_calls() == ["get_plan", "export_report"]
+    assert site.upstream_calls() == ["get_plan", "export_report", "get_plan"]
+    report = verify(str(site.log))  # each allowed call names the turn that disclosed its tool
+    assert report.ok, report.summary()
     with open_log(str(site.log)) as log:
         finds = list(log.iter_turns())
     assert [t["message_text"] for t in finds] == [

@@ -30,6 +30,7 @@ from tests.mcp.test_http import ACME, GLOBEX, Deployment, deploy
 
 from maitred.gateway.listings import holder_id, listing_ttl_s
 from maitred.log.base import open_log
+from maitred.log.verify import verify
 
 pytestmark = pytest.mark.slow  # a gateway and an upstream as subprocesses per test
 
@@ -197,3 +198,5 @@ def test_what_was_disclosed_to_a_principal_survives_a_restart_and_nothing_else_i
         decisions = [r for r in log.iter_action_decisions() if r["tenant"] == "acme"]
         finds = [t for t in log.iter_turns() if t["message_text"] == NEEDS[0]]
     assert {r["session_id"] for r in decisions} == {holder} == {t["conversation_id"] for t in finds}
+    report = verify(str(tmp_path / "gateway.sqlite"))
+    assert report.ok, report.summary()

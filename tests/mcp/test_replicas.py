@@ -27,6 +27,7 @@ from tests.mcp.test_rate_limits import RedisServer
 
 from maitred.gateway.server import DECISION_ID_META
 from maitred.log.base import open_log
+from maitred.log.verify import verify
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
 
@@ -221,3 +222,5 @@ def test_killing_a_replica_under_load_loses_no_acknowledged_call(
     assert missing == [], f"{len(missing)} of {len(acknowledged)} acknowledged calls not logged"
     assert all(logged[d]["code"] == "OK" for d in acknowledged)
     assert len(acknowledged) + len(failed) == 6 * 25
+    report = verify(log)  # both replicas' runs, chained; each call names its disclosing turn
+    assert report.ok, report.summary()
