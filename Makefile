@@ -11,7 +11,7 @@ LANGGRAPH_REQS := tests/mcp/langgraph-requirements.txt
 CONFORMANCE := .cache/conformance
 CONFORMANCE_PKG := tests/mcp/conformance
 
-.PHONY: install demo docs test test-browser browser-deps frameworks-deps conformance-deps replay-deps lint typecheck bench clean
+.PHONY: install demo docs test test-browser browser-deps lb-deps frameworks-deps conformance-deps replay-deps lint typecheck bench clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -59,6 +59,19 @@ browser-deps:
 	       exit 1; }; \
 	  command -v chromium >/dev/null 2>&1 \
 	  || { echo "make: apt-get installed chromium, yet it is not on PATH" >&2; exit 1; }; }
+
+# Debian's HAProxy, the load balancer benchmarks/replicas.py puts in front of `maitred mcp`
+# replicas; installed once, like chromium (tests never need it: they use a small forwarder)
+lb-deps:
+	@command -v haproxy >/dev/null 2>&1 || { \
+	  echo "installing Debian's haproxy for benchmarks/replicas.py (apt-get)"; \
+	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq haproxy; } \
+	    >/tmp/maitred-apt-haproxy.log 2>&1 \
+	  || { cat /tmp/maitred-apt-haproxy.log >&2; \
+	       echo "make: could not install haproxy (run as root on Debian, or install it yourself)" >&2; \
+	       exit 1; }; \
+	  command -v haproxy >/dev/null 2>&1 \
+	  || { echo "make: apt-get installed haproxy, yet it is not on PATH" >&2; exit 1; }; }
 
 # the LangGraph agent of tests/mcp/test_langgraph.py: its own venv (about 25 s from PyPI on 2
 # cores), rebuilt from scratch when the pins change; the test runs its script with this python

@@ -5,7 +5,7 @@
     python examples/mcp-time/try.py acc-pro    # over stdio, as acc-pro: both tools, until the
                                                # account moves to the free plan
     python examples/mcp-time/try.py --http     # over streamable HTTP with acc-free's token,
-                                               # tools disclosed through find_tools
+                                               # tools disclosed in find_tools' answers
 
 Over stdio the gateway is launched exactly as a desktop client launches an MCP server (the
 account is part of the launch); over HTTP it is started as a service on a free loopback port
@@ -154,12 +154,17 @@ async def over_http(account: str) -> None:
             assert found is not None
             print(f"  find_tools({NEED!r})")
             for tool in found["tools"]:
-                print(f"    found   {tool['name']}: {tool['description'].splitlines()[0]}")
+                params = ", ".join(tool["inputSchema"].get("properties", {}))
+                print(
+                    f"    found   {tool['name']}({params}): {tool['description'].splitlines()[0]}"
+                )
             for tool in found["blocked"]:
                 print(f"    blocked {tool['name']}: {'; '.join(tool['why'])}")
             print(f"  notifications: {', '.join(changed) or 'none'}")
             tools = await client.list_tools()
-            print(f"  now sees: {', '.join(t.name for t in tools)}")
+            print(
+                f"  still sees: {', '.join(t.name for t in tools)} (found tools are called by name)"
+            )
             for name, args in CALLS[::3]:
                 show(name, args, await client.call_tool(name, args, raise_on_error=False))
     finally:

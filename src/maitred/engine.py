@@ -22,7 +22,9 @@
   id); :meth:`check` reads that turn's id (one index probe) and uses the session's cached menu
   only while it is that turn's, loading the newer one otherwise -- so a session survives a
   restart and any process on the same log decides its checks alike. Without a log, the
-  session's memory is the offer.
+  session's memory is the offer. A session whose turns *disclose* (``accumulates=True``: each
+  turn is a result the model keeps, as the gateway's ``find_tools`` answers are) is offered
+  everything its committed turns exposed, read from the log the same way.
 * :meth:`Maitred.check` is the action gate (an :class:`~maitred.actions.ActionGate` over
   :meth:`Rulebook.from_catalog <maitred.actions.Rulebook.from_catalog>`): the same catalog, the same
   contracts. A call to anything the session's latest turn did not offer is
@@ -257,11 +259,13 @@ class Maitred:
         id: str | None = None,
         context: Mapping[str, Any] | None = None,
         tenant: str = "",
+        accumulates: bool = False,
     ) -> Session:
         """A conversation for ``account`` (what it is offered, reads and writes).
 
         With a log, a session id that already has committed turns (for ``tenant``) continues
-        that session: its checks are decided against its latest committed turn.
+        that session: its checks are decided against its latest committed turn -- or, when
+        ``accumulates`` (its turns disclose), against everything its committed turns exposed.
         """
         return Session(
             id=id or uuid.uuid4().hex[:16],
@@ -269,6 +273,7 @@ class Maitred:
             account=account,
             clock=self.pipeline.clock,
             tenant=tenant,
+            accumulates=accumulates,
         )
 
     # -- stages 1-4 ---------------------------------------------------------------------------
@@ -305,7 +310,9 @@ class Maitred:
             if not durable:
                 return turn
             self.log.flush()  # raises: the turn is not in the log, nor the session's offer
-        if session is not None:
+        if session is not None and self.log is not None and session.accumulates:
+            session.offered, session.turn_id = None, ""  # the union is read from the log
+        elif session is not None:
             session.offer(turn.exposed, turn.turn_id)
         return turn
 
@@ -387,6 +394,8 @@ class Maitred:
         if not tc.id:  # the logged call id is never empty: one the client can quote back
             tc = dataclasses.replace(tc, id=new_call_id())
         offered, turn_id = self._offer(session)
+        if session.accumulates:  # the decision names the turn that disclosed the tool
+            turn_id = session.offered_by.get(tc.name, turn_id)
         tool = self.rulebook.tools.get(tc.name)
         src: ActionState | Snapshot | Mapping[str, Any] | None = state
         refused_early = (held is not None and tc.name in held) or (
@@ -456,6 +465,8 @@ class Maitred:
         log = self.log
         if log is None or (not session.turn_id and session.offered is not None):
             return session.offered or frozenset(), session.turn_id
+        if session.accumulates:
+            return self._disclosed(session, log)
         latest = log.committed_turn(session.tenant, session.id)
         if latest == session.turn_id and session.offered is not None:
             return session.offered, session.turn_id
@@ -471,6 +482,26 @@ class Maitred:
             return frozenset(), ""
         session.offer(found.offered, found.turn_id)
         return found.offered, found.turn_id
+
+    @staticmethod
+    def _disclosed(session: Session, log: DecisionLog) -> tuple[frozenset[str], str]:
+        """What a session whose turns disclose was offered: everything its committed turns
+        exposed (with the turn that disclosed each, :attr:`Session.offered_by`), read again
+        only when its latest committed turn is not the one the cached union was read at
+        (another replica may have committed one since)."""
+        latest = log.committed_turn(session.tenant, session.id)
+        if latest is None:
+            return frozenset(), ""
+        if latest != session.turn_id or session.offered is None:
+            session.offered_by = log.disclosed(session.tenant, session.id, session.account)
+            session.offered = frozenset(session.offered_by)
+            session.turn_id = latest
+        return session.offered, session.turn_id
+
+    def offered(self, session: Session) -> frozenset[str]:
+        """What ``session`` was offered now, as :meth:`check` decides it (with a log: read
+        from the log, :mod:`maitred.log.offers`)."""
+        return self._offer(session)[0]
 
     def record(self, call: ToolCall | Mapping[str, Any], result: Any, *, session: Session) -> None:
         """Tell the session that an allowed call ran and succeeded (reads, writes, creations)."""

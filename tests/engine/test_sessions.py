@@ -15,6 +15,7 @@ import pytest
 
 from maitred import Maitred, PipelineOptions, ToolCall
 from maitred.errors import LogError
+from maitred.log.verify import verify
 from maitred.pipeline import Turn
 
 from .test_engine import SIDECAR, TOOLS_LIST, _accounts
@@ -135,3 +136,42 @@ def test_the_last_turn_written_is_the_offer_when_the_clock_stands_still(
             fresh = engine.session("acc-1", id=session.id)  # nothing cached: read the log
             refused = engine.check(CONNECT, session=fresh)
             assert (refused.code, refused.turn_id) == ("TOOL_NOT_OFFERED", listed.turn_id)
+
+
+def test_a_session_whose_turns_disclose_is_offered_all_they_exposed_on_any_engine(
+    files: dict[str, Path],
+) -> None:
+    """``accumulates``: each committed turn discloses what it exposed (the gateway's
+    find_tools); a later turn adds to the offer and never takes back, read from the log by
+    another engine, and only for the session's own account and tenant."""
+    with _engine(files) as first, _engine(files) as second:
+        mine = first.session("acc-1", id="p-1", accumulates=True)
+        listed = first.turn(LIST_TEXT, session=mine)
+        found = first.turn(DOMAIN_TEXT, session=mine)
+        assert "connect_custom_domain" in found.exposed
+        again = first.turn(LIST_TEXT, session=mine)  # its menu lacks the domain tool
+        assert "connect_custom_domain" not in again.exposed
+        theirs = second.session("acc-1", id="p-1", accumulates=True)  # nothing in memory
+        offered = second.offered(theirs)
+        assert offered == set(listed.exposed) | set(found.exposed)
+        decision = second.check(CONNECT, session=theirs)  # linked to the turn that disclosed it
+        assert decision.allow and decision.turn_id == found.turn_id
+        latest_only = second.session("acc-1", id="p-1")  # the same turns, read as menus
+        assert second.check(CONNECT, session=latest_only).code == "TOOL_NOT_OFFERED"
+        other_account = second.session("acc-2", id="p-1", accumulates=True)
+        assert second.offered(other_account) == frozenset()
+        other_tenant = second.session("acc-1", id="p-1", tenant="t", accumulates=True)
+        assert second.check(CONNECT, session=other_tenant).code == "TOOL_NOT_OFFERED"
+    report = verify(files["log"])
+    assert report.ok, report.summary()  # every allowed call names a turn that exposed its tool
+
+
+def test_without_a_log_a_session_whose_turns_disclose_keeps_them_in_memory(
+    files: dict[str, Path],
+) -> None:
+    with _engine(files, log=False) as engine:
+        session = engine.session("acc-1", accumulates=True)
+        found = engine.turn(DOMAIN_TEXT, session=session)
+        engine.turn(LIST_TEXT, session=session)
+        assert set(found.exposed) <= engine.offered(session)
+        assert engine.check(CONNECT, session=session).allow

@@ -1,5 +1,6 @@
-"""``disclosure: find_tools``: the list starts with find_tools alone, and a need discloses only
-the tools that fit it *and* pass the gate for the session's account now.
+"""``disclosure: find_tools``: the list is find_tools alone, and a need discloses -- in its
+answer, with name, description and input schema -- only the tools that fit it *and* pass the
+gate for the session's account now; the list never changes because of it.
 
 A fastmcp Client talks to the gateway in memory; the gateway talks to the recording upstream
 over stdio, as in production.
@@ -17,6 +18,7 @@ from tests.mcp.test_gateway import names, rejection, run_gateway
 
 from maitred.gateway.finding import MAX_NEED_CHARS, MAX_NEEDS
 from maitred.log.base import open_log
+from maitred.log.verify import verify
 
 
 def _find_mode(site: Site) -> None:
@@ -35,7 +37,9 @@ def changes(seen: list[Any]) -> int:
     return sum(isinstance(m, mt.ToolListChangedNotification) for m in seen)
 
 
-def test_a_found_tool_becomes_visible_and_a_blocked_one_stays_hidden(site: Site) -> None:
+def test_a_found_tool_is_disclosed_with_its_schema_and_a_blocked_one_stays_hidden(
+    site: Site,
+) -> None:
     _find_mode(site)
 
     async def scenario(client: Any, seen: list[Any]) -> None:
@@ -48,36 +52,38 @@ def test_a_found_tool_becomes_visible_and_a_blocked_one_stays_hidden(site: Site)
         assert report["tools"] == []  # the free plan hides it, however well it matches
         assert [b["name"] for b in report["blocked"]] == ["export_report"]
         assert "free_plan" in report["blocked"][0]["why"][0]
-        assert names(await client.list_tools()) == ["find_tools"]
         blocked = await client.call_tool("export_report", {"year": 2025}, raise_on_error=False)
         assert rejection(blocked)["code"] == "TOOL_NOT_OFFERED"
 
         plan = await find(client, "which plan is my account on")
-        assert "get_plan" in [t["name"] for t in plan["tools"]]
-        assert plan["tools"][0]["description"] and plan["tools"][0]["upstream"] == "shop"
-        assert changes(seen) == 1  # the list grew: list_changed
-        listed = names(await client.list_tools())
-        assert listed[0] == "find_tools" and "get_plan" in listed
-        assert "export_report" not in listed
+        found = {t["name"]: t for t in plan["tools"]}
+        assert found["get_plan"]["description"] and found["get_plan"]["upstream"] == "shop"
+        assert names(await client.list_tools()) == ["find_tools"]  # the answer has what a
+        assert found["get_plan"]["inputSchema"]["type"] == "object"  # call needs: its schema
         answer = await client.call_tool("get_plan", {"account": "acc-1"})
         assert answer.content[0].text == "free"
 
         site.set_plan("pro")  # outside the gateway; now the report can be exported
         again = await find(client, "export the yearly report")
         assert [t["name"] for t in again["tools"]] == ["export_report"]
-        assert changes(seen) == 2
         done = await client.call_tool("export_report", {"year": 2025})
         assert done.content[0].text == "report 2025"
+        earlier = await client.call_tool("get_plan", {"account": "acc-1"})  # still disclosed
+        assert earlier.content[0].text == "pro"
+        assert names(await client.list_tools()) == ["find_tools"]
+        assert changes(seen) == 0  # a disclosure is a result: the list never changed
 
     run_gateway(site, scenario)
-    assert site.upstream_calls() == ["get_plan", "export_report"]
+    assert site.upstream_calls() == ["get_plan", "export_report", "get_plan"]
+    report = verify(str(site.log))  # each allowed call names the turn that disclosed its tool
+    assert report.ok, report.summary()
     with open_log(str(site.log)) as log:
-        finds = [t for t in log.iter_turns() if t["message_text"] != "tools/list"]
+        finds = list(log.iter_turns())
     assert [t["message_text"] for t in finds] == [
         "export the yearly report",
         "which plan is my account on",
         "export the yearly report",
-    ]  # every need is a logged turn, with what the gate blocked
+    ]  # every need is a logged turn, with what the gate blocked; a listing decides nothing
     first = {p["skill"]: p for p in finds[0]["pairs"]}
     assert first["export_report"]["visible"] is False
 
@@ -134,7 +140,7 @@ def test_several_needs_are_answered_per_need_each_tool_once(site: Site) -> None:
             result.content[0].text
         )
         answers.append(result.structured_content)
-        assert changes(seen) == 1  # one call, one list_changed, however many needs
+        assert changes(seen) == 0  # the answer discloses; the list does not change
         listed = names(await client.list_tools())
         answers.append({"listed": listed})
         plan = await client.call_tool("get_plan", {"account": "acc-1"})
@@ -165,8 +171,9 @@ def test_several_needs_are_answered_per_need_each_tool_once(site: Site) -> None:
     assert "export_report" not in shown
     assert [b["name"] for b in per_need[3]["blocked"]] == ["export_report"]
     assert per_need[3]["tools"] == [] and "hint" in per_need[3]
-    # the session's disclosed set is the union, in the upstreams' order
-    assert listed == ["find_tools", *[n for n in ("get_plan", "upgrade", "crash") if n in shown]]
+    assert listed == ["find_tools"]
+    for entry in per_need:  # each answer carries the upstream's schema as listed
+        assert all(t["inputSchema"].get("type") == "object" for t in entry["tools"])
     assert site.upstream_calls() == ["get_plan"]
 
 
@@ -192,7 +199,9 @@ def test_a_hidden_tool_is_named_for_no_need_and_nothing_is_disclosed(site: Site)
         again = json.loads(result.content[0].text)
         assert _tool_names(again["needs"][0]) == ["export_report"]
         assert all(e["blocked"] == [] for e in again["needs"])
-        assert "export_report" in names(await client.list_tools())
+        assert names(await client.list_tools()) == ["find_tools"]
+        done = await client.call_tool("export_report", {"year": 2025})
+        assert done.content[0].text == "report 2025"
 
     run_gateway(site, scenario)
     turns = _find_turns(site)

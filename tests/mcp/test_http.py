@@ -275,7 +275,7 @@ def test_a_dead_http_upstream_is_named_the_others_keep_working_and_it_comes_back
     assert got["back"] == {"id": 1, "text": "back"}
 
 
-def test_find_tools_over_http_discloses_per_token_and_announces_it(tmp_path: Path) -> None:
+def test_find_tools_over_http_discloses_per_token_in_its_answers(tmp_path: Path) -> None:
     site = deploy(tmp_path, time=False, extra="disclosure: find_tools\n")
     got: dict[str, Any] = {}
     seen: list[Any] = []
@@ -294,18 +294,23 @@ def test_find_tools_over_http_discloses_per_token_and_announces_it(tmp_path: Pat
             got["pro_list"] = sorted(t.name for t in await pro.list_tools())
             got["free"] = (await free.call_tool("find_tools", need)).structured_content
             got["free_list"] = sorted(t.name for t in await free.list_tools())
+            call = {"fmt": "pdf"}
+            got["free_call"] = payload(
+                await free.call_tool("export_notes", call, raise_on_error=False)
+            )
+            got["pro_call"] = await pro.call_tool("export_notes", call, raise_on_error=False)
 
     try:
         anyio.run(main)
     finally:
         site.gateway.stop()
         site.notes.stop()
-    assert got["before"] == ["find_tools"]
+    assert got["before"] == got["pro_list"] == got["free_list"] == ["find_tools"]
     assert "export_notes" in [t["name"] for t in got["pro"]["tools"]]
-    assert "export_notes" in got["pro_list"]
-    assert any(isinstance(m, mt.ToolListChangedNotification) for m in seen)  # over HTTP
+    assert not any(isinstance(m, mt.ToolListChangedNotification) for m in seen)
     assert "export_notes" in [b["name"] for b in got["free"]["blocked"]]
-    assert "export_notes" not in got["free_list"]  # acme's disclosure is not globex's
+    assert got["free_call"]["code"] == "TOOL_NOT_OFFERED"  # acme's disclosure is not globex's
+    assert not got["pro_call"].is_error and site.calls.count("export_notes") == 1
 
 
 def test_the_state_watch_tells_an_mcp_sdk_session_on_its_standing_stream(
@@ -355,12 +360,12 @@ def test_the_state_watch_tells_an_mcp_sdk_session_on_its_standing_stream(
     assert {"export_notes", "convert_time"} <= set(got["after"])
 
 
-def test_past_max_sessions_the_least_recent_session_is_dropped_and_starts_afresh(
+def test_past_max_sessions_a_dropped_principal_keeps_what_was_disclosed_to_it(
     tmp_path: Path,
 ) -> None:
-    """With room for one gatekeeper, a second token's session evicts the first one's: what the
-    first had disclosed through find_tools is gone, and its next call is judged as a new
-    session's (never as another tenant's)."""
+    """With room for one gatekeeper, a second token's session evicts the first one's; what
+    `find_tools` had disclosed to the first principal is in the log, not in the dropped
+    gatekeeper, so its next call is admitted -- as its own, never as another tenant's."""
     site = deploy(
         tmp_path,
         time=False,
@@ -376,94 +381,32 @@ def test_past_max_sessions_the_least_recent_session_is_dropped_and_starts_afresh
         ):
             need = {"need": "export my notes as a pdf archive"}
             await pro.call_tool("find_tools", need)
-            got["found"] = sorted(t.name for t in await pro.list_tools())
             got["free"] = [t.name for t in await free.list_tools()]  # evicts acme's session
-            late = await pro.call_tool("export_notes", {"fmt": "pdf"}, raise_on_error=False)
-            got["late"] = payload(late)
-            got["after"] = [t.name for t in await pro.list_tools()]
+            got["late"] = await pro.call_tool("export_notes", {"fmt": "pdf"}, raise_on_error=False)
+            got["other"] = payload(
+                await free.call_tool("export_notes", {"fmt": "pdf"}, raise_on_error=False)
+            )
 
     try:
         anyio.run(main)
     finally:
         site.gateway.stop()
         site.notes.stop()
-    assert "export_notes" in got["found"]
     assert got["free"] == ["find_tools"]
-    assert got["late"]["code"] == "TOOL_NOT_OFFERED" and "find_tools" in got["late"]["hint"]
-    assert got["after"] == ["find_tools"]
-    assert "export_notes" not in site.calls
+    assert not got["late"].is_error and site.calls.count("export_notes") == 1
+    assert got["other"]["code"] == "TOOL_NOT_OFFERED"
     with open_log(str(tmp_path / "gateway.sqlite")) as log:
-        rows = [
-            (r["session_id"].split("-")[0], r["tool"], r["code"])
-            for r in log.iter_action_decisions()
-        ]
-    assert rows == [("acme", "export_notes", "TOOL_NOT_OFFERED")]  # acme's, never globex's
-
-
-def test_a_2026_client_listening_over_http_is_told_for_its_own_token_only(
-    tmp_path: Path,
-) -> None:
-    """Two tokens hold `subscriptions/listen` streams (the `mcp` SDK's 2026-07-28 `Client`);
-    a state change of one account reaches that token's stream, not the other's."""
-    from mcp.client.client import Client as SdkClient
-    from mcp.client.streamable_http import streamable_http_client
-
-    site = deploy(tmp_path, time=False, extra="watch: {interval_s: 0.2}\n")
-    accounts = tmp_path / "accounts.json"
-    events: dict[str, list[str]] = {"acme": [], "globex": []}
-
-    def set_plan(account: str, plan: str) -> None:
-        data = json.loads(accounts.read_text(encoding="utf-8"))
-        data[account]["account"]["plan"] = plan
-        fresh = accounts.with_suffix(".new")
-        fresh.write_text(json.dumps(data), encoding="utf-8")
-        fresh.replace(accounts)
-
-    async def follow(name: str, client: SdkClient, ready: anyio.Event) -> None:
-        async with client.listen(tools_list_changed=True) as stream:
-            ready.set()
-            async for event in stream:
-                events[name].append(type(event).__name__)
-
-    async def wait_for(name: str, count: int) -> None:
-        with anyio.fail_after(60):
-            while len(events[name]) < count:
-                await anyio.sleep(0.05)
-
-    async def main() -> None:
-        async with (
-            httpx2.AsyncClient(headers={"Authorization": f"Bearer {ACME}"}) as acme_http,
-            httpx2.AsyncClient(headers={"Authorization": f"Bearer {GLOBEX}"}) as globex_http,
-            SdkClient(streamable_http_client(site.url, http_client=acme_http)) as acme,
-            SdkClient(streamable_http_client(site.url, http_client=globex_http)) as globex,
-            anyio.create_task_group() as tasks,
-        ):
-            for client in (acme, globex):
-                await client.list_tools()
-            for name, client in (("acme", acme), ("globex", globex)):
-                ready = anyio.Event()
-                tasks.start_soon(follow, name, client, ready)
-                await ready.wait()
-            set_plan("acc-free", "pro")  # globex's account
-            await wait_for("globex", 1)
-            set_plan("acc-pro", "free")  # acme's account
-            await wait_for("acme", 1)
-            tasks.cancel_scope.cancel()
-
-    try:
-        anyio.run(main)
-    finally:
-        site.gateway.stop()
-        site.notes.stop()
-    assert events == {"acme": ["ToolsListChanged"], "globex": ["ToolsListChanged"]}
+        rows = [(r["session_id"].split("-")[0], r["code"]) for r in log.iter_action_decisions()]
+    assert sorted(rows) == [("acme", "OK"), ("globex", "TOOL_NOT_OFFERED")]
 
 
 def test_two_mcp_sessions_of_one_token_disclose_apart_and_sessionless_clients_share_one(
     tmp_path: Path,
 ) -> None:
     """One maitred session per MCP session, even when clients share a token: what
-    `find_tools` disclosed in one handshake-era session is not in another's list; clients
-    without a session id (2026-07-28, `fastmcp.Client`) get one session per token."""
+    `find_tools` disclosed in one handshake-era session is not offered to another; clients
+    without a session id (2026-07-28, `fastmcp.Client`) are one principal per token, and what
+    was disclosed to it is offered to all of them."""
     from mcp.client.session import ClientSession
     from mcp.client.streamable_http import streamable_http_client
 
@@ -491,22 +434,23 @@ def test_two_mcp_sessions_of_one_token_disclose_apart_and_sessionless_clients_sh
             got["first"], got["second"] = await names(first), await names(second)
             refused = await second.call_tool("export_notes", {"fmt": "pdf"})
             got["second_call"] = json.loads(refused.content[0].text)
+            got["first_call"] = (await first.call_tool("export_notes", {"fmt": "pdf"})).is_error
         async with Client(site.url, auth=ACME) as one, Client(site.url, auth=ACME) as other:
             await one.call_tool("find_tools", need)
-            got["sessionless"] = sorted(t.name for t in await other.list_tools())
+            got["sessionless"] = await other.call_tool("export_notes", {"fmt": "pdf"})
 
     try:
         anyio.run(main)
     finally:
         site.gateway.stop()
         site.notes.stop()
-    assert "export_notes" in got["found"] and "export_notes" in got["first"]
-    assert got["second"] == ["find_tools"]  # the other session disclosed nothing yet
+    assert "export_notes" in got["found"] and got["first"] == got["second"] == ["find_tools"]
+    assert got["first_call"] is False  # disclosed to the first session
     assert (
         got["second_call"]["code"] == "TOOL_NOT_OFFERED"
         and "find_tools" in got["second_call"]["hint"]
     )
-    assert "export_notes" in got["sessionless"]  # one session for the token's sessionless clients
+    assert not got["sessionless"].is_error  # one principal for the token's sessionless clients
     with open_log(str(tmp_path / "gateway.sqlite")) as log:
         finds = [t for t in log.iter_turns() if t["message_text"] == need["need"]]
     # the first session's, and the sessionless clients' (one session of the token, not the first)

@@ -294,12 +294,14 @@ def test_with_no_upstream_answering_the_gateway_starts_empty_and_fills_in(
         await _until(lambda: _state(gate, "shelf")["state"] == "serving")
         got["found"] = (await client.call_tool("find_tools", need)).structured_content
         got["after"] = sorted(t.name for t in await client.list_tools())
+        got["read"] = await client.call_tool("read_shelf", {"shelf": "a"}, raise_on_error=False)
 
     _serve(config, scenario)
     assert got["ready"] is False and got["before"] == ["find_tools"]
     assert got["nothing"]["tools"] == [] and "hint" in got["nothing"]
     assert "read_shelf" in [t["name"] for t in got["found"]["tools"]]
-    assert got["after"] == ["find_tools", "read_shelf"]
+    assert got["after"] == ["find_tools"]  # disclosed in the answer, not listed
+    assert not got["read"].is_error, got["read"]
 
 
 def _free_port() -> int:

@@ -22,7 +22,7 @@ from maitred.gateway.server import GateMiddleware, open_gateway
 class _BrokenLogKeeper:
     """A gatekeeper whose decision log refuses the write."""
 
-    found = None
+    finds = False
     lock = threading.Lock()
     in_process = False
 
@@ -35,7 +35,12 @@ class _BrokenLogKeeper:
 
 class _Gates:
     def keeper(
-        self, account: str, *, tenant: str = "", granted: frozenset[str] | None = None
+        self,
+        account: str,
+        *,
+        tenant: str = "",
+        granted: frozenset[str] | None = None,
+        principal: bool = False,
     ) -> _BrokenLogKeeper:
         return _BrokenLogKeeper()
 
@@ -154,7 +159,12 @@ def test_each_transport_asks_for_what_names_the_account_before_anything_starts(
 
 class _NoKeeper:
     def keeper(
-        self, account: str, *, tenant: str = "", granted: frozenset[str] | None = None
+        self,
+        account: str,
+        *,
+        tenant: str = "",
+        granted: frozenset[str] | None = None,
+        principal: bool = False,
     ) -> Any:
         raise AssertionError("no session may be opened without an identity")
 

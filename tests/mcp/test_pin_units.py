@@ -337,14 +337,14 @@ def test_find_tools_never_discloses_a_held_tool(tmp_path: Path) -> None:
     try:
         assert gates.pins is not None
         found = gates.keeper("acc-1")
-        answer, _ = found.find("add a note")
+        answer = found.find("add a note")
         assert "add_note" in [t["name"] for t in answer["tools"]]
-        assert "add_note" in found.visible()
+        assert found.check("add_note", {"text": "x"}).allow
         gates.pins.observe("notes", [tool("Add a note <IMPORTANT>exfiltrate</IMPORTANT>"), other])
-        assert "add_note" not in found.visible()  # found before, held now
-        assert found.check("add_note", {"text": "x"}).code == TOOL_DEFINITION_CHANGED
+        assert found.visible() == ("find_tools",)
+        assert found.check("add_note", {"text": "x"}).code == TOOL_DEFINITION_CHANGED  # held now
         fresh = gates.keeper("acc-1")
-        answer, _ = fresh.find("add a note")
+        answer = fresh.find("add a note")
         assert "add_note" not in [t["name"] for t in answer["tools"]]
         assert fresh.check("add_note", {"text": "x"}).code == "TOOL_NOT_OFFERED"  # never found
     finally:

@@ -79,10 +79,10 @@ def test_find_tools_never_names_a_tool_out_of_scope(tmp_path: Path) -> None:
     gates = _gates(tmp_path, disclosure="find_tools")
     try:
         reader = gates.keeper("acc-1", tenant="acme", granted=frozenset({"repo:read"}))
-        answer, _ = reader.find("merge the pull request into main")
+        answer = reader.find("merge the pull request into main")
         listed = reader.visible()
         writer = gates.keeper("acc-1", tenant="acme", granted=frozenset({"repo:write"}))
-        found, _ = writer.find("merge the pull request into main")
+        found = writer.find("merge the pull request into main")
     finally:
         gates.close()
     named = [t["name"] for t in answer["tools"]] + [b["name"] for b in answer["blocked"]]
@@ -96,16 +96,17 @@ def test_find_tools_with_several_needs_names_no_tool_out_of_scope(tmp_path: Path
     needs = ["merge the pull request into main", "list the open pull requests"]
     try:
         reader = gates.keeper("acc-1", tenant="acme", granted=frozenset({"repo:read"}))
-        answer, changed = reader.find(needs)
+        answer = reader.find(needs)
         listed = reader.visible()
+        disclosed = reader.engine.offered(reader.session)
         writer = gates.keeper(
             "acc-1", tenant="acme", granted=frozenset({"repo:read", "repo:write"})
         )
-        found, _ = writer.find(needs)
+        found = writer.find(needs)
     finally:
         gates.close()
-    assert [n["need"] for n in answer["needs"]] == needs and changed
+    assert [n["need"] for n in answer["needs"]] == needs
     assert "merge_pull_request" not in str(answer)  # for no need, found or blocked
-    assert listed == (FIND_TOOLS, "list_pull_requests")
+    assert listed == (FIND_TOOLS,) and disclosed == {"list_pull_requests"}
     shown = [t["name"] for n in found["needs"] for t in n["tools"]]
     assert "merge_pull_request" in shown and len(shown) == len(set(shown))

@@ -21,6 +21,7 @@ import mcp_types as mt
 from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
 from tests.mcp.conftest import SRC, Site, child_env
+from tests.mcp.test_gateway import rejection
 
 from maitred.gateway import load_config
 from maitred.gateway.server import GateMiddleware, gate_of, open_gateway
@@ -239,28 +240,36 @@ def test_a_2026_client_that_listens_is_told_on_its_listen_stream_over_stdio(site
     assert "export_report" in got["after"]
 
 
-def test_with_find_tools_a_found_tool_is_hidden_and_shown_again_as_state_changes(
+def test_with_find_tools_state_changes_no_list_and_a_disclosed_tool_follows_the_state(
     site: Site,
 ) -> None:
+    """Under ``find_tools`` the list is ``find_tools`` alone, so the watch has nothing to
+    announce; a disclosed tool that state hides is refused on fresh state, and runs again
+    once the state allows it (it stays disclosed)."""
     text = site.config.read_text(encoding="utf-8")
     site.config.write_text("disclosure: find_tools\n" + text, encoding="utf-8")
     site.set_plan("pro")
     lists: list[list[str]] = []
+    codes: list[str] = []
 
     async def scenario(client: Client[Any], gate: GateMiddleware, seen: list[str]) -> None:
         found = await client.call_tool("find_tools", {"need": "export the yearly report"})
         assert "export_report" in [t["name"] for t in found.structured_content["tools"]]
         lists.append(await names(client))
         site.set_plan("free")
-        assert await gate.recheck() == 1
+        assert await gate.recheck() == 0
         lists.append(await names(client))
+        hidden = await client.call_tool("export_report", {"year": 2025}, raise_on_error=False)
+        codes.append(rejection(hidden)["code"])
         site.set_plan("pro")
-        assert await gate.recheck() == 1  # still found: the gate alone hid it
+        assert await gate.recheck() == 0
         lists.append(await names(client))
-        await delivered(seen, 3)  # find_tools' own, then the watch's two
+        again = await client.call_tool("export_report", {"year": 2025})
+        codes.append(again.content[0].text)
 
     run(site, scenario)
-    assert lists == [["find_tools", "export_report"], ["find_tools"], lists[0]]
+    assert lists == [["find_tools"]] * 3
+    assert codes == ["TOOL_NOT_EXECUTABLE", "report 2025"]
 
 
 TOOLS = [

@@ -17,6 +17,12 @@ log holds of a session is its tenant, id, account and offers; its reads, writes 
 are this process's memory (they are not logged), so a must-read-before-write rule after a
 restart asks for the read again -- it fails closed, never open.
 
+**A session whose turns disclose** (``accumulates=True``; the MCP gateway's ``find_tools``
+sessions) keeps everything its turns exposed: each turn is a result the model reads and keeps
+(a tool's name, description and schema), not a menu the next turn replaces, so its offer is
+the union of its committed turns' exposed tools (with a log, read from the log:
+:func:`~maitred.log.offers.disclosed_sql`).
+
 The gate only *reads* a session (through ``session.*`` paths); wrappers record into it after a
 call succeeds. The generic :func:`must_read_before_write` rule is declared per tool by naming
 the argument that identifies the record and the read tool that reads it.
@@ -61,6 +67,10 @@ class Session:
         writes: the mutating tools that ran successfully, in order.
         tenant: whose session it is (the service's tenant; ``""``: none). Matched exactly when
             the session's offer is read from the log.
+        accumulates: its turns disclose (see the module docstring): the offer is everything
+            they exposed, not the latest turn's menu.
+        offered_by: for a session that accumulates, the latest turn that disclosed each tool
+            it was offered (a decision on a call to that tool links to that turn).
     """
 
     id: str = ""
@@ -74,13 +84,20 @@ class Session:
     turn_id: str = ""
     writes: list[str] = field(default_factory=list)
     tenant: str = ""
+    accumulates: bool = False
+    offered_by: dict[str, str] = field(default_factory=dict)
 
     def offer(self, names: Iterable[str], turn_id: str = "") -> None:
-        """Record what is now in front of the model (a routed turn's menu, or a tool list).
+        """Record what is now in front of the model (a routed turn's menu, or a tool list;
+        for a session that :attr:`accumulates`, added to what it was offered before).
 
         Call it for a turn only once that turn is committed (see the module docstring).
         """
-        self.offered = frozenset(names)
+        names = frozenset(names)
+        if self.accumulates:
+            self.offered_by.update(dict.fromkeys(names, turn_id))
+            names |= self.offered or frozenset()
+        self.offered = names
         self.turn_id = turn_id
 
     def mark_read(self, read_tool: str, record_id: str) -> None:

@@ -8,7 +8,11 @@ before anything is routed: a call that breaks it is refused (``ARGS_MISSING`` wh
 given at all, ``ARGS_INVALID`` otherwise), the field at fault named, nothing logged.
 
 **What it answers.** One need (``need`` alone) is answered as it always was (:func:`answer_for`):
-the tools it disclosed, the matching tools the gate blocked, the turn's id. Several needs are
+the tools it disclosed -- each with what the model needs to call it: name, description, the
+upstream's input schema as listed -- the matching tools the gate blocked, the turn's id.
+The answer is the disclosure: the tool list does not change (a list is a function of who asks
+and the state now, :mod:`maitred.gateway.listings`), and the turn, logged under the caller's
+holder, is what later calls to those tools are admitted against, on any replica. Several needs are
 answered per need, in the order given (:func:`per_need`): each need's own answer, where a tool
 already listed for an earlier need of the call is not listed again -- its name is in that
 need's ``listed_above`` instead -- so the model reads each tool's description once and still
@@ -34,8 +38,9 @@ MAX_NEED_CHARS = 1000
 FIND_TOOLS_DESCRIPTION = (
     "Find the tools for a task. The catalog is too large to list: describe in a sentence what "
     "you need to do (`need`), or, for a task of several steps, one sentence per step "
-    f"(`needs`, at most {MAX_NEEDS}); the tools that fit and can run for this account now "
-    "become available (the tool list changes), listed per need. Call it again for another need."
+    f"(`needs`, at most {MAX_NEEDS}). The answer lists, per need, the tools that fit and can "
+    "run for this account now, each with its input schema: call them by name (the tool list "
+    "itself does not change). Call it again for another need."
 )
 _ONE_NEED: dict[str, Any] = {"type": "string", "minLength": 1, "maxLength": MAX_NEED_CHARS}
 #: the input schema of ``find_tools``: ``need`` or ``needs`` (or both), none required by the
@@ -119,15 +124,21 @@ def _refusal(what: str, *fields: str, code: str = ARGS_INVALID) -> Rejection:
 def answer_for(
     need: str, turn: Turn, catalog: Catalog, upstream_of: Callable[[str], str]
 ) -> dict[str, Any]:
-    """The answer to one need: the tools its turn disclosed (with their descriptions and
-    upstreams), the matching tools the gate blocked with the predicates' messages, the turn id.
+    """The answer to one need: the tools its turn disclosed (name, description, input schema
+    and upstream), the matching tools the gate blocked with the predicates' messages, the
+    turn id.
 
     A tool the caller's scopes do not reach is not named at all.
     """
     answer: dict[str, Any] = {
         "need": need,
         "tools": [
-            {"name": n, "description": catalog[n].description, "upstream": upstream_of(n)}
+            {
+                "name": n,
+                "description": catalog[n].description,
+                "inputSchema": dict(catalog[n].parameters or {"type": "object"}),
+                "upstream": upstream_of(n),
+            }
             for n in turn.exposed
         ],
         "blocked": [

@@ -41,14 +41,23 @@ each session then moves over under its own lock (:meth:`Gatekeeper.rebase`), kee
   hash; only a session whose answer differs from what it was last shown gets a logged listing
   turn. State that cannot be read hides every tool that reads it (the gate's
   ``state_unavailable``), so an outage is itself a change to announce, and so is the recovery.
-* **Progressive disclosure, gated** (``disclosure: find_tools``). The session starts knowing
-  only ``find_tools``. :meth:`Gatekeeper.find` routes the model's need through recall ->
-  executability gate -> depth (:meth:`Maitred.turn`, logged), and what it exposes joins the
-  session's *found* set: listings then show the found tools that pass the gate now, and a call
-  to a tool never found is ``TOOL_NOT_OFFERED``. A tool the gate blocks is never disclosed,
-  however well it matched; the answer says which predicate blocked it. One call may carry
-  several needs: each is such a turn, the answer is per need (:mod:`maitred.gateway.finding`)
-  and the found set grows by all of them before the one listing.
+* **Progressive disclosure, as results** (``disclosure: find_tools``). The list is
+  ``find_tools`` alone, whatever was found: a listing is a function of who asks and the state
+  now (:mod:`maitred.gateway.listings`). :meth:`Gatekeeper.find` routes the model's need
+  through recall -> executability gate -> depth (:meth:`Maitred.turn`, logged under the
+  session), and the answer carries what the model needs to call each tool it exposes: name,
+  description, input schema. That turn *discloses* them: the session's turns accumulate
+  (:attr:`Session.accumulates <maitred.actions.Session.accumulates>`), so its offer is
+  everything its committed turns exposed, read from the log -- on any replica, after a
+  restart. A call to a tool never disclosed is ``TOOL_NOT_OFFERED``, its predicates unsaid;
+  a disclosed one is re-decided on fresh state like any call. A tool the gate blocks is
+  never disclosed, however well it matched; the answer says which predicate blocked it. One
+  call may carry several needs: each is such a turn, the answer is per need
+  (:mod:`maitred.gateway.finding`).
+
+**Whose record.** A gatekeeper's session id in the log is its *holder* (:func:`holder_id
+<maitred.gateway.listings.holder_id>`): on a 2026-07-28 connection the principal (the same
+id on every replica and after a restart), on a handshake-era one a fresh id per MCP session.
 
 **Scopes** (HTTP). A gatekeeper is for one caller's grant as well as one account: the scopes
 its token granted (:attr:`Gatekeeper.granted`; ``None`` over stdio) travel with every listing,
@@ -77,9 +86,7 @@ listing and call too, under its own run (``mcp-shadow-...``) and session id
 enforcement would have done is the shadow run, and the two can be compared turn by turn
 before a rule is switched on.
 
-The upstream's tools become a catalog in memory (:func:`catalog_from_tools`): the sidecar named
-``time.maitred.yaml`` is read as the contracts of a tools file ``time.json`` beside it, so the
-same reader, the same errors and the same contract model serve a tools file and an upstream.
+The upstreams' tools become one catalog in :mod:`maitred.gateway.catalogs`.
 Nothing here imports an MCP library.
 """
 
@@ -89,8 +96,6 @@ import sys
 import threading
 import uuid
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 from maitred._canonical import content_hash
@@ -98,112 +103,29 @@ from maitred.actions.model import ApprovalAnswer, Decision, Hold, ToolCall
 from maitred.build import PipelineOptions, build_pipeline, check_against_state
 from maitred.context import CallContext
 from maitred.contract.tool_sidecar import (
-    SUFFIX,
     SurfaceNames,
     ToolContracts,
-    load_tool_contracts,
 )
 from maitred.engine import Maitred
 from maitred.errors import ConfigError, EmptyCatalogError, MaitredError
-from maitred.gateway.config import GatewayConfig, Upstream
+from maitred.gateway.catalogs import catalog_from_tools as catalog_from_tools  # re-exported
+from maitred.gateway.catalogs import join_upstreams
+from maitred.gateway.config import GatewayConfig
 from maitred.gateway.finding import FIND_TOOLS as FIND_TOOLS  # re-exported: used from here
 from maitred.gateway.finding import FIND_TOOLS_DESCRIPTION as FIND_TOOLS_DESCRIPTION
 from maitred.gateway.finding import answer_for, per_need
+from maitred.gateway.listings import holder_id
 from maitred.gateway.pins import PinGuard, guard_at_start
 from maitred.gateway.scan import warn_at_start
 from maitred.log.base import DecisionLog, open_log
 from maitred.pipeline import Pipeline
 from maitred.recall.base import Candidate, Cutoff
-from maitred.skills.model import Catalog, Skill
-from maitred.skills.tools import parse_tools
+from maitred.skills.model import Catalog
 from maitred.state.registry import open_provider
 from maitred.state.snapshot import Snapshot, StateProvider
 
 #: the text of a listing turn in the decision log (it is no user's message)
 LIST_TEXT = "tools/list"
-
-
-def catalog_from_tools(
-    tools: Sequence[Mapping[str, Any]], upstream: Upstream, settings: Mapping[str, Any]
-) -> Catalog:
-    """The upstream's ``tools/list`` entries as a catalog, with the sidecar's contracts.
-
-    A tool whose definition cannot be read is left out (so it is never listed and a call to it
-    is ``TOOL_UNKNOWN``) and named on stderr.
-
-    Raises:
-        ContractError: the sidecar is invalid or names a tool the upstream does not list (the
-            message names the sidecar file and the entry).
-        ConfigError: the upstream lists no usable tool at all.
-    """
-    return _catalog_and_sidecar(tools, upstream, settings, None)[0]
-
-
-def _catalog_and_sidecar(
-    tools: Sequence[Mapping[str, Any]],
-    upstream: Upstream,
-    settings: Mapping[str, Any],
-    listed: SurfaceNames | None,
-) -> tuple[Catalog, ToolContracts]:
-    """:func:`catalog_from_tools`, and the sidecar it read (its resources' and prompts'
-    contracts too, checked against ``listed`` when given: the sidecar is read once)."""
-    skills, report = parse_tools({"tools": list(tools)}, source=f"upstream {upstream.name!r}")
-    # each tool's server is the upstream that lists it, for ``+servers`` recall in find_tools
-    skills = tuple(s if s.server else replace(s, server=upstream.name) for s in skills)
-    for problem in report.errors:
-        print(f"maitred mcp: tool left out: {problem}", file=sys.stderr)
-    if not skills:
-        raise ConfigError(
-            f"upstream {upstream.name!r} ({upstream.where}) lists no usable tool; check that "
-            "it is the MCP server you meant"
-        )
-    found = ToolContracts({}, {}, {})
-    if upstream.contracts:
-        as_tools_file = Path(upstream.contracts[: -len(SUFFIX)] + ".json")
-        found = load_tool_contracts(
-            as_tools_file, [s.name for s in skills], settings, surfaces=listed
-        )
-        skills = tuple(
-            replace(
-                s,
-                contract=found.contracts.get(s.name, s.contract),
-                family=found.families.get(s.name, s.family),
-            )
-            for s in skills
-        )
-    return Catalog(tuple(skills)), found
-
-
-def without_rules(catalog: Catalog, names: Sequence[str], source: str = "") -> Catalog:
-    """``catalog`` without the exit predicates and call policies named ``names``.
-
-    Raises:
-        ConfigError: a name is no rule of the catalog (naming ``source`` and the known rules).
-    """
-    known = {p.name for s in catalog for p in s.contract.exit_predicates}
-    known |= {p.name for s in catalog for p in s.contract.policies}
-    unknown = sorted(set(names) - known)
-    if unknown:
-        raise ConfigError(
-            f"{source}: field 'shadow' names {unknown}, which no tool's contract declares; "
-            f"choose from {sorted(known)}"
-        )
-    drop = set(names)
-    return Catalog(
-        tuple(
-            replace(
-                s,
-                contract=replace(
-                    s.contract,
-                    exit_predicates=tuple(
-                        p for p in s.contract.exit_predicates if p.name not in drop
-                    ),
-                    policies=tuple(p for p in s.contract.policies if p.name not in drop),
-                ),
-            )
-            for s in catalog
-        )
-    )
 
 
 def state_fingerprint(snapshot: Snapshot) -> str:
@@ -218,7 +140,8 @@ def state_fingerprint(snapshot: Snapshot) -> str:
 class EveryTool:
     """The "recall" of a listing: every tool of the catalog, in its order, score 1.
 
-    A listing of what a ``find_tools`` session has found narrows it with the turn's
+    A listing that leaves tools out (held back: :mod:`maitred.gateway.pins`; a shadow
+    session offered what ``find_tools`` disclosed) narrows it with the turn's
     :class:`~maitred.context.CallContext` scope, passed with that turn alone.
     """
 
@@ -286,7 +209,7 @@ class Gates:
                 names no rule, or an upstream lists nothing usable.
             ContractError: a sidecar is invalid.
         """
-        full, enforced, owners, sidecars = _join(config, tools, listed)
+        full, enforced, owners, sidecars = join_upstreams(config, tools, listed)
         warn_at_start(config, tools)
         pins = guard_at_start(config, tools, owners)
         provider = open_provider(config.state, config.tables)
@@ -315,7 +238,7 @@ class Gates:
         Raises:
             ConfigError, ContractError: as :meth:`open`; the caller keeps serving these gates.
         """
-        joined = _join(config, tools, listed)
+        joined = join_upstreams(config, tools, listed)
         return Gates._build(
             config, joined, self.engine.provider, self.engine.log, self.pins, owns_log=False
         )
@@ -428,59 +351,30 @@ class Gates:
         return run
 
     def keeper(
-        self, account: str, *, tenant: str = "", granted: frozenset[str] | None = None
+        self,
+        account: str,
+        *,
+        tenant: str = "",
+        granted: frozenset[str] | None = None,
+        principal: bool = False,
     ) -> Gatekeeper:
         """A new session for ``account`` (``tenant`` prefixes its id in the log) whose caller
-        was granted the scopes ``granted`` (``None``: not said, over stdio)."""
-        return Gatekeeper(self, account, tenant=tenant, granted=granted)
+        was granted the scopes ``granted`` (``None``: not said, over stdio), recorded in the
+        log for its ``principal`` (a sessionless 2026-07-28 caller: one id per tenant,
+        account, scopes and disclosure mode, :func:`~.listings.holder_id`) or else under a
+        fresh id (one handshake-era MCP session)."""
+        holder = (
+            holder_id(tenant, account, granted, finds=self.finder is not None)
+            if principal
+            else None
+        )
+        return Gatekeeper(self, account, tenant=tenant, granted=granted, holder=holder)
 
     def close(self) -> None:
         for extra in (self.shadow, self.finder):
             if extra is not None:
                 extra.close()  # flushes the shared log; the listing engine closes it
         self.engine.close()
-
-
-def _join(
-    config: GatewayConfig,
-    tools: Mapping[str, Sequence[Mapping[str, Any]]],
-    listed: Mapping[str, SurfaceNames] | None = None,
-) -> tuple[Catalog, Catalog, dict[str, str], dict[str, ToolContracts]]:
-    """Every upstream's tools as one catalog with full contracts and one without the shadowed
-    rules (each upstream's sidecar and shadow list applied to its own tools), the owner of
-    each tool, and each upstream's sidecar as read; in the config's order, over the upstreams
-    ``tools`` has a listing for."""
-    full: list[Skill] = []
-    enforced: list[Skill] = []
-    owners: dict[str, str] = {}
-    sidecars: dict[str, ToolContracts] = {}
-    for i, up in enumerate(config.upstreams):
-        if up.name not in tools:  # not serving (yet): its tools join when it answers
-            continue
-        catalog, sidecars[up.name] = _catalog_and_sidecar(
-            tools[up.name],
-            up,
-            config.settings,
-            None if listed is None else listed.get(up.name, SurfaceNames()),
-        )
-        for skill in catalog:
-            if skill.name in owners:
-                raise ConfigError(
-                    f"{config.source}: upstreams {owners[skill.name]!r} and {up.name!r} both "
-                    f"list a tool named {skill.name!r}; a client could not tell them apart. "
-                    "Put them behind separate gateways, or rename the tool in one server"
-                )
-            if skill.name == FIND_TOOLS and config.disclosure == "find_tools":
-                raise ConfigError(
-                    f"{config.source}: upstream {up.name!r} lists a tool named {FIND_TOOLS!r}, "
-                    "the name of the gateway's own tool with 'disclosure: find_tools'; use "
-                    "'disclosure: all'"
-                )
-            owners[skill.name] = up.name
-        full += catalog.skills
-        where = f"{config.source}: upstreams[{i}]"
-        enforced += (without_rules(catalog, up.shadow, where) if up.shadow else catalog).skills
-    return Catalog(tuple(full)), Catalog(tuple(enforced)), owners, sidecars
 
 
 def _begin(pipeline: Pipeline, log: DecisionLog | None, run: str) -> None:
@@ -521,6 +415,7 @@ class Gatekeeper:
         *,
         tenant: str = "",
         granted: frozenset[str] | None = None,
+        holder: str | None = None,
     ) -> None:
         self.gates = gates
         self.engine = gates.engine
@@ -529,23 +424,22 @@ class Gatekeeper:
         self.granted = granted
         #: what every check of this session passes with the call: the caller's scopes
         self.context = CallContext(granted=granted)
+        #: ``find_tools`` mode: the list is find_tools alone, its answers disclose
+        self.finds = gates.finder is not None
         sid = uuid.uuid4().hex[:16]
         self.session = self.engine.session(
-            account, id=f"{tenant}-{sid}" if tenant else sid, tenant=tenant
+            account,
+            id=holder or (f"{tenant}-{sid}" if tenant else sid),
+            tenant=tenant,
+            accumulates=self.finds,
         )
         self.shadow = gates.shadow
-        self.shadow_session = (
-            self.shadow.session(account, id=f"{self.session.id}-shadow", tenant=tenant)
-            if self.shadow
-            else None
-        )
-        #: names disclosed by find_tools (``None``: every tool may be listed)
-        self.found: set[str] | None = set() if gates.finder is not None else None
+        self.shadow_session = self._shadow_session() if self.shadow else None
         self.listed: tuple[str, ...] | None = None
         self._listed_as_set: tuple[tuple[str, ...], frozenset[str]] = ((), frozenset())
         #: the state the watch last found ``listed`` right for (see :meth:`refresh`)
         self.checked: str | None = None
-        #: one request of this session at a time (its listing, found set and reads are its own);
+        #: one request of this session at a time (its listing and reads are its own);
         #: sessions run side by side, on the engine shared by all of them
         self.lock = threading.Lock()
 
@@ -554,7 +448,7 @@ class Gatekeeper:
         holding :attr:`lock`, so a request of this session runs wholly on the old gates or
         wholly on the new ones.
 
-        The session itself is kept -- its offer, its reads and writes, its found set -- since
+        The session itself is kept -- its offer, its reads and writes -- since
         it is no engine's: with a log, the new engine reads the session's latest committed
         listing from the same log by (tenant, id), and every tool that listing showed is in
         the new catalog too. What the watch last found right is forgotten, so its next pass
@@ -564,10 +458,17 @@ class Gatekeeper:
         self.engine = gates.engine
         self.shadow = gates.shadow
         if self.shadow is not None and self.shadow_session is None:
-            self.shadow_session = self.shadow.session(
-                self.account, id=f"{self.session.id}-shadow", tenant=self.tenant
-            )
+            self.shadow_session = self._shadow_session()
         self.checked = None
+
+    def _shadow_session(self) -> Any:
+        assert self.shadow is not None
+        return self.shadow.session(
+            self.account,
+            id=f"{self.session.id}-shadow",
+            tenant=self.tenant,
+            accumulates=self.finds,
+        )
 
     @property
     def tool_names(self) -> tuple[str, ...]:
@@ -578,27 +479,27 @@ class Gatekeeper:
         return self.gates.owners.get(name, "")
 
     def _offerable(self) -> tuple[str, ...]:
-        """The tools this session may be shown: found ones (``find_tools``), none held back."""
+        """The tools a listing may show: none held back."""
         held = self.gates.held()
-        if self.found is None and not held:
+        if not held:
             return self.tool_names
-        found = self.found
-        return tuple(n for n in self.tool_names if (found is None or n in found) and n not in held)
+        return tuple(n for n in self.tool_names if n not in held)
 
     def visible(self) -> tuple[str, ...]:
         """The tools this session may see now (a logged turn), in the upstreams' order.
 
-        In ``find_tools`` mode the list starts with ``find_tools`` and holds only the tools
-        found so far that pass the gate now.
+        In ``find_tools`` mode the list is ``find_tools`` alone (nothing is decided, nothing
+        logged): what ``find_tools`` answers is disclosed in its results, never listed.
         """
-        scope = None if self.found is None and not self.gates.held() else self._offerable()
+        if self.finds:
+            self.listed = (FIND_TOOLS,)
+            return self.listed
+        scope = self._offerable() if self.gates.held() else None
         exposed: tuple[str, ...] = ()
         if scope is None or scope:
             if self.shadow is not None and self.shadow_session is not None:
                 self._listing(self.shadow, scope, self.shadow_session)
             exposed = self._listing(self.engine, scope, self.session)
-        if self.found is not None:
-            exposed = (FIND_TOOLS, *exposed)
         self.listed = exposed
         self.checked = None  # listed on state the watch has not seen
         return exposed
@@ -622,13 +523,14 @@ class Gatekeeper:
         ``verdicts`` (tool -> visible on this snapshot) is filled as tools are decided, so the
         sessions of one account share one decision per tool in a watch pass.
         """
+        if self.finds:
+            return (FIND_TOOLS,)
         at = self.engine.now()
         known = {} if verdicts is None else verdicts
         for name in self._offerable():
             if name not in known:
                 known[name] = self.engine.executable(name, snapshot, at, context=self.context)
-        shown = tuple(n for n in self._offerable() if known[n])
-        return (FIND_TOOLS, *shown) if self.found is not None else shown
+        return tuple(n for n in self._offerable() if known[n])
 
     def refresh(
         self,
@@ -672,8 +574,9 @@ class Gatekeeper:
         if self.lists_first(name, hold) and self._shows_now(name):
             self.visible()
         held = self.gates.held()
-        if held and self.found is not None:  # a tool never found stays TOOL_NOT_OFFERED
-            held = {n: h for n, h in held.items() if n in self.found}
+        if held and self.finds:  # a tool never disclosed stays TOOL_NOT_OFFERED, unnamed
+            disclosed = self.engine.offered(self.session)
+            held = {n: h for n, h in held.items() if n in disclosed}
         if hold is not None and name not in held:
             held = {**held, name: hold}
         if self.shadow is not None and self.shadow_session is not None:
@@ -685,8 +588,8 @@ class Gatekeeper:
         session may know of that its latest listing did not show): a read of fresh state,
         then, if the tool would be shown now, a logged turn over every tool, far longer than
         the check itself."""
-        offerable = self.gates.knows(name) and (self.found is None or name in self.found)
-        return hold is None and offerable and name not in self._listed_set()
+        listable = self.gates.knows(name) and not self.finds  # find_tools lists no tool
+        return hold is None and listable and name not in self._listed_set()
 
     def _shows_now(self, name: str) -> bool:
         """Whether a listing now would show ``name``: stage 2's verdict on that tool alone,
@@ -743,32 +646,32 @@ class Gatekeeper:
         before = self.listed
         return self.visible() != before
 
-    def find(self, need: str | Sequence[str]) -> tuple[dict[str, Any], bool]:
-        """Route each need (recall, gate, depth; a logged turn each) and disclose what they
-        expose, then list once.
+    def find(self, need: str | Sequence[str]) -> dict[str, Any]:
+        """Route each need (recall, gate, depth; a logged turn each, under this session) and
+        answer with what they expose; the list does not change.
 
         ``need`` is one need (a string) or several, in order (:mod:`maitred.gateway.finding`
         reads them from the call). Every need is its own turn on the same path, with the same
-        scope, holds and grant; nothing is disclosed unless every need was routed.
+        scope, holds and grant. Each committed turn discloses what it exposed to this
+        session's holder (the session accumulates: see the module docstring); the shadow
+        session, if any, is offered the same tools under the full contracts (a logged turn).
 
         Returns:
             The answer for the model -- for a string, the tools now available with their
-            descriptions and the matching tools the gate blocked with the predicates'
-            messages (:func:`~maitred.gateway.finding.answer_for`); for several needs, those
-            per need, each tool under the first need that found it
-            (:func:`~maitred.gateway.finding.per_need`) -- and whether the session's visible
-            set changed (then one ``list_changed`` is due).
+            descriptions and input schemas, and the matching tools the gate blocked with the
+            predicates' messages (:func:`~maitred.gateway.finding.answer_for`); for several
+            needs, those per need, each tool under the first need that found it
+            (:func:`~maitred.gateway.finding.per_need`).
 
         Raises:
             ConfigError: the gateway does not run in ``find_tools`` mode.
         """
         finder = self.gates.finder
-        if finder is None or self.found is None:
+        if finder is None or not self.finds:
             raise ConfigError("find_tools needs 'disclosure: find_tools' in the gateway config")
         needs = (need,) if isinstance(need, str) else tuple(need)
         if not needs:
             raise ValueError("Gatekeeper.find needs at least one need")
-        before = self.listed
         held = self.gates.held()
         context = CallContext(
             run_id=self.gates.run_for(finder, self.tenant),
@@ -776,11 +679,11 @@ class Gatekeeper:
             granted=self.granted,
         )
         turns = [finder.turn(n, session=self.session, context=context) for n in needs]
-        for turn in turns:
-            self.found.update(turn.exposed)
+        exposed = {n for turn in turns for n in turn.exposed}
+        if exposed and self.shadow is not None and self.shadow_session is not None:
+            self._listing(self.shadow, exposed, self.shadow_session)
         catalog = finder.catalog
         answers = [
             answer_for(n, t, catalog, self.upstream_of) for n, t in zip(needs, turns, strict=True)
         ]
-        answer = answers[0] if isinstance(need, str) else per_need(answers)
-        return answer, self.visible() != before
+        return answers[0] if isinstance(need, str) else per_need(answers)

@@ -118,6 +118,7 @@ from maitred.gateway.jwt import JwtVerifier
 from maitred.gateway.keeper import FIND_TOOLS, FIND_TOOLS_DESCRIPTION, Gatekeeper, Gates
 from maitred.gateway.lifecycle import Listing, Upstreams
 from maitred.gateway.limits import BodyLimit, argument_fault
+from maitred.gateway.listings import CACHE_SCOPE, in_catalog_order, listing_ttl_s
 from maitred.gateway.metrics import CONTENT_TYPE, GatewayMetrics
 from maitred.gateway.passthrough import EraMethods, Passthrough, refuses_client
 from maitred.gateway.rates import admit, open_limiter
@@ -141,6 +142,9 @@ from maitred.ratelimit import Limiter
 from maitred.tracing import OFF, Tracing
 
 T = TypeVar("T")
+#: who a request is from: gatekeeper key, tenant, account, granted scopes, and whether it is
+#: recorded as its principal (a sessionless 2026-07-28 connection) rather than an MCP session
+Identified = tuple[tuple[str, ...], str, str, frozenset[str] | None, bool]
 
 
 def _text_result(payload: Mapping[str, Any], decision_id: str = "") -> ToolResult:
@@ -271,21 +275,26 @@ class GateMiddleware(Middleware):
                 keeper.lock.release()
         return await cls._engine(fn, keeper)
 
-    def _identity(
-        self, session_id: str
-    ) -> tuple[tuple[str, ...], str, str, frozenset[str] | None] | None:
-        """(gatekeeper key, tenant, account, granted scopes) of the request being served, from
-        the launch (no scopes said) or the authenticated :class:`~.auth.Identity` (None: not
-        authenticated). A token that grants other scopes is another gatekeeper, as another
-        account would be: what a session was shown depends on both."""
+    def _identity(self, session_id: str) -> Identified | None:
+        """(gatekeeper key, tenant, account, granted scopes, principal) of the request being
+        served, from the launch (no scopes said) or the authenticated :class:`~.auth.Identity`
+        (None: not authenticated). A token that grants other scopes is another gatekeeper, as
+        another account would be: what a session was shown depends on both. ``principal``:
+        what it is offered and disclosed is recorded for the principal (a sessionless
+        2026-07-28 connection, ``session_id`` empty), else for this MCP session
+        (:mod:`.listings`)."""
         if self.account is not None:
-            return ("launch",), "", self.account, None
-        token = get_access_token()
-        if not isinstance(token, Identity) or not token.tenant or not token.account:
-            return None
-        granted = frozenset(token.scopes)
-        key = (token.tenant, token.account, " ".join(sorted(granted)), session_id)
-        return key, token.tenant, token.account, granted
+            granted = None
+            key: tuple[str, ...] = ("launch",)
+            tenant, account = "", self.account
+        else:
+            token = get_access_token()
+            if not isinstance(token, Identity) or not token.tenant or not token.account:
+                return None
+            granted = frozenset(token.scopes)
+            tenant, account = token.tenant, token.account
+            key = (tenant, account, " ".join(sorted(granted)), session_id)
+        return key, tenant, account, granted, not session_id
 
     def _keeper_for(
         self,
@@ -293,10 +302,11 @@ class GateMiddleware(Middleware):
         tenant: str,
         account: str,
         granted: frozenset[str] | None = None,
+        principal: bool = False,
     ) -> Gatekeeper:
         keeper = self.keepers.get(key)
         if keeper is None:
-            keeper = self.gates.keeper(account, tenant=tenant, granted=granted)
+            keeper = self.gates.keeper(account, tenant=tenant, granted=granted, principal=principal)
             self.keepers[key] = keeper
             while len(self.keepers) > self.max_sessions:
                 dropped, _ = self.keepers.popitem(last=False)
@@ -388,9 +398,8 @@ class GateMiddleware(Middleware):
             with self.tracing.span("maitred.turn") as turn:
                 found = await self._engine(partial(traces.listing, keeper), keeper)
                 traces.note_listing(turn, len(tools), found)
-        visible = set(found[0])
         self.metrics.listings.inc()
-        return [t for t in tools if t.name in visible]
+        return in_catalog_order(tools, found[0], lambda t: t.name)  # whatever joined first
 
     async def on_call_tool(
         self,
@@ -428,7 +437,7 @@ class GateMiddleware(Middleware):
         limited = admission.refusal
         if admission.store_error:
             self.metrics.rate_limit_store_errors.inc()
-        if name == FIND_TOOLS and keeper.found is not None:
+        if name == FIND_TOOLS and keeper.finds:
             if limited is not None:  # no action decision: find_tools answers are turns
                 self.metrics.count_limited(limited.scope)
                 return limited.code, _text_result(limited.rejection().to_json())
@@ -470,7 +479,7 @@ class GateMiddleware(Middleware):
             if limited is not None and decision.code == limited.code:  # not a prior refusal
                 self.metrics.count_limited(limited.scope)
             payload = {**decision.tool_result(), **extra}
-            if keeper.found is not None and decision.code == "TOOL_NOT_OFFERED":
+            if keeper.finds and decision.code == "TOOL_NOT_OFFERED":
                 payload["hint"] = f"call {FIND_TOOLS} with what you need to do first"
             return decision.code, _text_result(payload, decision.decision_id)
         upstream = keeper.upstream_of(name)
@@ -541,7 +550,7 @@ class GateMiddleware(Middleware):
             return _text_result(needs.to_json())
         try:
             with self.tracing.span("maitred.find_tools") as finding:
-                answer, changed = await self._engine(lambda: keeper.find(needs), keeper)
+                answer = await self._engine(lambda: keeper.find(needs), keeper)
                 traces.note_found(finding, keeper, answer)
         except MaitredError as exc:
             return _text_result(
@@ -551,8 +560,6 @@ class GateMiddleware(Middleware):
                     f"{exc}); no tool was disclosed. Try again later",
                 }
             )
-        if changed:
-            await _list_changed(context)
         text = json.dumps(answer, ensure_ascii=False, sort_keys=True)
         return ToolResult(
             content=[mt.TextContent(type="text", text=text)], structured_content=answer
@@ -727,10 +734,13 @@ async def open_gateway(
         if http
         else None
     )
+    ttl = listing_ttl_s(config.watch.interval_s)  # 0: the SDK's own 0 ms, private
     server: FastMCP[Any] = StreamingServer(  # resumable HTTP streams, like an upstream's
         name="maitred-gateway",
         auth=auth,
         dereference_schemas=False,  # schemas as the upstreams sent them ($defs, $ref)
+        cache_ttl=ttl or None,
+        cache_scope=CACHE_SCOPE if ttl else None,
     )
     gate.watch_pins(list(proxies.values()))
     for proxy in proxies.values():

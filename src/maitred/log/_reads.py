@@ -19,7 +19,7 @@ from maitred.decision import RunInfo
 from maitred.errors import LogError
 from maitred.log.action_rows import ACTION_DECISION_COLUMNS
 from maitred.log.migrations import Dialect
-from maitred.log.offers import EXPOSED_SQL, CommittedOffer, latest_turn_sql
+from maitred.log.offers import EXPOSED_SQL, CommittedOffer, disclosed_sql, latest_turn_sql
 from maitred.log.rows import (
     DEPTH_COLUMNS,
     PAIR_COLUMNS,
@@ -243,6 +243,16 @@ class SqlReads:
         skills = self._session_query(EXPOSED_SQL, (turn_id, True))  # a committed turn's pairs
         offered = frozenset(str(r[0]) for r in skills)
         return CommittedOffer(tenant, session_id, turn_id, account, offered)
+
+    def disclosed(self, tenant: str, session_id: str, account: str) -> dict[str, str]:
+        """Every tool the session's committed turns for ``account`` exposed, with the latest
+        turn that exposed it (a session whose turns disclose, :mod:`maitred.log.offers`);
+        committed rows only."""
+        if self._closed:
+            raise LogError(f"read: the decision log at {self.location} is closed")
+        params = (tenant, session_id, account, True)
+        rows = self._session_query(disclosed_sql(self.dialect), params)
+        return {str(skill): str(turn_id) for skill, turn_id in rows}  # the last turn wins
 
     def _session_query(self, sql: str, params: Sequence[Any]) -> list[Row]:
         """A read of committed rows that never waits for this log's commit in flight (the

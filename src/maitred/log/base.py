@@ -147,6 +147,11 @@ class DecisionLog(Protocol):
         """What the session's latest committed turn offered, or None."""
         ...
 
+    def disclosed(self, tenant: str, session_id: str, account: str) -> dict[str, str]:
+        """Everything the session's committed turns for ``account`` exposed, each with the
+        latest turn that exposed it (a session whose turns disclose; :mod:`maitred.log.offers`)."""
+        ...
+
 
 Opener = Callable[..., DecisionLog]
 

@@ -18,6 +18,18 @@ Two reads, both one probe of the ``turns_session_order`` index (``0010_turn_orde
   have committed a newer turn of the same session);
 * ``latest_turn_sql(..., with_account=True)`` and :data:`EXPOSED_SQL` -- that turn's account
   and exposed tools, to fill the cache.
+
+**Sessions whose turns disclose** (:attr:`Session.accumulates <maitred.actions.Session>`: the
+MCP gateway's ``find_tools``). There a turn is not a menu that the next one replaces but a
+*result* the model keeps: what one turn disclosed stays offered for the rest of the session.
+Such a session's offer is :func:`disclosed_sql`, every tool any of its committed turns exposed
+for its account, each with the latest turn that exposed it -- the turn a decision on a call to
+that tool names (an index probe on the session's turns, then each turn's pairs), read again
+only when its latest committed turn changed. It is still nothing but committed turns: each is
+a row of its run's hash chain (``verify`` covers its pairs), so what was disclosed to whom is
+as tamper-evident as the rest of the log, the same on every replica and after a restart, and
+only ever grows (a disclosure is never taken back by a later turn; the action gate re-decides
+every call on fresh state anyway).
 """
 
 from __future__ import annotations
@@ -61,3 +73,15 @@ def latest_turn_sql(dialect: str, *, with_account: bool = False) -> str:
 
 #: a turn's exposed pairs (``?`` twice: the turn id, then the dialect's true)
 EXPOSED_SQL = "SELECT skill FROM pairs WHERE turn_id = ? AND exposed = ?"
+
+
+def disclosed_sql(dialect: str) -> str:
+    """Everything the committed turns of ``(tenant, conversation_id)`` for one account exposed,
+    with the turn that exposed it, in the order the turns were written (``?``: tenant, session
+    id, account, the dialect's true): the last row of a tool names the latest turn that
+    disclosed it, the one a decision on a call to it links to (``verify``'s ``turn_link``)."""
+    return (
+        "SELECT p.skill, t.turn_id FROM turns t JOIN pairs p ON p.turn_id = t.turn_id "
+        "WHERE t.tenant = ? AND t.conversation_id = ? AND t.account_id = ? AND p.exposed = ? "
+        f"ORDER BY t.{TURN_ORDER[dialect]}"
+    )
