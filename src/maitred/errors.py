@@ -27,7 +27,8 @@ line, field, skill, predicate) and what to do next.
     ├── ReplayError                 a replay with nothing to report (no turn, every call failed)
     └── LogError                    the decision log
         ├── SchemaError             a log whose schema cannot be used or migrated
-        └── VerifyError             recomputed hashes disagree with stored ones
+        ├── VerifyError             recomputed hashes disagree with stored ones
+        └── DecisionNotFoundError   a decision id the log does not hold (for that tenant)
 """
 
 from __future__ import annotations
@@ -181,3 +182,7 @@ class SchemaError(LogError):
 
 class VerifyError(LogError):
     """Stored hashes in the decision log disagree with recomputed ones."""
+
+
+class DecisionNotFoundError(LogError):
+    """A turn or action decision id the log does not hold (or not for the tenant asked)."""

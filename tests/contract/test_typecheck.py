@@ -46,7 +46,27 @@ def test_expressions_the_evaluator_runs_are_accepted(expression: str) -> None:
 )
 def test_ill_typed_expressions_are_refused(expression: str, needle: str) -> None:
     errors, _ = check_expression(expression, list(DECLARED), DECLARED)  # type: ignore[arg-type]
-    assert errors and needle in errors[0]
+    assert errors and needle in errors[0].message
+
+
+def test_a_type_error_quotes_the_expression_with_a_caret_under_the_fault() -> None:
+    """Regression: the message showed the checker's caret line (``| ...^``) without the
+    expression it points into."""
+    (error,) = check_expression("a.flag && a.s == 3", list(DECLARED), DECLARED)[0]  # type: ignore[arg-type]
+    assert str(error).startswith("CEL type error at column 15 of `a.flag && a.s == 3`: ")
+    text, caret = error.pointed(indent="").splitlines()
+    assert text == "a.flag && a.s == 3"
+    assert text[caret.index("^") :].startswith("== 3")  # under the operator the checker named
+
+
+def test_a_type_error_in_an_expression_of_several_lines_points_into_its_line() -> None:
+    expression = "a.flag ||\n  a.s == 3"
+    (error,) = check_expression(expression, list(DECLARED), DECLARED)[0]  # type: ignore[arg-type]
+    assert (error.line, error.where) == (2, f"line 2, column {error.column}")
+    assert "of `a.s == 3`" in str(error)
+    text, caret = error.pointed().splitlines()
+    assert text == "      a.s == 3"
+    assert text[caret.index("^") :].startswith("== 3")
 
 
 TOOLS = {
@@ -98,8 +118,11 @@ def test_call_policies_state_reads_must_exist_and_type_check(tmp_path: Path) -> 
         conn.execute("CREATE TABLE billing (account_id TEXT, frozen INTEGER)")
     conn.close()
     url, tables = f"sqlite:///{db}", {"billing": "billing"}
-    with pytest.raises(ConfigError, match=r"tools\.maitred\.yaml:6.*refunds_frozen.*\(int, bool\)"):
+    where = r"tools\.maitred\.yaml:6.*refunds_frozen.*\(int, bool\)"
+    with pytest.raises(ConfigError, match=where) as bad:
         Maitred.open([tmp_path / "tools.json"], url, PipelineOptions(method="bm25"), tables=tables)
+    # the expression, quoted, with the caret under the comparison the checker refused
+    assert "\n    state.billing.frozen == true\n                         ^" in str(bad.value)
     (tmp_path / "tools.maitred.yaml").write_text(sidecar.replace("frozen", "locked"), "utf-8")
     with pytest.raises(ConfigError, match=r"'billing\.locked'.*'billing'.*refund \(policy"):
         Maitred.open([tmp_path / "tools.json"], url, PipelineOptions(method="bm25"), tables=tables)

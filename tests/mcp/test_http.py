@@ -209,7 +209,7 @@ def test_each_token_sees_its_own_account_across_a_stdio_and_an_http_upstream(
     assert httpx2.get(f"{base}/healthz").json() == {"status": "ok"}
     metrics = httpx2.get(f"{base}/metrics").text
     assert 'maitred_gateway_calls_total{code="TOOL_NOT_OFFERED"} 2.0' in metrics
-    assert 'maitred_gateway_calls_total{code="ALLOWED"} 3.0' in metrics
+    assert 'maitred_gateway_calls_total{code="OK"} 3.0' in metrics
     assert "maitred_gateway_listings_total 2.0" in metrics
 
 

@@ -365,7 +365,7 @@ def test_tokens_and_tenants_have_budgets_of_their_own(site: Site) -> None:
     assert _count(metrics, 'maitred_gateway_rate_limited_total{scope="per_token"}') == 1
     assert _count(metrics, 'maitred_gateway_rate_limited_total{scope="per_tenant"}') == 1
     assert _count(metrics, 'maitred_gateway_calls_total{code="RATE_LIMITED"}') == 2
-    assert _count(metrics, 'maitred_gateway_calls_total{code="ALLOWED"}') == 4
+    assert _count(metrics, 'maitred_gateway_calls_total{code="OK"}') == 4
     assert len(site.upstream_calls()) == 4
 
 

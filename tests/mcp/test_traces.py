@@ -186,7 +186,7 @@ def test_a_call_continues_the_clients_trace_through_the_check_and_the_upstream(
     assert row["decision_id"] == decision_id
     assert attributes(call) == {
         "gen_ai.tool.name": "lookup",
-        "maitred.code": "ALLOWED",
+        "maitred.code": "OK",
         "maitred.decision.id": decision_id,
         "maitred.session.id": row["session_id"],
         "maitred.account": "acc-1",
@@ -268,7 +268,7 @@ def test_failures_are_marked_by_type_or_code_never_by_message(tmp_path: Path) ->
     calls = named(spans, "maitred.call")
     assert tool_error.status.status_code == StatusCode.ERROR
     assert attributes(tool_error)["error.type"] == "tool_error"
-    assert attributes(calls[0])["maitred.code"] == "ALLOWED"  # it reached the upstream
+    assert attributes(calls[0])["maitred.code"] == "OK"  # it reached the upstream
     assert crash.status.status_code == StatusCode.ERROR
     assert attributes(crash)["error.type"]  # the exception's type, e.g. McpError
     assert attributes(calls[1])["error.type"] == "UPSTREAM_FAILED"
@@ -430,7 +430,7 @@ def test_a_malformed_traceparent_starts_a_new_trace(tmp_path: Path) -> None:
 
     run_gateway(config, tracing, scenario)
     call = one(exporter.get_finished_spans(), "maitred.call")
-    assert call.parent is None and attributes(call)["maitred.code"] == "ALLOWED"
+    assert call.parent is None and attributes(call)["maitred.code"] == "OK"
 
 
 # -- the config ---------------------------------------------------------------------------------

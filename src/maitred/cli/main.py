@@ -46,7 +46,7 @@ app = App(
     help="Decide what an LLM agent is offered and what it may do, turn by turn.",
 )
 skills_app = App(help="Skill catalogs: validate folders and tool files.")
-log_app = App(help="The decision log: verify hashes, migrate.")
+log_app = App(help="The decision log: find and show decisions, verify hashes, migrate.")
 eval_app = App(help="Evaluations: routing accuracy, depth rules, gated agents.")
 
 
@@ -76,6 +76,8 @@ app.command("index")(skills_cmd.index)
 app.command("route")(route_cmd.route)
 app.command("run")(route_cmd.run)
 app.command("funnel")(log_cmd.funnel)
+log_app.command("show")(log_cmd.show)
+log_app.command("list")(log_cmd.list_)
 log_app.command("verify")(log_cmd.verify)
 log_app.command("migrate")(log_cmd.migrate)
 app.add_typer(log_app, name="log")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass
 from functools import cache
 from typing import Any, Final
 
@@ -19,13 +20,55 @@ from maitred.state.schema import StateType
 _ERROR: Final = re.compile(r"ERROR: <input>:(\d+):(\d+): (.*)")
 _OVERLOAD: Final = re.compile(r"found no matching overload for '(_[^']*_)' applied to '\((.*)\)'")
 _UNDECLARED: Final = re.compile(r"undeclared reference to '([^']*)'")
+_TRAILER: Final = re.compile(r"\s*\[[A-Z_]+\]$")  # the status the last error ends with
 _NUMERIC: Final = frozenset({"int", "uint", "double"})
 _COMPARISONS: Final = frozenset({"_==_", "_!=_", "_<_", "_<=_", "_>_", "_>=_"})
 
 
+@dataclass(frozen=True)
+class CelTypeError:
+    """One type error the checker found in an expression, with where it points.
+
+    ``str()`` is one line that quotes the expression's line (for a decision's message);
+    :meth:`pointed` is that line with a caret under the column (for a load error).
+
+    Attributes:
+        expression: the whole expression checked.
+        line: the 1-based line of ``expression`` the error is on (the checker's count).
+        column: the 1-based column on that line.
+        message: the checker's words (``found no matching overload for '_==_' ...``).
+    """
+
+    expression: str
+    line: int
+    column: int
+    message: str
+
+    @property
+    def source_line(self) -> str:
+        """The line of the expression the error is on."""
+        lines = self.expression.splitlines() or [""]
+        return lines[min(max(self.line, 1), len(lines)) - 1]
+
+    @property
+    def where(self) -> str:
+        """``column 7``, or ``line 2, column 7`` in an expression of several lines."""
+        several = len(self.expression.splitlines()) > 1
+        return f"line {self.line}, column {self.column}" if several else f"column {self.column}"
+
+    def __str__(self) -> str:
+        return f"CEL type error at {self.where} of `{self.source_line.strip()}`: {self.message}"
+
+    def pointed(self, indent: str = "    ") -> str:
+        """The expression's line, then a caret under the column the error is at."""
+        text = self.source_line.rstrip()
+        caret = " " * max(self.column - 1, 0) + "^"
+        return f"{indent}{text}\n{indent}{caret}"
+
+
 def check_expression(
     expression: str, reads: Collection[str], types: Mapping[str, StateType]
-) -> tuple[list[str], str]:
+) -> tuple[list[CelTypeError], str]:
     """(type errors the evaluator would hit, the result type) of ``expression`` with each key
     in ``reads`` declared as its type in ``types`` (``dyn`` when absent) and ``now`` as int."""
     cel = _checker()
@@ -35,23 +78,20 @@ def check_expression(
     try:
         compiled = env.compile(expression)
     except Exception as exc:  # the checker raises RuntimeError with every error in its text
-        return list(_real_errors(str(exc), reads)), "dyn"  # only tolerated errors: none
+        return list(_real_errors(expression, str(exc), reads)), "dyn"  # only tolerated: none
     return [], str(compiled.return_type().name()).lower()
 
 
-def _real_errors(text: str, reads: Collection[str]) -> Iterable[str]:
-    lines = text.splitlines()
-    for i, line in enumerate(lines):
+def _real_errors(expression: str, text: str, reads: Collection[str]) -> Iterable[CelTypeError]:
+    """The errors in the checker's text (``ERROR: <input>:LINE:COL: message`` lines, each
+    followed by the checker's own diagram, which is dropped) that the evaluator would hit."""
+    for line in text.splitlines():
         match = _ERROR.search(line)
         if match is None:
             continue
-        message = match.group(3).strip()
-        if _tolerated(message, reads):
-            continue
-        snippet = lines[i + 2].strip() if i + 2 < len(lines) else ""
-        yield f"CEL type error at column {match.group(2)}: {message}" + (
-            f" in `{snippet}`" if snippet else ""
-        )
+        message = _TRAILER.sub("", match.group(3)).strip()
+        if not _tolerated(message, reads):
+            yield CelTypeError(expression, int(match.group(1)), int(match.group(2)), message)
 
 
 def _tolerated(message: str, reads: Collection[str]) -> bool:

@@ -334,7 +334,8 @@ def _kind_fault(expression: str, reads: tuple[str, ...], kinds: tuple[StateType,
     if not errors:
         return ""
     shown = ", ".join(f"{key}: {kind}" for key, kind in types.items())
-    return f"the values read do not fit the expression ({shown}): {'; '.join(errors)}"
+    said = "; ".join(str(error) for error in errors)
+    return f"the values read do not fit the expression ({shown}): {said}"
 
 
 @cache

@@ -50,14 +50,17 @@ def require_typed_state(catalog: Catalog, provider: StateProvider) -> None:
     """Refuse a catalog whose predicates read keys the store lacks or misuse their types.
 
     Raises:
-        ConfigError: one line listing every problem (see :func:`typed_state_problems`).
+        ConfigError: every problem (see :func:`typed_state_problems`), on one line -- unless
+            a CEL type error is among them, whose expression and caret need lines of their
+            own; then each problem starts a line.
     """
     problems = typed_state_problems(catalog, provider)
     if problems:
         name = getattr(provider, "name", type(provider).__name__)
-        raise ConfigError(
-            f"the catalog does not fit state provider {name!r}: " + "; ".join(problems)
-        )
+        head = f"the catalog does not fit state provider {name!r}:"
+        if any("\n" in problem for problem in problems):  # a CEL diagram: one per block
+            raise ConfigError(head + "\n" + "\n".join(problems))
+        raise ConfigError(f"{head} " + "; ".join(problems))
 
 
 def typed_state_problems(catalog: Catalog, provider: StateProvider) -> list[str]:
@@ -153,7 +156,11 @@ def predicate_type_problems(
     typing = ", ".join(f"{k}: {v}" for k, v in sorted(declared.items()))
     errors, result = check_expression(predicate.expression, predicate.reads, declared)
     if errors:
-        return [f"{head}: {error} (declared types: {typing})" for error in errors]
+        return [
+            f"{head}: CEL type error at {error.where}: {error.message} (declared types: "
+            f"{typing})\n{error.pointed()}"
+            for error in errors
+        ]
     if result not in ("bool", "dyn") and "has(" not in predicate.expression:
         return [f"{head}: the expression gives {result}, not bool (declared types: {typing})"]
     return []

@@ -6,8 +6,8 @@ no HTTP endpoint; the counters are kept all the same (a test, or an embedding pr
 them from :attr:`GatewayMetrics.registry`).
 
 =====================================  ======================================================
-``maitred_gateway_calls_total``        ``tools/call`` outcomes by code: ``ALLOWED`` for a
-                                       call forwarded upstream, else the refusal's code
+``maitred_gateway_calls_total``        ``tools/call`` outcomes by code: ``OK`` for a call
+                                       forwarded upstream, else the refusal's code
                                        (``TOOL_NOT_OFFERED``, ``GATE_UNAVAILABLE``...)
 ``maitred_gateway_listings_total``     ``tools/list`` answers served
 ``maitred_gateway_upstream_failures``  calls allowed whose upstream then failed, by upstream
@@ -18,7 +18,7 @@ them from :attr:`GatewayMetrics.registry`).
                                        upstream and tool (each new definition once; calls
                                        refused for it count as ``TOOL_DEFINITION_CHANGED``)
 ``maitred_gateway_surface_requests``   ``resources/read`` and ``prompts/get`` outcomes by
-                                       ``method`` and ``code``: ``ALLOWED`` when forwarded,
+                                       ``method`` and ``code``: ``OK`` when forwarded,
                                        else the refusal's code (``RESOURCE_NOT_AVAILABLE``...)
 ``maitred_gateway_rate_limited``       calls refused ``RATE_LIMITED``, by the exhausted scope
                                        (``per_token``, ``per_tenant``, ``per_tool``)
@@ -29,6 +29,9 @@ them from :attr:`GatewayMetrics.registry`).
 
 A capability that refuses calls for a reason of its own (rate limits, changed definitions)
 counts them here under its code, so one series answers "what did the gateway refuse, and why".
+An allowed call is counted under ``OK``, the code its decision carries in the decision log,
+in ``Decision.code``, in the service's metrics and on the gateway's spans (earlier builds
+counted it here as ``ALLOWED``; docs/gateway.md notes the rename for dashboards).
 """
 
 from __future__ import annotations
@@ -42,6 +45,8 @@ from prometheus_client import (
     Gauge,
     generate_latest,
 )
+
+from maitred.actions.model import OK
 
 #: the content type of :meth:`GatewayMetrics.render`'s output
 CONTENT_TYPE = CONTENT_TYPE_LATEST
@@ -57,7 +62,7 @@ class GatewayMetrics:
         reg = self.registry
         self.calls = Counter(
             "maitred_gateway_calls",
-            "tools/call outcomes by code (ALLOWED: forwarded upstream).",
+            "tools/call outcomes by code (OK: forwarded upstream).",
             ("code",),
             registry=reg,
         )
@@ -89,7 +94,7 @@ class GatewayMetrics:
         )
         self.surface_requests = Counter(
             "maitred_gateway_surface_requests",
-            "resources/read and prompts/get outcomes by method and code (ALLOWED: forwarded).",
+            "resources/read and prompts/get outcomes by method and code (OK: forwarded).",
             ("method", "code"),
             registry=reg,
         )
@@ -104,7 +109,7 @@ class GatewayMetrics:
             "Calls whose rate limit the shared store could not check.",
             registry=reg,
         )
-        for code in ("ALLOWED", "TOOL_NOT_OFFERED", "GATE_UNAVAILABLE", "AUTH_REQUIRED"):
+        for code in (OK, "TOOL_NOT_OFFERED", "GATE_UNAVAILABLE", "AUTH_REQUIRED"):
             self.calls.labels(code)  # present at zero, so dashboards see the series
 
     def limits_on(self, scopes: Sequence[str]) -> None:
@@ -121,7 +126,7 @@ class GatewayMetrics:
             self.rate_limited.labels(scope).inc()
 
     def count_call(self, code: str) -> None:
-        """Count one ``tools/call`` answered with ``code`` (``ALLOWED``: forwarded)."""
+        """Count one ``tools/call`` answered with ``code`` (``OK``: forwarded)."""
         self.calls.labels(code).inc()
 
     def render(self) -> bytes:

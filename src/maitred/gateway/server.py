@@ -424,8 +424,8 @@ class GateMiddleware(Middleware):
         context: MiddlewareContext[mt.CallToolRequestParams],
         call_next: CallNext[mt.CallToolRequestParams, ToolResult],
     ) -> tuple[str, ToolResult]:
-        """The call's result and the code it is counted under (``ALLOWED``: it reached the
-        upstream, whatever the upstream answered)."""
+        """The call's result and the code it is counted under: the decision's own (``OK``
+        once it reached the upstream, whatever the upstream answered)."""
         name, args = context.message.name, dict(context.message.arguments or {})
         keeper = self._keeper(context)
         if keeper is None:
@@ -516,7 +516,7 @@ class GateMiddleware(Middleware):
             return await self._task(keeper, decision, upstream, result)
         result = _with_decision_id(result, decision.decision_id)
         if result.is_error:
-            return "ALLOWED", result
+            return decision.code, result
         output = result.structured_content  # an object, so `records: {creates: ...}` can read it
         if keeper.mutates(name) or not keeper.lock.acquire(blocking=False):
             changed = await self._engine(lambda: keeper.after_call(name, args, output), keeper)
@@ -527,7 +527,7 @@ class GateMiddleware(Middleware):
                 keeper.lock.release()
         if changed:
             await _list_changed(context)
-        return "ALLOWED", result
+        return decision.code, result
 
     async def _task(
         self, keeper: Gatekeeper, decision: Decision, upstream: str, task: CreatedTask

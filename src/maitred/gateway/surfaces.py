@@ -597,7 +597,7 @@ class SurfaceGuard(Middleware):
         self.views: weakref.WeakKeyDictionary[Gatekeeper, SurfaceView] = weakref.WeakKeyDictionary()
         metrics = sessions.metrics
         for method in ("resources/read", "resources/subscribe", "prompts/get"):
-            metrics.surface_requests.labels(method, "ALLOWED")  # present at zero
+            metrics.surface_requests.labels(method, OK)  # present at zero
 
     def adopt(self, gate: SurfaceGate) -> None:
         """Decide with ``gate`` from now on (an upstream joined, with its sidecar's entries;
@@ -680,10 +680,9 @@ class SurfaceGuard(Middleware):
                     error="gate_unavailable",
                 ),
             ) from None
+        count.labels(call.name, decision.code).inc()  # OK when allowed, as the log says
         if not decision.allow:
-            count.labels(call.name, decision.code).inc()
             raise _error(mt.INVALID_PARAMS, decision.rejection())
-        count.labels(call.name, "ALLOWED").inc()
         return decision
 
     async def on_request(
