@@ -12,9 +12,10 @@ Two parts:
 * **quality** (``--steps-set DIR``, default ``bench-out/sets/mcp-bench-steps``, built by
   ``benchmarks/routing_sets.py --mcp-bench``): every step-wise task's steps asked as needs, 10
   tools a need (``find.top_k``); a task is complete when every gold tool was disclosed for one
-  of its needs. Reported per method (``adaptive``, ``adaptive+servers``) beside the tools
-  disclosed per task: the same figures ``eval routing`` prints as step-wise C@10, now through
-  the gateway, its gate and its log.
+  of its needs. A step longer than the 1,000 characters ``find_tools`` takes is cut there (the
+  text before a plan's first numbered item can be longer). Reported per method (``adaptive``,
+  ``adaptive+servers``) beside the tools disclosed per task: the same figures ``eval routing``
+  prints as step-wise C@10, now through the gateway, its gate and its log.
 * **time per need** (``--sizes 1000,10000``): a catalog of that many tools (MetaTool's tools
   and generated variants, ``benchmarks/_catalogs.py``) spread over ``--servers`` upstreams;
   ``--calls`` calls of ``--needs`` MetaTool requests each, after a warm-up; the client's wall
@@ -49,10 +50,11 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(HERE))
 
-from _catalogs import load_queries, make_catalog  # noqa: E402
+from _catalogs import DATA, load_queries, make_catalog  # noqa: E402
 
 METHODS = ("adaptive", "adaptive+servers")
 MAX_NEEDS = 8
+MAX_NEED_CHARS = 1000  # what the gateway takes (gateway/finding.py); longer steps are cut
 
 
 def slug(server: str) -> str:
@@ -98,7 +100,7 @@ async def find(client: Client[Any], needs: Sequence[str]) -> list[set[str]]:
     """The tools disclosed for each need (a tool listed above counts for its need too)."""
     out: list[set[str]] = []
     for start in range(0, len(needs), MAX_NEEDS):
-        chunk = list(needs[start : start + MAX_NEEDS])
+        chunk = [need[:MAX_NEED_CHARS] for need in needs[start : start + MAX_NEEDS]]
         result = await client.call_tool("find_tools", {"needs": chunk})
         answer = json.loads(result.content[0].text)
         for entry in answer["needs"]:
@@ -140,24 +142,31 @@ async def quality(steps_set: Path, methods: Sequence[str], root: Path) -> list[d
     return rows
 
 
-def _sized_tools(root: Path, size: int, servers: int) -> Path:
+def _sized_tools(root: Path, size: int, servers: int, data: Path) -> Path:
     """``size`` tools (``_catalogs.make_catalog``) spread round-robin over ``servers``."""
     path = root / f"tools-{size}.jsonl"
     rows = [
         {"name": s.name, "description": s.description, "server": f"srv{i % servers:02d}"}
-        for i, s in enumerate(make_catalog(size))
+        for i, s in enumerate(make_catalog(size, data=data))
     ]
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), "utf-8")
     return path
 
 
 async def timing(
-    size: int, methods: Sequence[str], root: Path, *, servers: int, calls: int, needs: int
+    size: int,
+    methods: Sequence[str],
+    root: Path,
+    *,
+    servers: int,
+    calls: int,
+    needs: int,
+    data: Path,
 ) -> list[dict[str, Any]]:
     """Time per need at ``size`` tools, the methods' calls interleaved."""
-    tools = _sized_tools(root, size, servers)
+    tools = _sized_tools(root, size, servers, data)
     names = [f"srv{i:02d}" for i in range(servers)]
-    texts = load_queries(needs * (calls + 3))
+    texts = load_queries(needs * (calls + 3), data=data)
     per: dict[str, list[float]] = {m: [] for m in methods}
     async with AsyncExitStack() as stack:
         clients = {}
@@ -197,6 +206,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--calls", type=int, default=30)
     parser.add_argument("--needs", type=int, default=4)
     parser.add_argument("--skip-quality", action="store_true")
+    parser.add_argument("--metatool", type=Path, default=DATA, help="MetaTool's data folder")
     args = parser.parse_args(argv)
     methods = [m for m in args.methods.split(",") if m]
     out: dict[str, Any] = {}
@@ -214,6 +224,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                     servers=args.servers,
                     calls=args.calls,
                     needs=args.needs,
+                    data=args.metatool,
                 )
             )
     (REPO / "bench-out").mkdir(exist_ok=True)

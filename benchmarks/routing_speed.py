@@ -72,9 +72,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--messages", type=int, default=300)
     parser.add_argument("--cache", type=Path, default=REPO / "bench-out" / "cache")
     parser.add_argument("--default-ab", action="store_true", help="see the module docstring")
+    parser.add_argument("--metatool", type=Path, default=wl.DATA, help="MetaTool's data folder")
     args = parser.parse_args(argv)
-    catalog = wl.make_catalog(args.skills)
-    texts = list(dict.fromkeys(wl.load_queries(args.messages * 3)))
+    catalog = wl.make_catalog(args.skills, data=args.metatool)
+    texts = list(dict.fromkeys(wl.load_queries(args.messages * 3, data=args.metatool)))
     warm, timed = texts[: args.messages], texts[args.messages : 2 * args.messages]
     builder = wl.DistinctTextEmbedder(MiniLMEmbedder())
     make_recaller("dense", catalog, cache_dir=args.cache, embedder=builder)  # build once
