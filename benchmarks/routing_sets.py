@@ -13,7 +13,10 @@ Sets (each a catalog and labelled queries; see ``benchmarks/sets/README.md``):
   when its source is missing and it was not converted before);
 - ``mcptoolbench``, ``mcp-bench``, ``mcp-bench-steps``: real MCP servers' tools, converted the
   same way (``--mcptoolbench DIR``, ``--mcp-bench DIR``); ``mcp-bench-steps`` is step-wise
-  (its tasks' steps asked one by one, ``step_complete_at_k``), printed in a second table.
+  (its tasks' steps asked one by one, ``step_complete_at_k``), printed in a second table;
+- ``acebench-zh``, ``acebench-en``: ACEBench's Chinese and English halves (``--acebench DIR``;
+  the test side, ``queries.jsonl``; ``benchmarks/routing_lang.py`` reports both sides and
+  more per language).
 
 Methods: ``bm25-plain`` (single-document Okapi BM25, the lexical bar), ``bm25`` (BM25F),
 ``dense`` (MiniLM), ``hybrid`` (RRF), ``fused`` (normalised-score fusion) and ``adaptive``
@@ -117,6 +120,8 @@ def prepare(args: argparse.Namespace) -> Path:
         "mcptoolbench": args.mcptoolbench,
         "mcp-bench": args.mcp_bench,
         "mcp-bench-steps": args.mcp_bench,
+        "acebench-zh": args.acebench,
+        "acebench-en": args.acebench,
     }
     for name, src in sources.items():
         folder = out / name
@@ -212,6 +217,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--damo-convai", type=Path, help="DAMO-ConvAI checkout or git dir")
     parser.add_argument("--mcptoolbench", type=Path, help="MCPToolBenchPP checkout or git dir")
     parser.add_argument("--mcp-bench", type=Path, help="mcp-bench checkout or git dir")
+    parser.add_argument("--acebench", type=Path, help="ACEBench checkout or git dir")
     parser.add_argument("--only", default="", help="comma-separated set names to run")
     parser.add_argument("--metatool", type=Path, default=REPO / ".." / "shared/data/metatool")
     parser.add_argument("--out", type=Path, default=REPO / "bench-out" / "sets")

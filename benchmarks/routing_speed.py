@@ -9,6 +9,12 @@ method gets its own recaller and its own (cold) query cache, and no message repe
 
 Run: ``.venv/bin/python benchmarks/routing_speed.py [--skills 1000] [--messages 300]``. It
 prints the median and mean milliseconds per query of each method and its ratio to ``dense``.
+
+``--default-ab`` times instead the default recaller (``adaptive``, analyzer ``scripts``,
+embedder ``auto``) against today's (``adaptive`` with the ``words`` analyzer every index used
+before and ``minilm``), the same way: both built before timing, interleaved, the side that
+goes first alternating message by message; it prints their ratio, and the time ``auto`` spends
+once per catalog detecting its languages.
 """
 
 from __future__ import annotations
@@ -27,8 +33,37 @@ import _catalogs as wl  # noqa: E402
 
 from maitred.recall import MiniLMEmbedder, make_recaller  # noqa: E402
 from maitred.recall.base import Recaller  # noqa: E402
+from maitred.recall.languages import catalog_languages  # noqa: E402
+from maitred.skills.model import Catalog  # noqa: E402
 
 METHODS = ("dense", "bm25-plain", "bm25", "hybrid", "fused")
+
+
+def default_ab(catalog: Catalog, warm: Sequence[str], timed: Sequence[str], cache: Path) -> None:
+    """The default recaller against today's, interleaved (see the module docstring)."""
+    start = time.perf_counter()
+    languages = catalog_languages(catalog)
+    detect_ms = 1000.0 * (time.perf_counter() - start)
+    sides: dict[str, Recaller] = {
+        "today (words, minilm)": make_recaller(
+            "adaptive", catalog, cache_dir=cache, analyzer="words", embedder="minilm"
+        ),
+        "default (scripts, auto)": make_recaller("adaptive", catalog, cache_dir=cache),
+    }
+    for recaller in sides.values():
+        for text in warm:
+            recaller.rank(text, 10)
+    times: dict[str, list[float]] = {name: [] for name in sides}
+    for i, text in enumerate(timed):
+        for name in list(sides) if i % 2 == 0 else list(reversed(sides)):
+            start = time.perf_counter()
+            sides[name].rank(text, 10)
+            times[name].append(1000.0 * (time.perf_counter() - start))
+    today, now = (statistics.median(v) for v in times.values())
+    print(f"{len(catalog)} skills ({languages}), {len(timed)} messages, top 10, interleaved")
+    for name, values in times.items():
+        print(f"{name}: median {statistics.median(values):.2f} ms/query")
+    print(f"default / today: {now / today:.3f}x; language detection once: {detect_ms:.1f} ms")
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -36,12 +71,17 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--skills", type=int, default=1000)
     parser.add_argument("--messages", type=int, default=300)
     parser.add_argument("--cache", type=Path, default=REPO / "bench-out" / "cache")
+    parser.add_argument("--default-ab", action="store_true", help="see the module docstring")
+    parser.add_argument("--metatool", type=Path, default=wl.DATA, help="MetaTool's data folder")
     args = parser.parse_args(argv)
-    catalog = wl.make_catalog(args.skills)
-    texts = list(dict.fromkeys(wl.load_queries(args.messages * 3)))
+    catalog = wl.make_catalog(args.skills, data=args.metatool)
+    texts = list(dict.fromkeys(wl.load_queries(args.messages * 3, data=args.metatool)))
     warm, timed = texts[: args.messages], texts[args.messages : 2 * args.messages]
     builder = wl.DistinctTextEmbedder(MiniLMEmbedder())
     make_recaller("dense", catalog, cache_dir=args.cache, embedder=builder)  # build once
+    if args.default_ab:
+        default_ab(catalog, warm, timed, args.cache)
+        return
     recallers: dict[str, Recaller] = {
         m: make_recaller(m, catalog, cache_dir=args.cache) for m in METHODS
     }

@@ -35,6 +35,10 @@ Sets (see ``benchmarks/sets/README.md`` for licences and what each tests):
   28 servers, each with its ``server``; tasks asked as the user's request (``mcp-bench``) or as
   the numbered steps of their plan, tool names masked (``mcp-bench-steps``); gold derived from
   the tools the plan names (:func:`_mcpb_gold`).
+- ``acebench-zh`` and ``acebench-en`` (``ACEBench/ACEBench``, MIT): the Chinese and English
+  halves of ACEBench, each item's candidate functions pooled into one catalog, gold the gold
+  call's name (``benchmarks/sets/acebench.py``); split into ``queries.jsonl`` (test) and
+  ``dev.jsonl`` (dev) by a hash of the item id.
 
 Nothing here is tuned or filtered by how any method scores. Run::
 
@@ -52,9 +56,14 @@ import json
 import random
 import re
 import subprocess
+import sys
 from collections.abc import Callable, Collection, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import acebench
 
 Rows = list[dict[str, Any]]
 Converted = tuple[Rows, Rows, dict[str, Any]]
@@ -570,6 +579,15 @@ def mcp_bench_steps(src: Path) -> Converted:
     return tools, queries, notes
 
 
+def _acebench(lang: str) -> Callable[[Path], Converted]:
+    def convert(src: Path) -> Converted:
+        return acebench.convert(
+            lambda rel: read_text(src, rel), lambda folder: _tree(src, folder, ".json"), lang
+        )
+
+    return convert
+
+
 class Source(NamedTuple):
     """Where a set comes from: its converter, repository, licence, and whether that licence
     lets a derived sample be committed here (``--sample`` refuses otherwise)."""
@@ -598,6 +616,8 @@ SETS: dict[str, Source] = {
     "mcp-bench-steps": Source(
         mcp_bench_steps, "xuhaike/mcp-bench", _NO_LICENCE_MCPB, redistributable=False
     ),
+    "acebench-zh": Source(_acebench("zh"), "ACEBench/ACEBench (data_all/data_zh)", "MIT"),
+    "acebench-en": Source(_acebench("en"), "ACEBench/ACEBench (data_all/data_en)", "MIT"),
 }
 
 
@@ -611,6 +631,9 @@ def build(name: str, src: Path, out: Path, *, max_queries: int, seed: int = 0) -
     folder = out / name
     folder.mkdir(parents=True, exist_ok=True)
     _jsonl(folder / "tools.jsonl", tools)
+    if any("split" in q for q in queries):  # a set with a dev side: queries.jsonl is its test
+        _jsonl(folder / "dev.jsonl", [q for q in queries if q.get("split") == "dev"])
+        queries = [q for q in queries if q.get("split") != "dev"]
     _jsonl(folder / "queries.jsonl", queries)
     info = {
         "set": name,

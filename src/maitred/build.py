@@ -18,8 +18,10 @@ from maitred.errors import ConfigError, ProviderError
 from maitred.gate.executability import require_coverage
 from maitred.menu.render import MenuRenderer
 from maitred.pipeline import Pipeline
+from maitred.recall.analyzers import DEFAULT_ANALYZER
 from maitred.recall.base import Cutoff
 from maitred.recall.dense import Progress
+from maitred.recall.embedders import AUTO
 from maitred.recall.registry import make_recaller
 from maitred.skills.catalog import load_catalog
 from maitred.skills.model import Catalog
@@ -51,6 +53,10 @@ class PipelineOptions:
         family: family-level recall (a matched family brings all its skills).
         depth: depth rule name; ``depth_params`` its parameters.
         menu_format: ``openai``, ``anthropic``, ``mcp`` or ``agentskills``.
+        analyzer: how lexical recall cuts text into terms (``scripts``: each script its own
+            way, Chinese/Japanese/Korean by characters and bigrams; ``words``; ``jieba``).
+        embedder: the dense half's model (``auto``: ``minilm``, or ``e5-small`` for a catalog
+            mostly not in English; or any embedder name).
     """
 
     method: str = "adaptive"
@@ -61,6 +67,8 @@ class PipelineOptions:
     depth: str = "full"
     depth_params: Mapping[str, Any] = field(default_factory=dict)
     menu_format: str = "openai"
+    analyzer: str = DEFAULT_ANALYZER
+    embedder: str = AUTO
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
@@ -107,7 +115,14 @@ def build_pipeline(
     cat = catalog if isinstance(catalog, Catalog) else load_catalog(list(catalog))
     prov = open_provider(provider, tables) if isinstance(provider, str) else provider
     check_against_state(cat, prov)
-    recaller = make_recaller(opts.method, cat, cache_dir=cache_dir, progress=progress)
+    recaller = make_recaller(
+        opts.method,
+        cat,
+        cache_dir=cache_dir,
+        progress=progress,
+        analyzer=opts.analyzer,
+        embedder=opts.embedder,
+    )
     return Pipeline(
         cat,
         recaller,

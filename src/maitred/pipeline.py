@@ -33,7 +33,7 @@ from maitred.depth.rules import DepthRule, ExposeAll, Ranked
 from maitred.gate.executability import ExecutabilityGate, GateResult
 from maitred.log.base import DecisionLog
 from maitred.menu.render import Menu, MenuRenderer
-from maitred.recall.base import Candidate, Cutoff, Recaller
+from maitred.recall.base import Candidate, Cutoff, Recaller, method_label
 from maitred.skills.model import Catalog
 from maitred.state.snapshot import StateProvider, now
 
@@ -263,7 +263,7 @@ class Pipeline:
             run_id=run_id,
             message=message,
             catalog_version=self.catalog.version,
-            recall_method=self.recaller.name + ("+family" if self.family_mode else ""),
+            recall_method=method_label(self.recaller, "+family" if self.family_mode else ""),
             depth_rule=self.depth.name,
             pairs=pairs,
             snapshot=gate.snapshot if gate else None,

@@ -36,6 +36,7 @@ GROUPS = {
     "log": "maitred.log_backends",
     "packs": "maitred.policy_packs",
     "embedder": "maitred.embedders",
+    "analyzer": "maitred.analyzers",
 }
 
 
@@ -60,6 +61,11 @@ BUILTINS: dict[str, dict[str, str]] = {
         "minilm-tools": "maitred.recall.embedders:make_minilm_tools",
         "minilm-l3": "maitred.recall.embedders:make_minilm_l3",
         "e5-small": "maitred.recall.embedders:make_e5_small",
+    },
+    "analyzer": {
+        "scripts": "maitred.recall.analyzers:ScriptAnalyzer",
+        "words": "maitred.recall.analyzers:WordAnalyzer",
+        "jieba": "maitred.recall.analyzers:JiebaAnalyzer",
     },
     "packs": {
         "tau2-airline": "maitred.actions.packs.tau2_airline:PACK",

@@ -22,6 +22,9 @@ METRIC_KEYS = {
     "ms_per_query",
 }
 QUALITY = METRIC_KEYS - {"method", "n_queries", "ms_per_query"}
+#: what every result also says: the catalog's languages and the lexical half's analyzer (a
+#: method with a dense half adds "embedder")
+SETTING_KEYS = {"languages", "analyzer"}
 
 
 @pytest.fixture(scope="module")
@@ -66,8 +69,9 @@ def test_eval_bm25_json_has_exactly_the_metric_keys(
     path, n_good, bad_line = queries
     # a bad line is reported and the good ones scored, but the run exits 1 (bad-records policy)
     result, stderr = _eval(invoke, site, path, "bm25", code=1)
-    assert set(result) == METRIC_KEYS
+    assert set(result) == METRIC_KEYS | SETTING_KEYS
     assert result["method"] == "bm25"
+    assert list(result["languages"]) == ["en"] and result["analyzer"] == "scripts"
     assert result["n_queries"] == n_good
     for key in QUALITY:
         assert 0.0 <= result[key] <= 1.0, key
@@ -141,7 +145,7 @@ def test_several_sets_and_methods_give_one_row_each(
         ("b", "bm25", 1),
         ("b", "bm25-plain", 1),
     ]
-    assert all(set(r) == METRIC_KEYS | {"set"} for r in rows)
+    assert all(set(r) == METRIC_KEYS | SETTING_KEYS | {"set"} for r in rows)
 
 
 def test_a_sets_file_names_its_sets(
@@ -289,7 +293,7 @@ def test_step_queries_are_scored_step_by_step(
     )  # fmt: skip
     assert code == 0, err
     result = json.loads(out)
-    assert set(result) == METRIC_KEYS | STEP_KEYS
+    assert set(result) == METRIC_KEYS | STEP_KEYS | SETTING_KEYS
     assert result["n_queries"] == 2 and result["n_step_queries"] == 1 and result["step_k"] == 1
     assert result["step_complete_at_k"] == 1.0  # each step finds its tool as its top 1
     assert result["step_exposed"] == 2.0
@@ -318,7 +322,7 @@ def test_several_methods_show_the_step_figures_per_row(
         ("a", False),  # a set without steps keeps exactly today's keys
         ("a", False),
     ]
-    assert all(set(r) == METRIC_KEYS | {"set"} for r in rows[2:])
+    assert all(set(r) == METRIC_KEYS | SETTING_KEYS | {"set"} for r in rows[2:])
 
 
 def test_bad_step_lines_are_reported_and_the_rest_scored(

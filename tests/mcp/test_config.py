@@ -198,3 +198,18 @@ def test_a_column_the_state_table_lacks_is_a_start_error_in_every_mode(
     config = parse_config(data, "gw.yaml", base=tmp_path)
     with pytest.raises(ConfigError, match=r"gw\.yaml: the upstreams' contracts: .*account\.locked"):
         Gates.open(config, {"shop": TOOLS})
+
+
+def test_find_takes_the_analyzer_and_embedder_and_names_a_bad_one(tmp_path: Path) -> None:
+    from maitred.gateway import Gates
+    from maitred.gateway.config import FindOptions
+
+    (tmp_path / "accounts.json").write_text("{}", encoding="utf-8")
+    find = {"method": "bm25", "analyzer": "words", "embedder": "minilm"}
+    data = {**GOOD, "disclosure": "find_tools", "find": find}
+    config = parse_config(data, "gw.yaml", base=tmp_path)
+    assert config.find == FindOptions("bm25", 5, "words", "minilm")
+    assert parse_config({**GOOD}, "gw.yaml", base=tmp_path).find == FindOptions()
+    bad = parse_config({**data, "find": {"analyzer": "klingon"}}, "gw.yaml", base=tmp_path)
+    with pytest.raises(ConfigError, match=r"gw\.yaml: field 'find':.*'klingon'.*scripts"):
+        Gates.open(bad, {"time": TOOLS})

@@ -181,3 +181,17 @@ def test_depth_estimates_are_logged_and_verified(
     report = verify(str(db))
     # the edited rows, and the trigger dropped to make the edit (verify reports both)
     assert not report.ok and {m.kind for m in report.mismatches} == {"depth_hash", "trigger"}
+
+
+def test_a_turn_records_the_analyzer_and_embedder_recall_ran_with(
+    catalog: Catalog, provider: MemoryStateProvider
+) -> None:
+    msg = Message("m1", "connect my domain name", "paid")
+    lexical = _pipeline(catalog, provider).route(msg)
+    assert lexical.record.recall_method == "bm25[analyzer=scripts]"
+    words = Pipeline(
+        catalog, make_recaller("bm25", catalog, analyzer="words"), provider, clock=lambda: NOW
+    )
+    assert words.route(msg).record.recall_method == "bm25[analyzer=words]"
+    family = _pipeline(catalog, provider, family_mode=True).route(msg)
+    assert family.record.recall_method == "bm25+family[analyzer=scripts]"

@@ -4,14 +4,13 @@ from pathlib import Path
 import pytest
 
 from maitred.errors import ConfigError, EmptyCatalogError, IndexMismatchError
+from maitred.recall.analyzers import analyze, s_stem
 from maitred.recall.bm25 import (
     DEFAULT_B,
     DEFAULT_K1,
     LEXICAL_BODY_CHARS,
     BM25Recaller,
-    analyze,
     fill_bodies,
-    s_stem,
 )
 from maitred.recall.bm25_plain import PlainBM25Recaller
 from maitred.recall.fields import FIELDS, skill_fields

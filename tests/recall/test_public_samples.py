@@ -14,7 +14,7 @@ from maitred.recall.evaluate import evaluate_routing, load_queries
 from maitred.skills.catalog import load_catalog_report
 
 SETS = Path(__file__).resolve().parents[2] / "benchmarks" / "sets"
-NAMES = ("toolalpaca", "bfcl", "apibench-hf", "api-bank")
+NAMES = ("toolalpaca", "bfcl", "apibench-hf", "api-bank", "acebench-zh", "acebench-en")
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -37,3 +37,14 @@ def test_lexical_methods_route_the_sample(name: str) -> None:
         result = evaluate_routing(recaller, queries, recaller.name)
         assert result["n_queries"] == 12
         assert result["recall_at_10"] >= 0.5, (name, recaller.name, result)
+
+
+def test_no_chinese_request_of_the_sample_is_ranked_nothing_for_its_script() -> None:
+    """ACEBench's Chinese requests share no space-separated word with its Chinese tools: the
+    word rule ranks nothing for most of them, the default analyzer for none."""
+    catalog, _ = load_catalog_report([SETS / "acebench-zh" / "sample" / "tools.jsonl"])
+    assert catalog is not None
+    queries = load_queries(SETS / "acebench-zh" / "sample" / "queries.jsonl")
+    words, scripts = (BM25Recaller.build(catalog, analyzer=a) for a in ("words", "scripts"))
+    assert sum(not words.rank(q.text, 10) for q in queries) >= 6
+    assert all(scripts.rank(q.text, 10) for q in queries)

@@ -161,3 +161,14 @@ def test_the_documented_config_example_is_a_valid_config(tmp_path: Path) -> None
     assert config.tenants["demo"].token_sha256 == sha("demo-token")
     assert config.tenants["demo"].owns("acc-000001")
     assert config.state == f"sqlite:///{tmp_path / 'demo-out/accounts.sqlite'}"
+
+
+def test_the_analyzer_and_embedder_are_options_and_a_bad_one_is_named(tmp_path: Path) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    options = {"method": "bm25", "analyzer": "words", "embedder": "minilm"}
+    config = load_config(write_deployment(tmp_path / "a", options=options))
+    assert (config.options.analyzer, config.options.embedder) == ("words", "minilm")
+    path = write_deployment(tmp_path / "b", options={"method": "bm25", "analyzer": "klingon"})
+    with pytest.raises(ConfigError, match=rf"^{path}: .*'klingon'.*scripts"):
+        open_engine(load_config(path))

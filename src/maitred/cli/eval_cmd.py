@@ -30,6 +30,8 @@ from rich.table import Table
 from maitred.cli._common import CACHE_OPT, console, dump_json, err_console
 from maitred.cli._common import index_progress as _progress
 from maitred.errors import EmptyCatalogError, InputError
+from maitred.recall.analyzers import DEFAULT_ANALYZER, analyzer_names
+from maitred.recall.embedders import AUTO, embedder_names
 from maitred.recall.evaluate import (
     QUALITY_KEYS,
     STEP_K,
@@ -42,6 +44,7 @@ from maitred.recall.evaluate import (
     load_sets,
     pair_sets,
 )
+from maitred.recall.languages import catalog_languages
 from maitred.recall.registry import make_recaller, recaller_names
 from maitred.skills.catalog import load_catalog
 
@@ -81,9 +84,24 @@ def routing(
         help="Skills each step of a step-wise query is shown (its top k).",
     ),
     cache_dir: Path | None = CACHE_OPT,
+    analyzer: str = typer.Option(
+        DEFAULT_ANALYZER,
+        "--analyzer",
+        help=f"How lexical recall cuts text into terms: {', '.join(analyzer_names())}.",
+    ),
+    embedder: str = typer.Option(
+        AUTO,
+        "--embedder",
+        help=f"The dense half's model: {AUTO} (by the catalog's languages), "
+        f"{', '.join(embedder_names())}.",
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print the figures as JSON."),
 ) -> None:
-    """Score recall methods on labelled queries, over one set or several."""
+    """Score recall methods on labelled queries, over one set or several.
+
+    Each result also names the catalog's detected languages and the analyzer and embedder the
+    method was built with (``auto`` resolved).
+    """
     chosen = _chosen_sets(catalog, queries, sets)
     # one set and one method keep the plain result object of earlier versions (no "set" key)
     with_set = len(chosen) > 1 or len(method) > 1
@@ -91,7 +109,13 @@ def routing(
     failed = False
     for spec in chosen:
         set_rows, bad = _run_set(
-            spec, method, cache_dir, with_set, step_k=step_k, show_progress=not as_json
+            spec,
+            method,
+            cache_dir,
+            with_set,
+            step_k=step_k,
+            show_progress=not as_json,
+            settings={"analyzer": analyzer, "embedder": embedder},
         )
         rows.extend(set_rows)
         failed = failed or bad
@@ -125,6 +149,7 @@ def _run_set(
     *,
     step_k: int,
     show_progress: bool,
+    settings: dict[str, str],
 ) -> tuple[list[dict[str, Any]], bool]:
     """Every method on one set; returns its rows and whether anything was wrong."""
     bad: list[InputError] = []
@@ -142,8 +167,16 @@ def _run_set(
     if missing:
         _report_unknown(spec, labelled, missing, known)
     rows = []
+    languages = catalog_languages(cat)
     for name in methods:
-        recaller = make_recaller(name, cat, cache_dir=cache_dir, progress=_progress(show_progress))
+        recaller = make_recaller(
+            name,
+            cat,
+            cache_dir=cache_dir,
+            progress=_progress(show_progress),
+            analyzer=settings["analyzer"],
+            embedder=settings["embedder"],
+        )
         result = evaluate_routing(
             recaller,
             labelled,
@@ -153,6 +186,8 @@ def _run_set(
             on_unranked=partial(_report_unranked, spec, name),
             step_k=step_k,
         )
+        result["languages"] = languages
+        result.update(getattr(recaller, "settings", None) or {})
         rows.append({"set": spec.name, **result} if with_set else result)
     scored = rows[0]["n_queries"] if rows else 0
     if not scored:
@@ -202,6 +237,16 @@ def _print_one(result: dict[str, Any]) -> None:
         value = result[key]
         table.add_row(key, f"{value:.4f}" if isinstance(value, float) else str(value))
     console.print(table)
+    console.print(_settings_line(result), highlight=False)
+
+
+def _settings_line(row: dict[str, Any]) -> str:
+    """``languages zh 0.997, en 0.003; analyzer scripts; embedder ...`` for one result."""
+    langs = ", ".join(f"{k} {v:.3f}" for k, v in row.get("languages", {}).items()) or "none"
+    parts = [f"languages {langs}"]
+    parts += [f"{key} {row[key]}" for key in ("analyzer", "embedder") if key in row]
+    where = f"{row['set']} / {row['method']}: " if "set" in row else ""
+    return escape(where + "; ".join(parts))
 
 
 _SHORT = {
@@ -232,6 +277,8 @@ def _print_many(rows: list[dict[str, Any]]) -> None:
         cells += [_cell(row.get(k)) for k in steps]
         table.add_row(*cells)
     console.print(table)
+    for row in rows:
+        console.print(_settings_line(row), highlight=False)
 
 
 def _cell(value: Any) -> str:

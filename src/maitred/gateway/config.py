@@ -8,7 +8,8 @@
     log: gateway.sqlite             # the decision log (path or postgresql:// URL)
     settings: {}                    # values for rule factories in the contracts sidecars
     disclosure: all                 # all | find_tools (tools/list starts with find_tools only)
-    find: {method: bm25, top_k: 5}  # the recall find_tools runs (find_tools mode)
+    find: {method: bm25, top_k: 5}  # the recall find_tools runs (find_tools mode), and
+                                    # optionally its analyzer (scripts) and embedder (auto)
     upstreams:
       - name: time                  # how errors and the log name it
         command: mcp-server-time    # launched over stdio ...
@@ -309,6 +310,9 @@ class FindOptions:
 
     method: str = "bm25"
     top_k: int = 5
+    #: the lexical analyzer and the dense model (PipelineOptions' ``analyzer`` / ``embedder``)
+    analyzer: str = "scripts"
+    embedder: str = "auto"
 
 
 @dataclass(frozen=True)
@@ -729,12 +733,14 @@ def _names(r: ConfigReader, value: Any, where: str, what: str) -> tuple[str, ...
 
 def _find(r: ConfigReader, value: Any) -> FindOptions:
     data = r.mapping(value, "find")
-    r.no_unknown(data, frozenset({"method", "top_k"}), "find")
+    r.no_unknown(data, frozenset({"method", "top_k", "analyzer", "embedder"}), "find")
     method = r.string(data.get("method", "bm25"), "find.method")
+    analyzer = r.string(data.get("analyzer", FindOptions.analyzer), "find.analyzer")
+    embedder = r.string(data.get("embedder", FindOptions.embedder), "find.embedder")
     top_k = data.get("top_k", 5)
     if not isinstance(top_k, int) or isinstance(top_k, bool) or top_k < 1:
         r.fail("find.top_k", f"must be a whole number >= 1, not {top_k!r}")
-    return FindOptions(method, top_k)
+    return FindOptions(method, top_k, analyzer, embedder)
 
 
 def _watch(r: ConfigReader, value: Any) -> WatchOptions:

@@ -261,7 +261,13 @@ class Gates:
             raise ConfigError(f"{config.source}: the upstreams' contracts: {exc}") from None
         finder = None
         if config.disclosure == "find_tools":
-            options = PipelineOptions(method=config.find.method, top_k=config.find.top_k)
+            find = config.find
+            options = PipelineOptions(
+                method=find.method,
+                top_k=find.top_k,
+                analyzer=find.analyzer,
+                embedder=find.embedder,
+            )
             try:
                 pipeline = build_pipeline(enforced, provider, options, log=log)
             except ConfigError as exc:

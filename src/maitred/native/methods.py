@@ -27,6 +27,7 @@ def make_native_glance(
     weights: Mapping[str, float] | None,
     embedder: Embedder | None,
     progress: Progress | None,
+    analyzer: str = "scripts",
 ) -> Recaller:
     """``native-glance``: the trained glance over the catalog."""
     return build_recaller(catalog, store=store, progress=progress)
@@ -39,6 +40,7 @@ def make_native(
     weights: Mapping[str, float] | None,
     embedder: Embedder | None,
     progress: Progress | None,
+    analyzer: str = "scripts",
 ) -> Recaller:
     """``native``: glance, verdict, dense and BM25 pooled by calibrated weights."""
     return build_native(
@@ -53,6 +55,7 @@ def make_native_rerank(
     weights: Mapping[str, float] | None,
     embedder: Embedder | None,
     progress: Progress | None,
+    analyzer: str = "scripts",
 ) -> Recaller:
     """``native-rerank``: dense top 10 re-ranked by the verdict."""
     return build_rerank(catalog, store=store, embedder=embedder, progress=progress)
@@ -65,6 +68,7 @@ def make_native_progressive(
     weights: Mapping[str, float] | None,
     embedder: Embedder | None,
     progress: Progress | None,
+    analyzer: str = "scripts",
 ) -> Recaller:
     """``native-progressive``: the menu of names in the prompt, scored by likelihood."""
     return build_progressive(catalog)

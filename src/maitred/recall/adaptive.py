@@ -227,6 +227,11 @@ class AdaptiveRecaller:
             for r, j in enumerate(order, start=1)
         ]
 
+    @property
+    def settings(self) -> dict[str, str]:
+        """Both halves' settings: the analyzer and the embedder (what the log records)."""
+        return {**self.bm25.settings, **self.dense.settings}
+
     def rank(self, text: str, k: int) -> list[Candidate]:
         """The best ``k`` skills by adaptive score (empty for a blank text).
 

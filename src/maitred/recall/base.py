@@ -76,3 +76,14 @@ class Cutoff:
         if self.on == "score":
             return [c for c in kept if c.score >= bound]
         return [c for c in kept if c.components.get(self.on, float("-inf")) >= bound]
+
+
+def method_label(recaller: Recaller, suffix: str = "") -> str:
+    """The recaller's name (and ``suffix``) with the settings it was built with, as the decision
+    log records it: ``adaptive[analyzer=scripts,embedder=multilingual-e5-small-q4]``; the bare
+    name for a recaller without ``settings`` (a third party's, native routing)."""
+    settings: Mapping[str, str] = getattr(recaller, "settings", None) or {}
+    label = recaller.name + suffix
+    if not settings:
+        return label
+    return label + "[" + ",".join(f"{k}={v}" for k, v in settings.items()) + "]"

@@ -24,36 +24,43 @@ Every (skill, term) score depends only on the skill, so the index is precomputed
 matrix (scipy) and handed to the real ``bm25s`` library, which scores a query by summing the
 query terms' columns, saves and loads it. Field weights are therefore part of the index.
 
-Analysis is the same for skills and queries: identifiers split (``getWeather`` -> ``get
-weather``), lower case, ``bm25s``' English stopwords dropped, then an optional light English
-stemmer (``"s"``: the Harman S-stemmer, plural forms only, no dependency). A query that keeps
-no term, or no term the catalog knows, ranks nothing: the result is an empty list, not an
-error. Only skills with a positive score are ranked.
+Analysis is the same for skills and queries, by an analyzer chosen by name
+(:mod:`maitred.recall.analyzers`; ``analyzer=`` and ``stemmer=``): by default each run of one
+script is cut its own way -- words for Latin and other spaced scripts (identifiers split,
+lower case, English stopwords dropped, an optional light English stemmer: ``"s"``, plural
+forms only), characters and character bigrams for Chinese, Japanese and Korean. The analyzer's
+name is part of the index's parameters. A query that keeps no term, or no term the catalog
+knows, ranks nothing: the result is an empty list, not an error. Only skills with a positive
+score are ranked.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Final, Literal, get_args
+from typing import Any, Final
 
 import bm25s
 import numpy as np
 import scipy.sparse as sp
-from bm25s.stopwords import STOPWORDS_EN
 from numpy.typing import NDArray
 
 from maitred.errors import ConfigError, EmptyCatalogError, IndexMismatchError
 from maitred.recall._rank import top_k
+from maitred.recall.analyzers import (
+    DEFAULT_ANALYZER,
+    DEFAULT_STEMMER,
+    Analyzer,
+    Stemmer,
+    check_stemmer,
+    make_analyzer,
+)
 from maitred.recall.base import Candidate
-from maitred.recall.fields import FIELDS, Field, skill_fields, split_identifier
+from maitred.recall.fields import FIELDS, Field, skill_fields
+from maitred.recall.languages import catalog_languages
 from maitred.skills.model import Catalog
-
-Stemmer = Literal["none", "s"]
-"""``"none"``: keep words as they are; ``"s"``: strip English plural endings."""
 
 DEFAULT_FIELD_WEIGHTS: Final[Mapping[str, float]] = {
     "name": 3.0,
@@ -67,7 +74,6 @@ description's weight, so long documentation is used, not muted."""
 
 DEFAULT_K1: Final = 1.2
 DEFAULT_B: Final = 0.75
-DEFAULT_STEMMER: Final[Stemmer] = "s"
 
 LEXICAL_BODY_CHARS: Final = 8000
 """Characters of stripped body indexed for lexical recall: more than dense recall embeds
@@ -80,53 +86,6 @@ _INDEX = "bm25f"
 # or INFO; hand the level back to the application's logging configuration.
 if logging.getLogger("bm25s").level == logging.DEBUG:
     logging.getLogger("bm25s").setLevel(logging.NOTSET)
-
-
-_WORDS = re.compile(r"(?u)\b\w\w+\b").findall
-_STOPWORDS = frozenset(STOPWORDS_EN)
-
-
-def s_stem(word: str) -> str:
-    """Harman's S-stemmer: ``policies`` -> ``policy``, ``forecasts`` -> ``forecast``.
-
-    Leaves ``-ss``, ``-us`` and short words alone, so ``class`` and ``status`` survive.
-    """
-    if len(word) <= 3:
-        return word
-    if word.endswith("ies") and not word.endswith(("eies", "aies")):
-        return word[:-3] + "y"
-    if word.endswith("es") and not word.endswith(("aes", "ees", "oes")):
-        return word[:-1]
-    if word.endswith("s") and not word.endswith(("us", "ss")):
-        return word[:-1]
-    return word
-
-
-def analyze(texts: Sequence[str], stemmer: Stemmer = DEFAULT_STEMMER) -> list[list[str]]:
-    """Turn texts into BM25 terms, the same way for skills and queries.
-
-    Args:
-        texts: the texts.
-        stemmer: ``"none"`` or ``"s"``.
-
-    Returns:
-        One list of terms per text (possibly empty).
-    """
-    # bm25s.tokenize's own rules (lowercase, ``\w\w+`` words, its English stopword list),
-    # applied directly: calling it per query built two progress bars each time
-    tokens = [
-        [w for w in _WORDS(split_identifier(t).lower()) if w not in _STOPWORDS] for t in texts
-    ]
-    if stemmer == "s":
-        return [[s_stem(w) for w in doc] for doc in tokens]
-    return tokens
-
-
-def check_stemmer(stemmer: str) -> Stemmer:
-    """``stemmer`` if it is a known stemmer name; a ConfigError listing the names otherwise."""
-    if stemmer not in get_args(Stemmer):
-        raise ConfigError(f"unknown stemmer {stemmer!r}; choose one of {get_args(Stemmer)}")
-    return stemmer  # type: ignore[return-value]
 
 
 def check_weights(weights: Mapping[str, float]) -> dict[str, float]:
@@ -263,7 +222,8 @@ class BM25Recaller:
         name: ``"bm25"``.
         catalog: the catalog it ranks.
         weights: the field weights the index was built with.
-        params: ``k1``, ``b``, ``stemmer`` and ``body_chars`` of the index.
+        params: ``k1``, ``b``, ``stemmer``, ``analyzer`` and ``body_chars`` of the index.
+        analyzer: the :class:`~maitred.recall.analyzers.Analyzer` of skills and queries.
     """
 
     name = "bm25"
@@ -275,14 +235,19 @@ class BM25Recaller:
         *,
         weights: Mapping[str, float],
         params: Mapping[str, Any],
+        languages: Mapping[str, float] | None = None,
     ) -> None:
-        """Wrap an already-built index (use :meth:`build` to make one)."""
+        """Wrap an already-built index (use :meth:`build` to make one); ``languages`` as
+        recorded in it (detected from the catalog when not given)."""
         self.catalog = catalog
         self._names = catalog.names  # Catalog.names builds a new tuple on every access
         self.weights = check_weights(weights)
         self.params = dict(params)
+        self.params.setdefault("analyzer", "words")  # an index saved before analyzers
         self.stemmer: Stemmer = check_stemmer(str(self.params["stemmer"]))
+        self.analyzer: Analyzer = make_analyzer(str(self.params["analyzer"]), self.stemmer)
         self._index = index
+        self.languages = dict(catalog_languages(catalog) if languages is None else languages)
 
     @classmethod
     def build(
@@ -293,6 +258,7 @@ class BM25Recaller:
         k1: float = DEFAULT_K1,
         b: float = DEFAULT_B,
         stemmer: Stemmer = DEFAULT_STEMMER,
+        analyzer: str = DEFAULT_ANALYZER,
         body_chars: int = LEXICAL_BODY_CHARS,
     ) -> BM25Recaller:
         """Index every field of every skill.
@@ -304,20 +270,25 @@ class BM25Recaller:
             k1: BM25 term-frequency saturation.
             b: BM25 length normalisation (per field).
             stemmer: ``"none"`` or ``"s"``.
+            analyzer: an analyzer name (:func:`~maitred.recall.analyzers.analyzer_names`).
             body_chars: characters of body indexed per skill.
 
         Raises:
-            ConfigError: bad weights, stemmer, k1 or b.
+            ConfigError: bad weights, stemmer, analyzer, k1 or b.
             EmptyCatalogError: no skill has one indexable word.
         """
-        check_stemmer(stemmer)
+        cut = make_analyzer(analyzer, stemmer)
         chosen = check_weights(DEFAULT_FIELD_WEIGHTS if weights is None else weights)
         texts = fill_bodies([skill_fields(s, body_chars=body_chars) for s in catalog])
-        fields: dict[str, list[list[str]]] = {
-            f: analyze([t[f] for t in texts], stemmer) for f in FIELDS
-        }
+        fields: dict[str, list[list[str]]] = {f: cut([t[f] for t in texts]) for f in FIELDS}
         scores, vocab = bm25f_matrix(fields, chosen, k1=k1, b=b)
-        params = {"k1": k1, "b": b, "stemmer": stemmer, "body_chars": body_chars}
+        params = {
+            "k1": k1,
+            "b": b,
+            "stemmer": stemmer,
+            "analyzer": analyzer,
+            "body_chars": body_chars,
+        }
         return cls(catalog, as_bm25s(scores, vocab, k1, b), weights=chosen, params=params)
 
     def with_weights(self, weights: Mapping[str, float]) -> BM25Recaller:
@@ -327,7 +298,7 @@ class BM25Recaller:
     def terms(self, text: str) -> list[str]:
         """The distinct terms of ``text`` that the index knows, in order of appearance."""
         vocab = self._index.vocab_dict
-        return [t for t in dict.fromkeys(analyze([text], self.stemmer)[0]) if t in vocab]
+        return [t for t in dict.fromkeys(self.analyzer([text])[0]) if t in vocab]
 
     def scores(self, text: str) -> NDArray[np.float32]:
         """The BM25F score of every skill for ``text``, in catalog order (zeros: no match)."""
@@ -335,6 +306,11 @@ class BM25Recaller:
         if not known:
             return np.zeros(len(self.catalog), dtype=np.float32)
         return np.asarray(self._index.get_scores(known), dtype=np.float32)
+
+    @property
+    def settings(self) -> dict[str, str]:
+        """The analyzer this index was built with (what the decision log records)."""
+        return {"analyzer": self.analyzer.name}
 
     def rank(self, text: str, k: int) -> list[Candidate]:
         """The best ``k`` skills for ``text``; only skills sharing a term with it.
@@ -359,6 +335,7 @@ class BM25Recaller:
         self._index.save(str(folder / _INDEX), show_progress=False)
         meta = {
             "catalog_version": self.catalog.version,
+            "languages": self.languages,
             "n_skills": len(self.catalog),
             "weights": self.weights,
             **self.params,
@@ -388,4 +365,6 @@ class BM25Recaller:
             )
         index = bm25s.BM25.load(str(folder / _INDEX), show_progress=False)
         params = {k: meta[k] for k in ("k1", "b", "stemmer", "body_chars")}
-        return cls(catalog, index, weights=wanted, params=params)
+        params["analyzer"] = meta.get("analyzer", "words")
+        languages = meta.get("languages")
+        return cls(catalog, index, weights=wanted, params=params, languages=languages)

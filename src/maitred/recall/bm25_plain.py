@@ -3,8 +3,10 @@
 Every field (:mod:`maitred.recall.fields`) is joined into one text and indexed by ``bm25s`` as
 it is: one length normalisation, no field weights. It is what anyone would build first, so it is
 the bar :class:`~maitred.recall.bm25.BM25Recaller` (BM25F) must clear on every evaluation set;
-``maitred eval routing`` and ``benchmarks/routing_sets.py`` report both. Analysis (identifier
-splitting, stopwords, stemming) is the same as BM25F's, so the two differ only in scoring.
+``maitred eval routing`` and ``benchmarks/routing_sets.py`` report both. Analysis (the analyzer
+of :mod:`maitred.recall.analyzers`: by script, identifiers split, stopwords, stemming) is the
+same as BM25F's, so the two differ only in scoring; with the default analyzer a Chinese text is
+cut into characters and character bigrams, the textbook baseline for unspaced scripts.
 """
 
 from __future__ import annotations
@@ -17,16 +19,15 @@ from numpy.typing import NDArray
 
 from maitred.errors import EmptyCatalogError
 from maitred.recall._rank import top_k
-from maitred.recall.base import Candidate
-from maitred.recall.bm25 import (
-    DEFAULT_B,
-    DEFAULT_K1,
+from maitred.recall.analyzers import (
+    DEFAULT_ANALYZER,
     DEFAULT_STEMMER,
-    LEXICAL_BODY_CHARS,
+    Analyzer,
     Stemmer,
-    analyze,
-    check_stemmer,
+    make_analyzer,
 )
+from maitred.recall.base import Candidate
+from maitred.recall.bm25 import DEFAULT_B, DEFAULT_K1, LEXICAL_BODY_CHARS
 from maitred.recall.fields import FIELDS, skill_fields
 from maitred.skills.model import Catalog
 
@@ -41,12 +42,10 @@ class PlainBM25Recaller:
 
     name = "bm25-plain"
 
-    def __init__(
-        self, catalog: Catalog, index: bm25s.BM25, *, stemmer: Stemmer = DEFAULT_STEMMER
-    ) -> None:
+    def __init__(self, catalog: Catalog, index: bm25s.BM25, *, analyzer: Analyzer) -> None:
         """Wrap a built index (use :meth:`build`)."""
         self.catalog = catalog
-        self.stemmer = stemmer
+        self.analyzer = analyzer
         self._index = index
         self._names = catalog.names
 
@@ -58,20 +57,21 @@ class PlainBM25Recaller:
         k1: float = DEFAULT_K1,
         b: float = DEFAULT_B,
         stemmer: Stemmer = DEFAULT_STEMMER,
+        analyzer: str = DEFAULT_ANALYZER,
         body_chars: int = LEXICAL_BODY_CHARS,
     ) -> PlainBM25Recaller:
         """Index each skill's fields joined into one document.
 
         Raises:
-            ConfigError: unknown stemmer.
+            ConfigError: unknown stemmer or analyzer.
             EmptyCatalogError: no skill has one indexable word.
         """
-        check_stemmer(stemmer)
+        cut = make_analyzer(analyzer, stemmer)
         texts = [
             " ".join(t[f] for f in FIELDS)
             for t in (skill_fields(s, body_chars=body_chars) for s in catalog)
         ]
-        tokens = analyze(texts, stemmer)
+        tokens = cut(texts)
         if not any(tokens):
             raise EmptyCatalogError(
                 "no skill has an indexable word in its name, description, body or parameters: "
@@ -79,15 +79,20 @@ class PlainBM25Recaller:
             )
         index = bm25s.BM25(k1=k1, b=b)
         index.index(tokens, show_progress=False)
-        return cls(catalog, index, stemmer=stemmer)
+        return cls(catalog, index, analyzer=cut)
 
     def scores(self, text: str) -> NDArray[np.float32]:
         """The BM25 score of every skill for ``text``, in catalog order."""
         vocab = self._index.vocab_dict
-        known = [t for t in dict.fromkeys(analyze([text], self.stemmer)[0]) if t in vocab]
+        known = [t for t in dict.fromkeys(self.analyzer([text])[0]) if t in vocab]
         if not known:
             return np.zeros(len(self.catalog), dtype=np.float32)
         return np.asarray(self._index.get_scores(known), dtype=np.float32)
+
+    @property
+    def settings(self) -> dict[str, str]:
+        """The analyzer this index was built with (what the decision log records)."""
+        return {"analyzer": self.analyzer.name}
 
     def rank(self, text: str, k: int) -> list[Candidate]:
         """The best ``k`` skills sharing a term with ``text`` (``components={"bm25-plain"}``)."""

@@ -371,6 +371,11 @@ class DenseRecaller:
             for r, (i, s) in enumerate(zip(rows, sims, strict=True), start=1)
         ]
 
+    @property
+    def settings(self) -> dict[str, str]:
+        """The embedding model this index was built with (what the decision log records)."""
+        return {"embedder": self.embedder.model_id}
+
     def rank(self, text: str, k: int) -> list[Candidate]:
         """The ``k`` skills most similar to ``text``, best first (empty for a blank text)."""
         query = self.query_vector(text)

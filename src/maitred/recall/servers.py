@@ -204,6 +204,11 @@ class ServerRecaller:
         """Whether the catalog has at least two servers (otherwise ranking is the inner one)."""
         return len(self._members) >= 2
 
+    @property
+    def settings(self) -> dict[str, str]:
+        """The inner recaller's settings (empty for one without)."""
+        return dict(getattr(self.inner, "settings", None) or {})
+
     def rank(self, text: str, k: int) -> list[Candidate]:
         """The best ``k`` tools for ``text``, the dominant server's tools lifted (see module)."""
         if not self.active:

@@ -50,7 +50,8 @@ from numpy.typing import NDArray
 
 from maitred import __version__
 from maitred.errors import ConfigError
-from maitred.recall.bm25 import DEFAULT_FIELD_WEIGHTS, BM25Recaller, analyze, check_weights
+from maitred.recall.analyzers import analyze
+from maitred.recall.bm25 import DEFAULT_FIELD_WEIGHTS, BM25Recaller, check_weights
 from maitred.recall.dense import DenseRecaller, Embedder, MiniLMEmbedder
 from maitred.recall.fields import skill_fields, strip_markdown
 from maitred.recall.fusion import LEXICAL_WEIGHT, FusedRecaller
