@@ -346,7 +346,12 @@ def test_an_http_upstream_that_listens_only_later_joins_a_running_http_gateway(
         + RETRY
         + f"tokens:\n  - {{token_sha256: {sha256(TOKEN)}, tenant: shop, account: acc-1}}\n"
         + "upstreams:\n"
-        + _shop(site, GET_PLAN_UNTIL=str(release))
+        # the held call waits for the release, not for the machine: no timeout a loaded
+        # machine could reach while the notes server joins
+        + _shop(site, GET_PLAN_UNTIL=str(release)).replace(
+            "    contracts: shop.maitred.yaml\n",
+            "    contracts: shop.maitred.yaml\n    timeout_s: 3600\n",
+        )
         + notes,
         encoding="utf-8",
     )
