@@ -37,6 +37,7 @@ after the failure fails too), every unit of the commit fails with that error.
 from __future__ import annotations
 
 import threading
+import uuid
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
@@ -51,7 +52,8 @@ from maitred.log._reads import Row as Row
 from maitred.log._reads import SqlReads
 from maitred.log._reads import columns as columns
 from maitred.log._units import Unit, rechain
-from maitred.log.action_rows import LoggableDecision, encode_decision
+from maitred.log.action_rows import ACTION_DECISION_COLUMNS, LoggableDecision, encode_decision
+from maitred.log.links import LINK_COLUMNS, LinkHead, genesis, link_rows
 from maitred.log.migrations import Dialect, applied, migrate
 from maitred.log.rows import (
     DEPTH_COLUMNS,
@@ -91,6 +93,8 @@ def _insert_depth_sql() -> str:
 
 _INSERT_DEPTH = _insert_depth_sql()
 _INSERT_HEAD = "INSERT INTO chain_heads (run_id, chain_seq, head_hash) VALUES (?, ?, ?)"
+_INSERT_LINK_HEAD = "INSERT INTO link_heads (stream, seq, link_hash) VALUES (?, ?, ?)"
+_DECISION_HASH = ACTION_DECISION_COLUMNS.index("decision_hash")
 _ROW_HASH = TURN_COLUMNS.index("row_hash")
 
 
@@ -143,6 +147,8 @@ class SqlLog(SqlReads):
         self._buffered_ids: set[str] = set()  # turn ids in the buffer (a repeat fails alone)
         self._seen_snapshots: set[str] = set()
         self._chain = ChainHeads(self._load_head)
+        self._stream = f"w-{uuid.uuid4().hex}"  # this writer's links chain (maitred.log.links)
+        self._link_head: LinkHead = genesis(self._stream)
         self._tenants: dict[str, str] = {}  # run id -> its tenant (stamped on its turns)
         self._in_snapshot = False  # inside read_snapshot(): reads must not commit
         self._closed = False
@@ -173,6 +179,13 @@ class SqlLog(SqlReads):
         raise NotImplementedError
 
     def _insert_decisions(self, rows: list[Row]) -> None:
+        raise NotImplementedError
+
+    def _turn_seqs(self, n: int) -> Sequence[int]:
+        """The next ``n`` session-order positions (``turns.turn_seq``), inside a commit."""
+        raise NotImplementedError
+
+    def _insert_rows(self, table: str, names: Sequence[str], rows: list[Row]) -> None:
         raise NotImplementedError
 
     def _close_connection(self) -> None:
@@ -415,20 +428,32 @@ class SqlLog(SqlReads):
             heads = rechain(units, self._chain.committed_head)
             try:
                 with self.transaction():
-                    self._insert_units(units, heads)
+                    linked = self._insert_units(units, heads)
+                self._link_head = linked
             except LogError as exc:
                 heads = self._one_by_one(units, exc)
             with self._buf:
                 self._chain.committed(heads)
                 self._settled = end
 
-    def _insert_units(self, units: Sequence[Unit], heads: Mapping[str, Head]) -> None:
-        """Insert ``units``' rows and one ``chain_heads`` row per run (inside a transaction)."""
+    def _insert_units(self, units: Sequence[Unit], heads: Mapping[str, Head]) -> LinkHead:
+        """Insert ``units``' rows, one ``chain_heads`` row per run, and their links with the
+        stream's new head (inside a transaction); the link head reached."""
         turns = [u.turn for u in units if u.record is not None]
-        if turns:
+        seqs = iter(self._turn_seqs(len(turns)) if turns else ())
+        records: list[tuple[str, str, str, int | None]] = []
+        stored: list[Row] = []
+        for unit in units:
+            if unit.record is not None:
+                turn_seq = next(seqs)
+                stored.append((*unit.turn, turn_seq))
+                records.append(("turn", unit.turn[0], unit.turn[_ROW_HASH], turn_seq))
+            for row in unit.decisions:
+                records.append(("decision", row[0], row[_DECISION_HASH], None))
+        if stored:
             snapshots = [u.snapshot for u in units if u.snapshot is not None]
             pairs = [p for u in units for p in u.pairs]
-            self._insert_batch(snapshots, turns, pairs)
+            self._insert_batch(snapshots, stored, pairs)
         decisions = [r for u in units for r in u.decisions]
         if decisions:
             self._insert_decisions(decisions)
@@ -437,6 +462,11 @@ class SqlLog(SqlReads):
                 self.execute(_INSERT_DEPTH, unit.depth)
         for run_id, (seq, digest) in heads.items():
             self.execute(_INSERT_HEAD, (run_id, seq, digest))
+        rows, head = link_rows(self._stream, self._link_head, records)
+        if rows:
+            self._insert_rows("links", LINK_COLUMNS, rows)
+            self.execute(_INSERT_LINK_HEAD, (self._stream, *head))
+        return head
 
     def _one_by_one(self, units: list[Unit], first: LogError) -> dict[str, Head]:
         """After a failed commit: each unit in its own transaction, chained on the ones that
@@ -451,7 +481,8 @@ class SqlLog(SqlReads):
             )
             try:
                 with self.transaction():
-                    self._insert_units([alone], reached)
+                    linked = self._insert_units([alone], reached)
+                self._link_head = linked
             except LogError as exc:
                 if len(units) > 1 and not self._alive():
                     for rest in units[n:]:
