@@ -178,6 +178,7 @@ class World:
     unservable: frozenset[str] = frozenset()
     down: bool = False
     now: float = 1_800_000_000.0
+    typed: bool = True  # False: a store without declared types (a JSON file), where null is a value
 
 
 def fires(pred: Pred, account: str, world: World) -> bool:
@@ -188,7 +189,7 @@ def fires(pred: Pred, account: str, world: World) -> bool:
     root = pred.key.partition(".")[0]
     if pred.key not in values or root not in world.roots.get(account, set()):
         return pred.on_missing == "block"  # no such value, or its table has no row for it
-    if values[pred.key] is None:  # a NULL in a typed column: no value, so missing
+    if values[pred.key] is None and world.typed:  # a NULL in a typed column: missing
         return pred.on_missing == "block"
     stamp = world.stamps.get(account, {}).get(root)
     if pred.max_age_s is not None and stamp is not None and world.now - stamp > pred.max_age_s:
