@@ -1,9 +1,11 @@
 """Whether a value that came from a client can be carried as I-JSON (RFC 7493).
 
 Every value a client sends -- a request field, a tool call's arguments -- ends up in the
-decision log as canonical JSON and, for arguments, in CEL. Three kinds of value that Python's
+decision log as canonical JSON and, for arguments, in CEL. Four kinds of value that Python's
 and pydantic's JSON readers accept cannot go there: a string holding a lone surrogate
-(``"\\ud800"`` is no character and does not encode as UTF-8), a number that is not finite
+(``"\\ud800"`` is no character and does not encode as UTF-8), a string holding a NUL
+(``"\\u0000"``: PostgreSQL text cannot store it, so it would fail the group commit that
+carries it, other callers' rows with it; :mod:`maitred.log.storable`), a number that is not finite
 (``NaN``, ``Infinity``, ``1e400`` read as ``inf``), and nesting deeper than the log and the
 evaluator are meant to walk. Each would fail *inside* the engine, where it reads as a crash or
 an outage; an adapter asks :func:`fault` first (a decoded value) or parses with :func:`loads`
@@ -83,8 +85,8 @@ def _checked(value: Any, where: str, depth: int) -> Any:
         out: dict[str, Any] = {}
         for key, item in value:
             inner = join(where, key)
-            if not is_text(key):
-                raise NotIJson(inner, "is a key holding a lone surrogate (not a character)")
+            if what := _text_fault(key):
+                raise NotIJson(inner, f"is a key that {what}")
             if key in out:
                 raise NotIJson(inner, "appears twice in one object; send each key once")
             out[key] = _checked(item, inner, depth + 1)
@@ -93,8 +95,8 @@ def _checked(value: Any, where: str, depth: int) -> Any:
         return [_checked(item, f"{where}[{i}]", depth + 1) for i, item in enumerate(value)]
     if isinstance(value, _NotFinite):
         raise NotIJson(where, f"is {value.text}, not a finite number; send a number in float range")
-    if isinstance(value, str) and not is_text(value):
-        raise NotIJson(where, "holds a lone surrogate (not a character); send text as UTF-8")
+    if isinstance(value, str) and (what := _text_fault(value)):
+        raise NotIJson(where, what)
     return value
 
 
@@ -105,8 +107,10 @@ def fault(value: Any, where: str = "", depth: int = 1) -> Fault | None:
     if isinstance(value, dict):
         for key, item in value.items():
             inner = join(where, str(key))
-            if not isinstance(key, str) or not is_text(key):
-                return Fault(inner, "is a key holding a lone surrogate (not a character)")
+            if not isinstance(key, str):
+                return Fault(inner, "is a key that is not a string")
+            if what := _text_fault(key):
+                return Fault(inner, f"is a key that {what}")
             found = fault(item, inner, depth + 1)
             if found is not None:
                 return found
@@ -119,9 +123,18 @@ def fault(value: Any, where: str = "", depth: int = 1) -> Fault | None:
         return None
     if isinstance(value, float) and not math.isfinite(value):
         return Fault(where, f"is {value!r}, not a finite number; send a number in float range")
-    if isinstance(value, str) and not is_text(value):
-        return Fault(where, "holds a lone surrogate (not a character); send text as UTF-8")
+    if isinstance(value, str) and (what := _text_fault(value)):
+        return Fault(where, what)
     return None
+
+
+def _text_fault(value: str) -> str:
+    """Why a client's string cannot be carried (``""``: it can)."""
+    if "\x00" in value:
+        return "holds a NUL character (U+0000), which the decision log cannot store; remove it"
+    if not is_text(value):
+        return "holds a lone surrogate (not a character); send text as UTF-8"
+    return ""
 
 
 def join(where: str, key: str) -> str:

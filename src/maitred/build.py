@@ -25,6 +25,7 @@ from maitred.recall.embedders import AUTO
 from maitred.recall.registry import make_recaller
 from maitred.skills.catalog import load_catalog
 from maitred.skills.model import Catalog
+from maitred.state.answer import DEFAULT_CLOCK_SKEW_S
 from maitred.state.registry import open_provider
 from maitred.state.snapshot import StateProvider, now
 
@@ -86,6 +87,7 @@ def build_pipeline(
     log: Any = None,
     progress: Progress | None = None,
     clock: Callable[[], float] | None = None,
+    clock_skew_s: float = DEFAULT_CLOCK_SKEW_S,
 ) -> Pipeline:
     """Build a pipeline.
 
@@ -98,6 +100,8 @@ def build_pipeline(
         log: an open decision log, if turns should be logged.
         progress: ``progress(done, total)`` while the index is built.
         clock: the gates' "now" (unix seconds); the wall clock by default.
+        clock_skew_s: how far a state key's date may run ahead of ``clock`` and still be
+            current; a key dated further ahead is invalid (:mod:`maitred.state.answer`).
 
     Raises:
         ConfigError: among others, a provider that has no source for a key root the catalog's
@@ -134,7 +138,18 @@ def build_pipeline(
         log=log,
         clock=clock or now,
         config=opts.to_json(),
+        clock_skew_s=_skew(clock_skew_s),
     )
+
+
+def _skew(value: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 1e9:
+        raise ConfigError(
+            f"clock_skew_s must be a number of seconds from 0 up (got {value!r}); it is how far "
+            f"a state key's date may run ahead of the gate's clock (default "
+            f"{DEFAULT_CLOCK_SKEW_S:g})"
+        )
+    return float(value)
 
 
 def check_against_state(catalog: Catalog, provider: StateProvider) -> None:

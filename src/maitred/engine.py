@@ -74,15 +74,17 @@ from maitred.actions.rules import Rulebook, ToolRules
 from maitred.actions.session import Session
 from maitred.build import PipelineOptions, build_pipeline
 from maitred.context import DEFAULT, CallContext
-from maitred.contract.kernel import PROVIDER_ERROR_VERSION, missing_scopes
+from maitred.contract.kernel import missing_scopes
 from maitred.decision import Message
-from maitred.errors import ConfigError, MaitredError
+from maitred.errors import ConfigError
+from maitred.gate.executability import fetch_keys
 from maitred.log.base import DecisionLog, open_log
 from maitred.pipeline import Pipeline, RunStats, Turn
 from maitred.recall.dense import Progress
 from maitred.recall.registry import make_recaller
 from maitred.skills.catalog import load_catalog
 from maitred.skills.model import Catalog
+from maitred.state.answer import DEFAULT_CLOCK_SKEW_S
 from maitred.state.memory import MemoryStateProvider
 from maitred.state.snapshot import Snapshot, StateProvider, now
 
@@ -129,6 +131,7 @@ class Maitred:
         settings: Mapping[str, Any] | None = None,
         progress: Progress | None = None,
         clock: Callable[[], float] | None = None,
+        clock_skew_s: float = DEFAULT_CLOCK_SKEW_S,
     ) -> Maitred:
         """An engine from paths and specs.
 
@@ -143,6 +146,8 @@ class Maitred:
             settings: values for rule factories in tools files' contract sidecars.
             progress: ``progress(done, total)`` while the recall index is built.
             clock: the gates' "now" (unix seconds); the wall clock by default.
+            clock_skew_s: how far a state key's date may run ahead of ``clock`` and still be
+                current (:mod:`maitred.state.answer`; 300 s by default).
         """
         catalog = (
             catalogs
@@ -160,6 +165,7 @@ class Maitred:
                 log=handle,
                 progress=progress,
                 clock=clock,
+                clock_skew_s=clock_skew_s,
             )
         except BaseException:
             if isinstance(log, str) and handle is not None:
@@ -512,8 +518,10 @@ class Maitred:
     def _fetch(self, tool: ToolRules, account: str) -> SnapshotState:
         """The keys ``tool``'s predicates declare, for ``account``, in one provider call.
 
-        The provider's snapshot is kept whole (its ``account_found``), and a provider that
-        fails gives the all-missing snapshot with the provider-error marker and the error, so
+        Read through stage 2's :func:`~maitred.gate.executability.fetch_keys` (the same check
+        of the provider's answer, the same clock skew): the provider's snapshot is kept whole
+        (its ``account_found``), and a provider that fails or answers something that is not
+        state gives the all-missing snapshot with the provider-error marker and the error, so
         the action gate's kernel sees the cause stage 2 would see on the same read.
         """
         keys = set(tool.tool.contract.reads)
@@ -521,17 +529,11 @@ class Maitred:
             keys.update(
                 k.removeprefix(_STATE) for k in pred.reads if k.startswith(_STATE) and "[" not in k
             )
-        at = self.pipeline.clock()
-        if not keys:
-            return SnapshotState(Snapshot(account, {}, at))
-        try:
-            return SnapshotState(self.provider.fetch(account, keys))
-        except (MaitredError, OSError, TimeoutError) as exc:
-            error = f"{type(exc).__name__}: {exc}"
-        except Exception as exc:  # a broken provider must never become an allowed write
-            error = f"{type(exc).__name__}: {exc}"
-        missing = Snapshot(account, {}, at, missing=frozenset(keys), version=PROVIDER_ERROR_VERSION)
-        return SnapshotState(missing, unavailable=error)
+        gate = self.pipeline.executability_gate
+        snapshot, error = fetch_keys(
+            self.provider, account, frozenset(keys), gate.clock, gate.clock_skew_s
+        )
+        return SnapshotState(snapshot, unavailable=error)
 
     # -- lifetime -----------------------------------------------------------------------------
 

@@ -27,6 +27,7 @@ line, field, skill, predicate) and what to do next.
     ├── ReplayError                 a replay with nothing to report (no turn, every call failed)
     └── LogError                    the decision log
         ├── SchemaError             a log whose schema cannot be used or migrated
+        ├── UnstorableError         a value no backend can store (NUL, lone surrogate, long id)
         ├── VerifyError             recomputed hashes disagree with stored ones
         └── DecisionNotFoundError   a decision id the log does not hold (for that tenant)
 """
@@ -178,6 +179,23 @@ class LogError(MaitredError):
 
 class SchemaError(LogError):
     """A decision log whose schema is unknown or newer than this maitred."""
+
+
+class UnstorableError(LogError):
+    """A value the decision log refuses before it is buffered: the input's fault, not the log's.
+
+    A NUL character (PostgreSQL text cannot hold one), a lone surrogate (no UTF-8 encoding) or
+    an id longer than :data:`maitred.log.storable.MAX_KEY_BYTES` would fail the whole batch it
+    was committed in, so it is refused alone, at ``write``: adapters answer it as the client's
+    error (a 422, ``ARGS_INVALID``, a reported input line), never as an outage.
+
+    Attributes:
+        column: the log column the value was meant for (``message_text``, ``conversation_id``).
+    """
+
+    def __init__(self, message: str, column: str = "") -> None:
+        super().__init__(message)
+        self.column = column
 
 
 class VerifyError(LogError):

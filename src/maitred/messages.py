@@ -4,6 +4,10 @@ Each line is an object with ``text`` and ``account`` (required), and ``id``, ``c
 ``ts`` (optional; a missing id becomes ``<file stem>:<line>``). A bad line is reported with its
 file and line number and skipped; it never drops the rest of the file.
 
+A value the decision log cannot store (a NUL, a lone surrogate, an id over
+:data:`~maitred.log.storable.MAX_ID_BYTES` bytes) makes its line bad, on every backend: one
+such line never costs the others (PostgreSQL would refuse the whole batch carrying it).
+
 Ids are unique within a file: a message's id names its turn in the decision log
 (``<run id>/<message id>``), so a second line with an id already used is a bad line too,
 reported with both line numbers; the first one is kept.
@@ -18,6 +22,7 @@ from pathlib import Path
 
 from maitred.decision import Message
 from maitred.errors import InputError
+from maitred.log.storable import MAX_ID_BYTES, key_fault, text_fault
 
 
 def _is_time(value: object) -> bool:
@@ -55,11 +60,10 @@ def parse_message(raw: str, path: str, line: int) -> Message:
         "account": str(account),
         "conversation": str(conv) if conv is not None else "",
     }
-    for field, value in fields.items():
-        try:  # JSON may escape a lone surrogate ("\ud800"); the log cannot store one
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            raise InputError(path, line, f"field {field!r} holds a lone surrogate") from None
+    for field, value in fields.items():  # what the log cannot store fails this line alone
+        fault = text_fault(value) if field == "text" else key_fault(value, MAX_ID_BYTES)
+        if fault:
+            raise InputError(path, line, f"field {field!r} {fault}")
     message = Message(
         id=fields["id"],
         text=fields["text"],

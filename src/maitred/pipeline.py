@@ -35,6 +35,7 @@ from maitred.log.base import DecisionLog
 from maitred.menu.render import Menu, MenuRenderer
 from maitred.recall.base import Candidate, Cutoff, Recaller, method_label
 from maitred.skills.model import Catalog
+from maitred.state.answer import DEFAULT_CLOCK_SKEW_S
 from maitred.state.snapshot import StateProvider, now
 
 
@@ -150,6 +151,7 @@ class Pipeline:
         log: DecisionLog | None = None,
         clock: Callable[[], float] = now,
         config: dict[str, Any] | None = None,
+        clock_skew_s: float = DEFAULT_CLOCK_SKEW_S,
     ) -> None:
         self.catalog = catalog
         self.recaller = recaller
@@ -157,7 +159,7 @@ class Pipeline:
         self.family_mode = family_mode
         self.depth = depth or ExposeAll()
         self.renderer = renderer or MenuRenderer(catalog)
-        self.executability_gate = ExecutabilityGate(catalog, provider, clock)
+        self.executability_gate = ExecutabilityGate(catalog, provider, clock, clock_skew_s)
         self.log = log
         self.clock = clock
         self.config = dict(config or {})

@@ -6,6 +6,8 @@ import json
 import sqlite3
 from pathlib import Path
 
+import pytest
+
 from .conftest import CallMain, Invoke, RoutedLog, Sitecare, ok
 
 FUNNEL_KEYS = {
@@ -173,3 +175,39 @@ def test_verify_prints_each_runs_head(call_main: CallMain, routed_log: RoutedLog
     code, out, _ = call_main("log", "verify", "--log", str(routed_log.log), "--json")
     (head,) = json.loads(out)["heads"]
     assert (head["run_id"], head["turns"]) == (run_id, routed_log.n_good)
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_a_nul_or_an_over_long_id_fails_its_line_alone_on_either_backend(
+    call_main: CallMain,
+    site: Sitecare,
+    tmp_path: Path,
+    backend: str,
+    request: pytest.FixtureRequest,
+) -> None:
+    """Issue 27: one NUL in 200 messages logged none of them on PostgreSQL (exit 2)."""
+    lines = site.messages.read_text(encoding="utf-8").splitlines()[:30]
+    base = json.loads(lines[0])
+    bad = [
+        json.dumps({**base, "id": "nul-text", "text": "connect my\u0000domain"}),
+        json.dumps({**base, "id": "nul\u0000id"}),
+        json.dumps({**base, "id": "x" * 600}),
+    ]
+    messages = tmp_path / "nul.jsonl"
+    messages.write_text("\n".join([*lines[:10], *bad, *lines[10:]]) + "\n", encoding="utf-8")
+    log = str(tmp_path / "nul.sqlite")
+    if backend == "postgres":
+        server, schema = request.getfixturevalue("pg_schema")
+        log = f"{server}?schema={schema}"
+    code, out, err = call_main("run", str(messages), *site.pipeline_args(), "--log", log, "--json")
+    assert code == 1, err
+    assert json.loads(out)["messages"] == len(lines)
+    flat = " ".join(err.split())
+    assert f"{messages}:11: field 'text' holds a NUL character" in flat
+    assert f"{messages}:12: field 'id' holds a NUL character" in flat
+    assert f"{messages}:13: field 'id' is longer than 512 bytes" in flat
+    from maitred.log.base import open_log
+
+    with open_log(log, read_only=True) as reader:
+        assert len(list(reader.iter_turns())) == len(lines)

@@ -135,8 +135,12 @@ def test_an_edit_with_its_hash_recomputed_breaks_the_link_after_it(target: Targe
         "WHERE turn_id = 'run-1/m1'"
     )
     report = target.verify()
-    assert [(m.kind, m.key) for m in report.mismatches] == [("chain", "run-1/m2")]
+    assert [(m.kind, m.key) for m in report.mismatches] == [
+        ("chain", "run-1/m2"),
+        ("link", "run-1/m1"),
+    ]
     assert "a turn before it was replaced or moved" in report.mismatches[0].detail
+    assert "replaced" in report.mismatches[1].detail  # the links chain holds its old hash
 
 
 def test_a_turn_deleted_with_its_pairs_breaks_the_chain(target: Target) -> None:
@@ -145,8 +149,12 @@ def test_a_turn_deleted_with_its_pairs_breaks_the_chain(target: Target) -> None:
         "DELETE FROM turns WHERE turn_id = 'run-1/m1'",
     )
     report = target.verify()
-    assert [(m.kind, m.key) for m in report.mismatches] == [("chain", "run-1/m2")]
+    assert [(m.kind, m.key) for m in report.mismatches] == [
+        ("chain", "run-1/m2"),
+        ("link", "run-1/m1"),
+    ]
     assert "turn(s) 2..2 are missing" in report.mismatches[0].detail
+    assert "it was deleted" in report.mismatches[1].detail
 
 
 def test_turns_cut_from_the_end_are_missed_by_the_last_commit(target: Target) -> None:
@@ -155,7 +163,11 @@ def test_turns_cut_from_the_end_are_missed_by_the_last_commit(target: Target) ->
         "DELETE FROM turns WHERE turn_id IN ('run-1/m4', 'run-1/m5')",
     )
     report = target.verify()
-    assert [(m.kind, m.key) for m in report.mismatches] == [("chain_head", "run-1")]
+    assert [(m.kind, m.key) for m in report.mismatches] == [
+        ("chain_head", "run-1"),
+        ("link", "run-1/m4"),
+        ("link", "run-1/m5"),
+    ]
     assert "turns 5..6 were removed" in report.mismatches[0].detail
 
 

@@ -97,13 +97,13 @@ def test_run_ids_are_unique(opener: Opener) -> None:
             log.begin_run(make_run())
 
 
-def test_a_repeated_turn_id_fails_its_batch_with_a_clear_error(opener: Opener) -> None:
+def test_a_repeated_turn_id_fails_alone_with_a_clear_error(opener: Opener) -> None:
     with opener() as log:
         log.begin_run(make_run())
         log.write(make_turn(0))
         log.flush()
         log.write(make_turn(0))
-        with pytest.raises(LogError, match=r"could not be written.*discarded"):
+        with pytest.raises(LogError, match=r"turn 'run-1/m0' could not be written.*not logged"):
             log.flush()
         log.write(make_turn(1))  # the log stays usable
     assert [t.turn_id for t in _read_back(opener)] == ["run-1/m0", "run-1/m1"]

@@ -29,6 +29,9 @@ BAD = {
     # a client in the same process hands the string over unparsed (was a UnicodeEncodeError)
     "surrogate-value": ({"account": "acc-\ud800"}, "account", "lone surrogate"),
     "surrogate-in-a-list": ({"account": "acc-1", "n": ["ok", "\udfff"]}, "n[1]", "lone surrogate"),
+    # PostgreSQL text cannot hold a NUL: it would fail the group commit carrying it (issue 27)
+    "nul-value": ({"account": "acc-\x001"}, "account", "NUL"),
+    "nul-key": ({"account": "acc-1", "a\x00": 1}, "a\x00", "NUL"),
 }
 
 
@@ -58,6 +61,8 @@ def test_a_tool_name_with_a_lone_surrogate_is_refused() -> None:
     payload = argument_fault("upgr\ud800ade", {})
     assert payload is not None and payload["code"] == "TOOL_UNKNOWN"
     assert "\\ud800" in payload["message"]
+    nul = argument_fault("upgr\x00ade", {})
+    assert nul is not None and nul["code"] == "TOOL_UNKNOWN" and "NUL" in nul["message"]
     deep: Any = 1
     for _ in range(40):
         deep = [deep]
@@ -159,6 +164,9 @@ HTTP_BAD = {
             "params.arguments.n", "not a finite number"),
     "surrogate": ('{"name": "add_note", "arguments": {"text": "\\udc00"}}',
                   "params.arguments.text", "lone surrogate"),
+    "nul": ('{"name": "add_note", "arguments": {"text": "a\\u0000b"}}',
+            "params.arguments.text", "NUL"),
+    "nul-name": ('{"name": "add\\u0000note", "arguments": {"text": "x"}}', "params.name", "NUL"),
 }  # fmt: skip
 
 

@@ -34,7 +34,10 @@ CASES = [
     ("/v1/calls/check", _check("{}", name="list\\udfff"), "call.name", "lone surrogate"),
     ("/v1/calls/check", _check('{"domain": "a\\ud800b"}'), "call.arguments.domain",
      "lone surrogate"),
-    ("/v1/calls/check", _check('{"\\ud800": 1}'), "call.arguments.\\ud800", "key holding"),
+    ("/v1/calls/check", _check('{"\\ud800": 1}'), "call.arguments.\\ud800", "key that"),
+    # NUL: PostgreSQL text cannot store it (was a 503 that failed other tenants' commits)
+    ("/v1/turns", TURN.replace('"acc-pro"', '"acc-\\u0000pro"'), "account", "NUL"),
+    ("/v1/calls/check", _check('{"domain": "a\\u0000b"}'), "call.arguments.domain", "NUL"),
     # non-finite numbers (were 503 engine_unavailable, counted as an outage)
     ("/v1/calls/check", _check('{"domain": "x", "n": NaN}'), "call.arguments.n", "NaN"),
     ("/v1/calls/check", _check('{"domain": "x", "n": Infinity}'), "call.arguments.n",
@@ -52,7 +55,8 @@ CASES = [
 
 IDS = [
     "nested-1100", "nested-200", "surrogate-account", "surrogate-call-name",
-    "surrogate-argument", "surrogate-key", "nan", "infinity", "minus-infinity", "1e400",
+    "surrogate-argument", "surrogate-key", "nul-account", "nul-argument", "nan", "infinity",
+    "minus-infinity", "1e400",
     "duplicate-session-id", "duplicate-argument",
 ]  # fmt: skip
 

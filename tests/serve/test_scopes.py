@@ -95,3 +95,43 @@ def test_scopes_that_are_not_scope_tokens_are_a_422_naming_the_field(tmp_path: P
         engine.close()
     assert answer.status_code == 422 and answer.json()["error"]["field"] == "scopes[0]"
     assert other.status_code == 422 and other.json()["error"]["field"] == "scopes"
+
+
+def test_require_scopes_makes_scopes_a_required_field_of_turns_and_checks(
+    tmp_path: Path,
+) -> None:
+    config = load_config(write_deployment(tmp_path, require_scopes=True))
+    assert config.require_scopes
+    engine = open_engine(config)
+    call = {"name": TOOL, "arguments": {"domain": "a.example"}}
+    try:
+        service = Service(engine, config.tenants, config.limits, require_scopes=True)
+        with TestClient(create_app(service, config.limits)) as client:
+            turn = {"text": DOMAIN_TEXT, "account": "acc-pro", "session_id": "s"}
+            unsaid = client.post("/v1/turns", json=turn, headers=auth("acme"))
+            said = client.post("/v1/turns", json={**turn, "scopes": []}, headers=auth("acme"))
+            check = {"session_id": "s", "call": call}
+            unsaid_check = client.post("/v1/calls/check", json=check, headers=auth("acme"))
+            said_check = client.post(
+                "/v1/calls/check", json={**check, "scopes": []}, headers=auth("acme")
+            )
+    finally:
+        engine.close()
+    for refused in (unsaid, unsaid_check):
+        assert refused.status_code == 422 and refused.json()["error"]["field"] == "scopes"
+        assert "require_scopes" in refused.json()["error"]["message"]
+    assert said.status_code == 200 and said_check.status_code == 200
+    assert said.json()["turn_id"]  # the refused turn logged nothing; this one is the offer
+
+
+def test_require_scopes_and_the_clock_skew_are_checked_in_the_config(tmp_path: Path) -> None:
+    from maitred.errors import ConfigError
+
+    for name in "abc":
+        (tmp_path / name).mkdir()
+    with pytest.raises(ConfigError, match="'require_scopes' must be true or false"):
+        load_config(write_deployment(tmp_path / "a", require_scopes="yes"))
+    with pytest.raises(ConfigError, match="'state_clock_skew_s' must be a number"):
+        load_config(write_deployment(tmp_path / "b", state_clock_skew_s=-1))
+    skewed = load_config(write_deployment(tmp_path / "c", state_clock_skew_s=30))
+    assert skewed.state_clock_skew_s == 30

@@ -10,8 +10,9 @@ anything of maitred's decision code, so a differential test can hold the engine 
   fail mode and an optional freshness bound, and at most one call policy over its argument.
 * Every state field has a **declared type** (:data:`FIELDS`). The model reads a stored value as
   that type first -- SQLite's 0/1 in a BOOLEAN column *is* a bool -- and then evaluates the
-  predicate with CEL's semantics for these types (``null == x`` is false, ``null > n`` and
-  ``!null`` are errors, an error holds). A value that does not fit its type is an error.
+  predicate with CEL's semantics for these types. A NULL is a missing key (every field is
+  typed), under the predicate's ``on_missing``. A value that does not fit its type is an error,
+  and an error holds.
 * :func:`executable` decides, for one tool and one state read, whether the tool may run now:
   the state store must answer, the account must exist (for a tool that reads state), a column
   the store cannot serve at all blocks, missing and stale keys follow their fail mode, and no
@@ -177,6 +178,7 @@ class World:
     unservable: frozenset[str] = frozenset()
     down: bool = False
     now: float = 1_800_000_000.0
+    typed: bool = True  # False: a store without declared types (a JSON file), where null is a value
 
 
 def fires(pred: Pred, account: str, world: World) -> bool:
@@ -187,6 +189,8 @@ def fires(pred: Pred, account: str, world: World) -> bool:
     root = pred.key.partition(".")[0]
     if pred.key not in values or root not in world.roots.get(account, set()):
         return pred.on_missing == "block"  # no such value, or its table has no row for it
+    if values[pred.key] is None and world.typed:  # a NULL in a typed column: missing
+        return pred.on_missing == "block"
     stamp = world.stamps.get(account, {}).get(root)
     if pred.max_age_s is not None and stamp is not None and world.now - stamp > pred.max_age_s:
         return pred.on_stale == "block"

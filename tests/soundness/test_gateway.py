@@ -15,6 +15,7 @@ Fewer examples than the library (each launches an upstream process): see conftes
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 import tempfile
@@ -106,6 +107,7 @@ def _site(root: Path, catalog: spec.CatalogSpec, world: spec.World) -> Path:
 
 
 def _through_the_gateway(catalog: spec.CatalogSpec, world: spec.World, junk: bool) -> None:
+    world = dataclasses.replace(world, typed=False)  # the gateway's JSON store declares no types
     from maitred.gateway import load_config
     from maitred.gateway.server import open_gateway
 

@@ -114,12 +114,13 @@ def test_unknown_account_gives_all_missing(sql_backend: SqlBackend) -> None:
     assert snap.values == {} and snap.missing == {"account.plan", "billing.status"}
 
 
-def test_null_value_is_a_value_and_null_updated_is_infinitely_old(
+def test_a_null_in_a_typed_column_is_missing_and_null_updated_is_infinitely_old(
     sql_backend: SqlBackend,
 ) -> None:
     seed(sql_backend)
     provider = sql_backend.provider(TABLES)
-    assert provider.fetch("acct-1", ["billing.note"]).values == {"billing.note": None}
+    snap = provider.fetch("acct-1", ["billing.note"])
+    assert snap.values == {} and snap.missing == {"billing.note"}  # under on_missing
     snap = provider.fetch("acct-2", ["account.plan"])
     assert snap.key_as_of == {"account.plan": UNKNOWN_UPDATE}
     assert snap.version == ""

@@ -42,7 +42,13 @@ def serve(
     tracing = Tracing.start(settings.tracing, extra="serve")
     try:
         limiter = open_limiter(settings, engine)
-        service = Service(engine, settings.tenants, settings.limits, durability=settings.durability)
+        service = Service(
+            engine,
+            settings.tenants,
+            settings.limits,
+            durability=settings.durability,
+            require_scopes=settings.require_scopes,
+        )
         reloader = Reloader(service, settings)  # hot reload of the catalog files
 
         def shutdown() -> None:

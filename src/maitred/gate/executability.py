@@ -42,6 +42,7 @@ from maitred.contract.kernel import (
 from maitred.decision import Cause, cause_of_text, cause_text
 from maitred.errors import ConfigError, MaitredError
 from maitred.skills.model import Catalog
+from maitred.state.answer import DEFAULT_CLOCK_SKEW_S, accept
 from maitred.state.snapshot import CoverageAware, Snapshot, StateProvider, now
 
 
@@ -101,10 +102,12 @@ class ExecutabilityGate:
         catalog: Catalog,
         provider: StateProvider,
         clock: Callable[[], float] = now,
+        clock_skew_s: float = DEFAULT_CLOCK_SKEW_S,
     ) -> None:
         self.catalog = catalog
         self.provider = provider
         self.clock = clock
+        self.clock_skew_s = clock_skew_s
 
     def keys_for(self, skills: Sequence[str]) -> frozenset[str]:
         """Every state key the given skills' predicates declare."""
@@ -115,7 +118,8 @@ class ExecutabilityGate:
 
     def fetch(self, account: str, skills: Sequence[str]) -> tuple[Snapshot, str]:
         """One batched fetch; a failing provider gives an all-missing snapshot and its error."""
-        return fetch_keys(self.provider, account, self.keys_for(skills), self.clock)
+        keys = self.keys_for(skills)
+        return fetch_keys(self.provider, account, keys, self.clock, self.clock_skew_s)
 
     def check(
         self, account: str, skills: Sequence[str], granted: Collection[str] | None = None
@@ -162,11 +166,17 @@ class ExecutabilityGate:
 
 
 def fetch_keys(
-    provider: StateProvider, account: str, keys: frozenset[str], clock: Callable[[], float] = now
+    provider: StateProvider,
+    account: str,
+    keys: frozenset[str],
+    clock: Callable[[], float] = now,
+    skew_s: float = DEFAULT_CLOCK_SKEW_S,
 ) -> tuple[Snapshot, str]:
-    """Stage 2's state read: ``keys`` for ``account`` in one provider call, and its error.
+    """Both gates' state read: ``keys`` for ``account`` in one provider call, and its error.
 
-    A provider that fails gives the all-missing snapshot with the
+    The answer must pass :func:`maitred.state.answer.accept` (a snapshot of this account that
+    answers every key; keys dated more than ``skew_s`` ahead of ``clock`` are marked invalid).
+    A provider that fails, or answers something else, gives the all-missing snapshot with the
     :data:`~maitred.contract.kernel.PROVIDER_ERROR_VERSION` marker (on which the kernel hides
     everything that reads state) and the error's text; no keys read nothing. The gateway's
     resources and prompts (:mod:`maitred.gateway.surfaces`) are read through it too.
@@ -175,7 +185,7 @@ def fetch_keys(
     if not keys:
         return Snapshot(account, {}, t), ""
     try:
-        return provider.fetch(account, keys), ""
+        return accept(provider.fetch(account, keys), account, keys, t, skew_s), ""
     except MaitredError as exc:
         error = f"{type(exc).__name__}: {exc}"
     except Exception as exc:  # a broken provider must not become a silent offer

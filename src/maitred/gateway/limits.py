@@ -2,8 +2,9 @@
 
 **Arguments a call cannot carry.** :func:`argument_fault` refuses a ``tools/call`` whose name
 or arguments are not I-JSON (:mod:`maitred._ijson`: a lone surrogate, ``NaN``/``Infinity``,
-nesting past 32 levels). MCP's JSON reader accepts ``NaN`` and ``1e400``, and a client in the
-same process hands Python strings over unparsed, so such a value would otherwise reach the
+nesting past 32 levels) or hold a NUL, which the decision log cannot store. MCP's JSON reader
+accepts ``NaN`` and ``1e400``, and a client in the same process hands Python strings over
+unparsed, so such a value would otherwise reach the
 decision log and fail there -- a crash, or a "gate unavailable" that is no outage. The refusal
 is the tool result an invalid call gets (``isError``, ``ARGS_INVALID``, the argument named);
 nothing is decided, logged or sent upstream.
@@ -43,12 +44,12 @@ App = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 def argument_fault(name: str, arguments: Mapping[str, Any]) -> dict[str, Any] | None:
     """The rejection payload for a call whose name or arguments are not I-JSON, else ``None``."""
-    if not is_text(name):
+    if not is_text(name) or "\x00" in name:
         shown = name.encode("utf-8", "backslashreplace").decode("utf-8")
         return {
             "code": "TOOL_UNKNOWN",
-            "message": f"the tool name {shown!r} holds a lone surrogate (not a character); "
-            "the call was not executed",
+            "message": f"the tool name {shown!r} holds a lone surrogate or a NUL (not a "
+            "character a name may hold); the call was not executed",
             "fields": [],
             "executed": False,
         }

@@ -3,10 +3,11 @@
 Every turn of a run is written with its position (``chain_seq``) and the ``row_hash`` of the
 turn before it (``prev_hash``; the run row's own hash for the first turn), so the writer keeps
 one head per run: the position and hash of the last turn it wrote. Buffered turns advance the
-head at once; a batch that is committed records the heads it reached in ``chain_heads``; a
-batch that is discarded puts the heads back where the last commit left them. While one batch
-is being committed the next one fills (group commit, :mod:`maitred.log._sql`): its turns chain
-on the batch in flight, so when that batch is discarded the one filling behind it is too.
+*written* head at once (that is how ``write`` chains without waiting); a commit records the
+heads it reached in ``chain_heads`` and makes them the *committed* heads. The committer
+re-chains what it carries on the committed heads (:func:`maitred.log._units.rechain`), so a
+turn the database refused -- dropped alone -- never breaks the chain of the turns written
+after it, in its commit or buffered behind it (group commit, :mod:`maitred.log._sql`).
 
 Why a run has one writer: the next position comes from this head, so two processes appending
 to one run would both write position n+1. The unique index on ``(run_id, chain_seq)`` refuses
@@ -34,7 +35,6 @@ class ChainHeads:
         self._load = load
         self._written: dict[str, Head] = {}
         self._committed: dict[str, Head] = {}
-        self._batch: dict[str, Head] = {}
 
     def begin(self, run_id: str, run_hash: str) -> None:
         """A run this writer has just recorded: its chain starts at its own row hash."""
@@ -61,20 +61,18 @@ class ChainHeads:
 
     def advance(self, run_id: str, head: Head) -> None:
         """A turn of the run was buffered at ``head``."""
-        self._written[run_id] = self._batch[run_id] = head
+        self._written[run_id] = head
 
-    def take(self) -> list[tuple[str, int, str]]:
-        """The heads the buffered batch reaches, one ``chain_heads`` row per run; turns
-        buffered from now on belong to the next batch."""
-        heads = [(run_id, seq, digest) for run_id, (seq, digest) in self._batch.items()]
-        self._batch = {}
-        return heads
+    def committed_head(self, run_id: str) -> Head | None:
+        """The run's head as last committed (None: not known to this writer)."""
+        return self._committed.get(run_id)
 
-    def committed(self, heads: list[tuple[str, int, str]]) -> None:
-        """The batch that reached ``heads`` is in the log: they are the committed ones now."""
-        self._committed.update((run_id, (seq, digest)) for run_id, seq, digest in heads)
+    def committed(self, heads: dict[str, Head]) -> None:
+        """A commit reached ``heads``: they are the committed ones now."""
+        self._committed.update(heads)
 
-    def discarded(self) -> None:
-        """Everything not committed was thrown away: heads go back to the last commit."""
-        self._written.update(self._committed)
-        self._batch = {}
+    def reset(self, run_id: str) -> None:
+        """Nothing of the run is buffered and its last written turn was dropped: new turns
+        chain on the committed head."""
+        if run_id in self._committed:
+            self._written[run_id] = self._committed[run_id]

@@ -10,8 +10,9 @@ Writes: :meth:`SqlLog.write` encodes a turn (computing its row hash) and appends
 in-memory buffer; once ``batch_pairs`` pair rows (or as many turns) are waiting, or the oldest
 buffered row has waited ``max_batch_seconds`` (:mod:`maitred.log._flusher`, a background
 thread, so also when no further write comes), the whole buffer is inserted in one
-transaction. A failed batch is rolled back and discarded, and the error says how many turns
-were lost. Action decisions (:meth:`SqlLog.write_decisions`) are
+transaction. Each ``write`` is one *unit* (:mod:`maitred.log._units`); a value no backend can
+store is refused before it is buffered (:mod:`maitred.log.storable`). Action decisions
+(:meth:`SqlLog.write_decisions`) are
 buffered the same way and land in the same batches (no run is needed for them). Snapshots are
 inserted if absent (content-addressed), and each session remembers a bounded set of hashes it
 already wrote so repeats cost nothing. Several threads may write through one log; read from one
@@ -24,15 +25,21 @@ buffering, so the rows of every thread that wrote during a commit go in the next
 :meth:`SqlLog.flush` returns once everything written before it was called is committed: a
 caller whose rows a commit in flight (or just finished) already holds waits for it instead of
 committing alone, so N concurrent ``write`` + ``flush`` callers cost far fewer than N commits.
-When a commit fails, its batch *and* the rows buffered behind it (their hash chains continue
-the lost rows) are discarded, and every ``flush`` whose rows were among them raises.
+**A bad row fails alone.** When a commit's transaction fails, its units are committed again
+one by one, each in its own transaction, re-chained on the ones that made it: a unit the
+database refuses (a turn id another process wrote, say) is dropped alone, and recorded under
+its number. Each thread remembers the units it wrote; its ``flush`` (or its next write) raises
+the failure of *its own* unit only -- a commit shared with other callers, other tenants
+included, never fails their rows or their requests. When the database itself is gone (a probe
+after the failure fails too), every unit of the commit fails with that error.
 """
 
 from __future__ import annotations
 
 import threading
-from collections import deque
-from collections.abc import Sequence
+import uuid
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
 from types import TracebackType
 from typing import Any
@@ -44,7 +51,9 @@ from maitred.log._flusher import Flusher
 from maitred.log._reads import Row as Row
 from maitred.log._reads import SqlReads
 from maitred.log._reads import columns as columns
-from maitred.log.action_rows import LoggableDecision, encode_decision
+from maitred.log._units import Unit, rechain
+from maitred.log.action_rows import ACTION_DECISION_COLUMNS, LoggableDecision, encode_decision
+from maitred.log.links import LINK_COLUMNS, LinkHead, genesis, link_rows
 from maitred.log.migrations import Dialect, applied, migrate
 from maitred.log.rows import (
     DEPTH_COLUMNS,
@@ -72,7 +81,9 @@ REPLAY_COLUMNS: tuple[str, ...] = (
 )
 _SEEN_SNAPSHOTS_MAX = 100_000
 #: failed commits remembered for the flushes that wait on them
-_FAILURES_KEPT = 1024
+_FAILURES_KEPT = 4096
+#: a thread's unflushed unit list is pruned of settled, successful units at this length
+_MINE_PRUNE = 256
 
 
 def _insert_depth_sql() -> str:
@@ -82,6 +93,8 @@ def _insert_depth_sql() -> str:
 
 _INSERT_DEPTH = _insert_depth_sql()
 _INSERT_HEAD = "INSERT INTO chain_heads (run_id, chain_seq, head_hash) VALUES (?, ?, ?)"
+_INSERT_LINK_HEAD = "INSERT INTO link_heads (stream, seq, link_hash) VALUES (?, ?, ?)"
+_DECISION_HASH = ACTION_DECISION_COLUMNS.index("decision_hash")
 _ROW_HASH = TURN_COLUMNS.index("row_hash")
 
 
@@ -125,18 +138,17 @@ class SqlLog(SqlReads):
         self._lock = threading.RLock()  # the connection: statements, and a commit's whole time
         self._buf = threading.Lock()  # the buffers, chain heads and the counters below
         self._flusher = Flusher(self._buf, self._commit, max_batch_seconds)
-        self._written = 0  # rows (turns, decision batches) buffered since the log was opened
-        self._settled = 0  # rows up to this count are committed or discarded
-        self._failures: deque[tuple[int, int, LogError]] = deque(maxlen=_FAILURES_KEPT)
-        self._since = threading.local()  # per thread: rows after this count are its unflushed
-        self._turns: list[Row] = []
+        self._written = 0  # units (turns, decision batches) buffered since the log was opened
+        self._settled = 0  # units up to this count are committed or failed
+        self._failed: OrderedDict[int, LogError] = OrderedDict()  # unit -> why it failed
+        self._mine = threading.local()  # per thread: the units it wrote and was not told of
+        self._units: list[Unit] = []
+        self._n_pairs = self._n_turns = self._n_decisions = 0
         self._buffered_ids: set[str] = set()  # turn ids in the buffer (a repeat fails alone)
-        self._pairs: list[Row] = []
-        self._snapshots: list[Row] = []
-        self._decisions: list[Row] = []
-        self._depth: list[Row] = []
         self._seen_snapshots: set[str] = set()
         self._chain = ChainHeads(self._load_head)
+        self._stream = f"w-{uuid.uuid4().hex}"  # this writer's links chain (maitred.log.links)
+        self._link_head: LinkHead = genesis(self._stream)
         self._tenants: dict[str, str] = {}  # run id -> its tenant (stamped on its turns)
         self._in_snapshot = False  # inside read_snapshot(): reads must not commit
         self._closed = False
@@ -169,6 +181,13 @@ class SqlLog(SqlReads):
     def _insert_decisions(self, rows: list[Row]) -> None:
         raise NotImplementedError
 
+    def _turn_seqs(self, n: int) -> Sequence[int]:
+        """The next ``n`` session-order positions (``turns.turn_seq``), inside a commit."""
+        raise NotImplementedError
+
+    def _insert_rows(self, table: str, names: Sequence[str], rows: list[Row]) -> None:
+        raise NotImplementedError
+
     def _close_connection(self) -> None:
         raise NotImplementedError
 
@@ -189,7 +208,7 @@ class SqlLog(SqlReads):
     # -- writing ------------------------------------------------------------------------------
 
     def _writable(self, what: str) -> None:
-        self._flusher.raise_pending()
+        self._raise_mine()
         if self._closed:
             raise LogError(f"{what}: the decision log at {self.location} is closed")
         if self.read_only:
@@ -246,21 +265,21 @@ class SqlLog(SqlReads):
                 )
             # encode everything first: a value that cannot be logged must not advance the chain
             encoded = encode_turn(record, seq=seq + 1, prev_hash=prev, tenant=tenant)
+            unit = Unit(self._written + 1, record, tenant, encoded.turn, encoded.pairs)
+            unit.depth = encoded.depth
             snap = record.snapshot
             if snap is not None and snap.hash not in self._seen_snapshots:
-                self._snapshots.append(encode_snapshot(snap, record.turn_id))
+                unit.snapshot = encode_snapshot(snap, record.turn_id)
                 if len(self._seen_snapshots) >= _SEEN_SNAPSHOTS_MAX:
                     self._seen_snapshots.clear()
                 self._seen_snapshots.add(snap.hash)
             self._buffered_ids.add(record.turn_id)
             self._chain.advance(record.run_id, (seq + 1, encoded.turn[_ROW_HASH]))
-            self._turns.append(encoded.turn)
-            self._pairs.extend(encoded.pairs)
-            if encoded.depth is not None:
-                self._depth.append(encoded.depth)
-            self._note_written()
+            self._n_turns += 1
+            self._n_pairs += len(encoded.pairs)
+            self._buffer(unit)
             due = self._flusher.buffered()
-            full = len(self._pairs) >= self.batch_pairs or len(self._turns) >= self.batch_pairs
+            full = self._n_pairs >= self.batch_pairs or self._n_turns >= self.batch_pairs
         if due or full:
             self._commit_mine()
 
@@ -295,11 +314,13 @@ class SqlLog(SqlReads):
         """
         self._writable("write_decisions")
         rows = [encode_decision(d) for d in decisions]
+        if not rows:
+            return
         with self._buf:
-            self._decisions.extend(rows)
-            self._note_written()
+            self._n_decisions += len(rows)
+            self._buffer(Unit(self._written + 1, decisions=rows))
             due = self._flusher.buffered()
-            full = len(self._decisions) >= self.batch_pairs
+            full = self._n_decisions >= self.batch_pairs
         if due or full:
             self._commit_mine()
 
@@ -344,109 +365,155 @@ class SqlLog(SqlReads):
         rows; it then waits for that commit rather than starting its own.
 
         Raises:
-            LogError: a commit that held rows written before this call failed (they are
-                discarded), including one the background flusher tried.
+            LogError: a row *this thread* wrote could not be committed (it alone was dropped;
+                the other rows of its commit are in the log), including one the background
+                flusher tried. Another caller's failed row is never raised here.
         """
-        start = getattr(self._since, "count", None)
-        self._since.count = None  # whatever this flush finds, it reports
-        self._flusher.raise_pending()
         with self._buf:
             target = self._written
-            start = self._settled if start is None else start
-        if target > start:
+        if target > self._settled:
             self._commit(upto=target)
-            self._raise_lost(start, target)
+        self._raise_mine()
 
-    def _note_written(self) -> None:
-        """Count one buffered row, and remember where this thread's unflushed rows begin
-        (call with the buffer lock held): a commit that loses them may be another thread's."""
-        if getattr(self._since, "count", None) is None:
-            self._since.count = self._written
-        self._written += 1
+    def _buffer(self, unit: Unit) -> None:
+        """Append a unit, and remember it as this thread's (call with the buffer lock held)."""
+        self._units.append(unit)
+        self._written = unit.index
+        mine: list[int] | None = getattr(self._mine, "units", None)
+        if mine is None:
+            mine = self._mine.units = []
+        if len(mine) >= _MINE_PRUNE:  # a writer that never flushes: forget what went well
+            mine[:] = [i for i in mine if i > self._settled or i in self._failed]
+        mine.append(unit.index)
+
+    def _raise_mine(self) -> None:
+        """Raise the failure of a unit this thread wrote, once settled (then forget them)."""
+        mine: list[int] | None = getattr(self._mine, "units", None)
+        if not mine:
+            return
+        with self._buf:
+            settled = self._settled
+            errors = [self._failed.pop(i) for i in mine if i <= settled and i in self._failed]
+            mine[:] = [i for i in mine if i > settled]
+        if errors:
+            raise errors[0]
 
     def _commit_mine(self) -> None:
-        """A commit a full or old buffer calls for, on the writing thread: its failure is
-        raised here, so this thread's next flush need not report it again."""
-        try:
-            self._commit()
-        except LogError:
-            self._since.count = None
-            raise
-
-    def _raise_lost(self, start: int, target: int) -> None:
-        """Raise the error of a failed commit that held rows ``start + 1 .. target``."""
-        with self._buf:
-            for first, last, error in self._failures:
-                if first < target and last > start:
-                    raise error
+        """A commit a full or old buffer calls for, on the writing thread: a row of this
+        thread's that it could not write is raised here."""
+        self._commit()
+        self._raise_mine()
 
     def _commit(self, upto: int | None = None) -> None:
         """Commit the buffer in one transaction, unless rows up to ``upto`` are already settled.
 
         Holds the connection lock throughout (one committer at a time; callers queue here and
         usually find their rows already settled), the buffer lock only to take the buffer.
+        When the transaction fails, each unit is committed alone (:meth:`_one_by_one`), so a
+        row the database refuses fails by itself; failures are recorded by unit for the
+        threads that wrote them, never raised here.
         """
         with self._lock:
             with self._buf:
                 if upto is not None and self._settled >= upto:
                     return
-                start, end = self._settled, self._written
-                snapshots, turns, pairs = self._snapshots, self._turns, self._pairs
-                decisions, depth = self._decisions, self._depth
-                self._snapshots, self._turns, self._pairs, self._decisions = [], [], [], []
-                self._depth = []
-                self._buffered_ids = set()
+                end, units = self._written, self._units
+                self._units, self._buffered_ids = [], set()
+                self._n_pairs = self._n_turns = self._n_decisions = 0
                 self._flusher.flushed()
-                heads = self._chain.take()
-            if not turns and not decisions:
+            if not units:
                 with self._buf:
                     self._settled = max(self._settled, end)
                 return
+            heads = rechain(units, self._chain.committed_head)
             try:
                 with self.transaction():
-                    if turns:
-                        self._insert_batch(snapshots, turns, pairs)
-                    if decisions:
-                        self._insert_decisions(decisions)
-                    for row in depth:
-                        self.execute(_INSERT_DEPTH, row)
-                    for head in heads:
-                        self.execute(_INSERT_HEAD, head)
+                    linked = self._insert_units(units, heads)
+                self._link_head = linked
             except LogError as exc:
-                raise self._discard(start, snapshots, turns, pairs, decisions, exc) from exc
+                heads = self._one_by_one(units, exc)
             with self._buf:
                 self._chain.committed(heads)
                 self._settled = end
 
-    def _discard(
-        self,
-        start: int,
-        snapshots: list[Row],
-        turns: list[Row],
-        pairs: list[Row],
-        decisions: list[Row],
-        exc: LogError,
-    ) -> LogError:
-        """Throw away a failed batch and the rows buffered behind it; the error to raise."""
-        with self._buf:
-            lost = len(self._turns)
-            snapshots = snapshots + self._snapshots
-            self._snapshots, self._turns, self._pairs, self._decisions = [], [], [], []
-            self._depth = []
-            self._buffered_ids = set()
-            self._flusher.flushed()
-            self._seen_snapshots.difference_update(s[0] for s in snapshots)
-            self._chain.discarded()
-            end = self._settled = self._written
-            error = LogError(
-                f"a batch of {len(turns)} turns ({len(pairs)} pairs) and {len(decisions)} "
-                f"action decisions could not be written to the decision log at "
-                f"{self.location} and was discarded, with {lost} turns buffered behind it: "
-                f"{exc}; turn ids must be unique (one per run and message), and so must "
-                "decision ids; a run has a single writer (its turns form one hash chain)"
+    def _insert_units(self, units: Sequence[Unit], heads: Mapping[str, Head]) -> LinkHead:
+        """Insert ``units``' rows, one ``chain_heads`` row per run, and their links with the
+        stream's new head (inside a transaction); the link head reached."""
+        turns = [u.turn for u in units if u.record is not None]
+        seqs = iter(self._turn_seqs(len(turns)) if turns else ())
+        records: list[tuple[str, str, str, int | None]] = []
+        stored: list[Row] = []
+        for unit in units:
+            if unit.record is not None:
+                turn_seq = next(seqs)
+                stored.append((*unit.turn, turn_seq))
+                records.append(("turn", unit.turn[0], unit.turn[_ROW_HASH], turn_seq))
+            for row in unit.decisions:
+                records.append(("decision", row[0], row[_DECISION_HASH], None))
+        if stored:
+            snapshots = [u.snapshot for u in units if u.snapshot is not None]
+            pairs = [p for u in units for p in u.pairs]
+            self._insert_batch(snapshots, stored, pairs)
+        decisions = [r for u in units for r in u.decisions]
+        if decisions:
+            self._insert_decisions(decisions)
+        for unit in units:
+            if unit.depth is not None:
+                self.execute(_INSERT_DEPTH, unit.depth)
+        for run_id, (seq, digest) in heads.items():
+            self.execute(_INSERT_HEAD, (run_id, seq, digest))
+        rows, head = link_rows(self._stream, self._link_head, records)
+        if rows:
+            self._insert_rows("links", LINK_COLUMNS, rows)
+            self.execute(_INSERT_LINK_HEAD, (self._stream, *head))
+        return head
+
+    def _one_by_one(self, units: list[Unit], first: LogError) -> dict[str, Head]:
+        """After a failed commit: each unit in its own transaction, chained on the ones that
+        made it; the heads reached. A unit that fails is recorded; when the log itself is
+        gone (a probe fails too), every unit left fails with the first error."""
+        heads: dict[str, Head] = {}
+        self._seen_snapshots.clear()  # a failed unit may have carried a snapshot others need
+        for n, unit in enumerate(units):
+            alone = unit.alone()
+            reached = rechain(
+                [alone], lambda run: heads.get(run) or self._chain.committed_head(run)
             )
-            self._failures.append((start, end, error))
-        return error
+            try:
+                with self.transaction():
+                    linked = self._insert_units([alone], reached)
+                self._link_head = linked
+            except LogError as exc:
+                if len(units) > 1 and not self._alive():
+                    for rest in units[n:]:
+                        self._fail(rest, first)
+                    break
+                self._fail(unit, exc)
+                continue
+            heads.update(reached)
+        return heads
+
+    def _alive(self) -> bool:
+        try:
+            self.query("SELECT 1")
+        except LogError:
+            return False
+        return True
+
+    def _fail(self, unit: Unit, exc: LogError) -> None:
+        error = LogError(
+            f"{unit.describe()} could not be written to the decision log at {self.location} "
+            f"and is not logged: {exc}; the other rows committed with it are kept (turn ids "
+            "and decision ids must be unique, and a run has a single writer)"
+        )
+        with self._buf:
+            self._failed[unit.index] = error
+            while len(self._failed) > _FAILURES_KEPT:
+                self._failed.popitem(last=False)
+            if unit.record is not None and not any(
+                u.run_id == unit.run_id for u in self._units
+            ):  # nothing of its run buffered behind: new turns chain on what was committed
+                self._chain.reset(unit.run_id)
 
     def close(self) -> None:
         """Flush buffered turns and close the connection (idempotent).
@@ -461,7 +528,7 @@ class SqlLog(SqlReads):
             try:
                 if not self.read_only:
                     self._commit()
-                    self._flusher.raise_pending()
+                    self._raise_mine()
             finally:
                 self._closed = True
                 self._close_connection()

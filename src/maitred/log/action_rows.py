@@ -23,6 +23,7 @@ from typing import Any, Protocol
 
 from maitred._canonical import canonical_json, text_hash
 from maitred.errors import LogError
+from maitred.log.storable import check_row
 
 #: columns of ``action_decisions``, in insert order
 ACTION_DECISION_COLUMNS: tuple[str, ...] = (
@@ -47,6 +48,10 @@ ACTION_DECISION_COLUMNS: tuple[str, ...] = (
 COPIED_COLUMNS: tuple[str, ...] = tuple(
     c for c in ACTION_DECISION_COLUMNS if c not in ("logged_at", "decision_json", "decision_hash")
 )
+
+
+#: the decision columns that are indexed ids (:mod:`maitred.log.storable`)
+DECISION_KEYS: tuple[str, ...] = ("decision_id", "session_id", "tool", "turn_id", "tenant")
 
 
 class LoggableDecision(Protocol):
@@ -88,8 +93,12 @@ def encode_decision(decision: LoggableDecision, logged_at: float | None = None) 
     """
     try:
         data = decision.to_json()
-        text = canonical_json(data)
         cols = decision_columns(data)
+        named = [c for c in ACTION_DECISION_COLUMNS if c in cols]
+        what = f"decision {cols.get('decision_id', '?')!r}"
+        check_row(what, named, [cols[c] for c in named], DECISION_KEYS)
+        text = canonical_json(data)
+        check_row(what, ("decision_json",), (text,))
     except (TypeError, ValueError, KeyError) as exc:
         did = getattr(decision, "decision_id", "?")
         tool = getattr(getattr(decision, "call", None), "name", "?")

@@ -35,6 +35,10 @@ PostgreSQL, ``INSERT ... ON CONFLICT DO UPDATE`` fires the ``BEFORE UPDATE`` gua
 from before it. Its index ``turns_session (tenant, conversation_id, ts, turn_id)`` answers
 "the latest committed turn of this session" in one covering probe: that turn's exposed pairs
 are what the session was offered (:meth:`~maitred.log._sql.SqlLog.committed_offer`).
+
+``0011_links`` adds the links chain (:mod:`maitred.log.links`): ``links`` (one row per turn
+and action decision, in commit order, per writer) and ``link_heads``, both guarded; on SQLite
+it adds ``turns.turn_seq`` (NULL for older rows), the session order that ``rowid`` was.
 """
 
 from __future__ import annotations
@@ -309,6 +313,42 @@ _TURN_ORDER_POSTGRES = (
     "CREATE INDEX turns_session_order ON turns (tenant, conversation_id, turn_seq)",
 )
 
+
+def _links(dialect: Dialect) -> tuple[str, ...]:
+    """``0011_links``: the links chain over everything a later decision reads back
+    (:mod:`maitred.log.links`), and on SQLite the explicit ``turns.turn_seq`` PostgreSQL has
+    had since ``0010`` (a session's order, which a deleted and re-inserted row keeps)."""
+    integer = "INTEGER" if dialect == "sqlite" else "BIGINT"
+    common = (
+        f"""CREATE TABLE links (
+            stream TEXT NOT NULL,
+            seq {integer} NOT NULL,
+            kind TEXT NOT NULL,
+            key TEXT NOT NULL,
+            row_hash TEXT NOT NULL,
+            turn_seq {integer},
+            link_hash TEXT NOT NULL,
+            PRIMARY KEY (stream, seq))""",
+        "CREATE INDEX links_key ON links (kind, key)",
+        f"""CREATE TABLE link_heads (
+            stream TEXT NOT NULL,
+            seq {integer} NOT NULL,
+            link_hash TEXT NOT NULL,
+            PRIMARY KEY (stream, seq))""",
+    )
+    if dialect == "postgres":
+        return (*common, *_guard_postgres("links"), *_guard_postgres("link_heads"))
+    return (
+        *common,
+        "ALTER TABLE turns ADD COLUMN turn_seq INTEGER",
+        "CREATE INDEX turns_session_seq ON turns (tenant, conversation_id, turn_seq)",
+        *_guard_sqlite("links"),
+        *_guard_sqlite("link_heads"),
+        _no_replace_sqlite("links", ("stream", "seq")),
+        _no_replace_sqlite("link_heads", ("stream", "seq")),
+    )
+
+
 #: Every migration, in the order it is applied. Append only; never edit a released one.
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
@@ -340,6 +380,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration("0008_hash_chain", sqlite=_hash_chain("sqlite"), postgres=_hash_chain("postgres")),
     Migration("0009_tenants_sessions", sqlite=_TENANTS_SESSIONS, postgres=_TENANTS_SESSIONS),
     Migration("0010_turn_order", sqlite=_TURN_ORDER_SQLITE, postgres=_TURN_ORDER_POSTGRES),
+    Migration("0011_links", sqlite=_links("sqlite"), postgres=_links("postgres")),
 )
 
 

@@ -1,9 +1,12 @@
 """What a session was offered, as the decision log holds it.
 
 A session's offer is **the last turn of that session committed to the log**: of the turn rows
-with the session's ``(tenant, conversation_id)``, the one written last (``rowid`` in SQLite,
-``turn_seq`` in PostgreSQL: the order of writing, never the turns' own clock, which two turns of
-one tick or two replicas can share or disagree on), and that turn's exposed pairs. Nothing else
+with the session's ``(tenant, conversation_id)``, the one committed last (``turns.turn_seq``,
+given by the committer -- never the turns' own clock, which two turns of one tick or two
+replicas can share or disagree on; SQLite turns from before ``0011`` have none and follow in
+``rowid`` order), and that turn's exposed pairs. ``turn_seq`` is in the links chain
+(:mod:`maitred.log.links`), so ``verify`` reports an edit of it, and a turn deleted and
+inserted again keeps it: moving an old turn to the end changes no session. Nothing else
 decides it -- not a process's memory, not a turn that was decided but whose commit failed (its
 rows were discarded, so it is not there), not a turn buffered but not yet committed. That is
 what lets a session survive a restart and be served by any replica on one log.
@@ -58,7 +61,7 @@ class CommittedOffer:
 
 #: the column that orders turns as they were written, by dialect (migration ``0010_turn_order``):
 #: never the turns' clock, which two turns of one tick, or two replicas, can share or disagree on
-TURN_ORDER = {"sqlite": "rowid", "postgres": "turn_seq"}
+TURN_ORDER = {"sqlite": "turn_seq DESC, rowid DESC", "postgres": "turn_seq DESC"}
 
 
 def latest_turn_sql(dialect: str, *, with_account: bool = False) -> str:
@@ -67,7 +70,7 @@ def latest_turn_sql(dialect: str, *, with_account: bool = False) -> str:
     cols = "turn_id, account_id" if with_account else "turn_id"
     return (
         f"SELECT {cols} FROM turns WHERE tenant = ? AND conversation_id = ? "
-        f"ORDER BY {TURN_ORDER[dialect]} DESC LIMIT 1"
+        f"ORDER BY {TURN_ORDER[dialect]} LIMIT 1"
     )
 
 

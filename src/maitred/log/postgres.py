@@ -42,7 +42,10 @@ except ImportError:  # pragma: no cover - exercised only without the extra
 
 _SCHEMA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 _INSERT_SNAPSHOT = insert_sql("snapshots", SNAPSHOT_COLUMNS, on_conflict_ignore=True)
-_COPY_TURNS = f"COPY turns ({columns(TURN_COLUMNS)}) FROM STDIN"
+_COPY_TURNS = f"COPY turns ({columns((*TURN_COLUMNS, 'turn_seq'))}) FROM STDIN"
+_NEXT_TURN_SEQS = (
+    "SELECT nextval(pg_get_serial_sequence('turns', 'turn_seq')) FROM generate_series(1, %s)"
+)
 _COPY_PAIRS = f"COPY pairs ({columns(PAIR_COLUMNS)}) FROM STDIN"
 _COPY_DECISIONS = f"COPY action_decisions ({columns(ACTION_DECISION_COLUMNS)}) FROM STDIN"
 
@@ -216,6 +219,24 @@ class PostgresLog(SqlLog):
                 with cur.copy(_COPY_PAIRS) as copy:
                     for row in pairs:
                         copy.write_row(row)
+        except psycopg.Error as exc:
+            raise LogError(str(exc)) from exc
+
+    def _turn_seqs(self, n: int) -> list[int]:
+        """The next ``n`` session-order positions, from ``turns.turn_seq``'s sequence."""
+        try:
+            return [int(r[0]) for r in self._conn.execute(_NEXT_TURN_SEQS, (n,)).fetchall()]
+        except psycopg.Error as exc:
+            raise LogError(str(exc)) from exc
+
+    def _insert_rows(self, table: str, names: Sequence[str], rows: list[Row]) -> None:
+        try:
+            with (
+                self._conn.cursor() as cur,
+                cur.copy(f"COPY {table} ({columns(names)}) FROM STDIN") as copy,
+            ):
+                for row in rows:
+                    copy.write_row(row)
         except psycopg.Error as exc:
             raise LogError(str(exc)) from exc
 

@@ -51,6 +51,7 @@ from maitred._canonical import HASH_SCHEME, _default, canonical_json, content_ha
 from maitred.contract.evaluate import PredicateOutcome
 from maitred.decision import Message, PairRecord, RunInfo, TurnRecord
 from maitred.errors import LogError
+from maitred.log.storable import check_row
 from maitred.state.snapshot import Snapshot
 
 #: Version of the row-hash payload layout (the ``"v"`` field); bump with a migration.
@@ -135,6 +136,17 @@ _SKILL, _RANK, _VISIBLE, _EXPOSED = (
 )
 _PAIR_ORDER = operator.itemgetter(_RANK, _SKILL)
 _TURN_ROW = operator.itemgetter(*TURN_COLUMNS)
+_STORED_TURN_COLUMNS = TURN_COLUMNS[:-1]  # all but the row hash, computed after the check
+_STORED_TURN_ROW = operator.itemgetter(*_STORED_TURN_COLUMNS)
+#: the turn columns that are indexed ids (:mod:`maitred.log.storable`)
+TURN_KEYS: tuple[str, ...] = (
+    "turn_id",
+    "run_id",
+    "message_id",
+    "conversation_id",
+    "account_id",
+    "tenant",
+)
 _PAIR_ROW = operator.itemgetter(*PAIR_COLUMNS)
 
 
@@ -298,6 +310,7 @@ def encode_snapshot(snapshot: Snapshot, turn_id: str = "") -> tuple[Any, ...]:
     Raises:
         LogError: a snapshot value that is not finite JSON (``turn_id`` names the turn).
     """
+    check_row(f"turn {turn_id!r}'s snapshot", ("account_id",), (snapshot.account,), ("account_id",))
     try:
         text = _canonical_fast(snapshot.to_json(with_hash=False))
     except (TypeError, ValueError, RecursionError) as exc:
@@ -367,6 +380,10 @@ def _encode_turn(record: TurnRecord, seq: int, prev_hash: str, tenant: str) -> E
     batch = timings.get(RECALL_BATCH)
     turn["recall_batch"] = None if batch is None else int(batch)
     turn["tenant"] = str(tenant)
+    what = f"turn {tid!r}"
+    check_row(what, _STORED_TURN_COLUMNS, _STORED_TURN_ROW(turn), TURN_KEYS)
+    for pair in pairs:
+        check_row(what, PAIR_COLUMNS, pair, ("skill",))
     depth = encode_depth(record)
     depth_hash = None if depth is None else depth[-1]
     turn["row_hash"] = _content_hash_fast(_payload(turn, pairs, depth_hash))
@@ -382,6 +399,12 @@ def encode_run(info: RunInfo) -> tuple[Any, ...]:
             f"run {info.run_id!r}: its config cannot be logged ({exc}); RunInfo.config must be "
             "finite JSON"
         ) from exc
+    check_row(
+        f"run {info.run_id!r}",
+        ("run_id", "tenant"),
+        (info.run_id, info.tenant),
+        ("run_id", "tenant"),
+    )
     row: dict[str, Any] = {
         "run_id": str(info.run_id),
         "started_at": float(info.started_at),

@@ -34,7 +34,7 @@ from maitred.log.rows import PAIR_COLUMNS, SNAPSHOT_COLUMNS, TURN_COLUMNS
 
 _BUSY_TIMEOUT_S = 30.0
 _INSERT_SNAPSHOT = insert_sql("snapshots", SNAPSHOT_COLUMNS, on_conflict_ignore=True)
-_INSERT_TURN = insert_sql("turns", TURN_COLUMNS)
+_INSERT_TURN = insert_sql("turns", (*TURN_COLUMNS, "turn_seq"))
 _INSERT_PAIR = insert_sql("pairs", PAIR_COLUMNS)
 _INSERT_DECISION = insert_sql("action_decisions", ACTION_DECISION_COLUMNS)
 
@@ -170,6 +170,17 @@ class SqliteLog(SqlLog):
                 self._conn.executemany(_INSERT_SNAPSHOT, snapshots)
             self._conn.executemany(_INSERT_TURN, turns)
             self._conn.executemany(_INSERT_PAIR, pairs)
+        except sqlite3.Error as exc:
+            raise LogError(str(exc)) from exc
+
+    def _turn_seqs(self, n: int) -> range:
+        """The next ``n`` session-order positions: the rowids the turns are about to get."""
+        base = int(self._conn.execute("SELECT COALESCE(MAX(rowid), 0) FROM turns").fetchone()[0])
+        return range(base + 1, base + n + 1)
+
+    def _insert_rows(self, table: str, names: Sequence[str], rows: list[Row]) -> None:
+        try:
+            self._conn.executemany(insert_sql(table, names), rows)
         except sqlite3.Error as exc:
             raise LogError(str(exc)) from exc
 

@@ -26,6 +26,11 @@ SQL, so both backends alike):
 * **decisions and their turns** (``turn_link``): a decision that names a turn names one that
   is in the log, of the same session (``conversation_id``) and tenant; an *allowed* call is
   for a tool that turn exposed (a rejection records why it was not, in its code);
+* **the links chain** (``link``, :mod:`maitred.log.links`): every stream of links hashes
+  link to link up to its last recorded head; each linked turn and action decision is there
+  with the hash it was linked with, and each linked turn keeps its ``turn_seq`` (a session's
+  order) and, on SQLite, the rowid it was inserted at -- so a deleted decision, a turn moved
+  to its session's end or re-ordered, is reported;
 * **approvals** (``approval_link``): a decision made with a person's answer (its JSON's
   ``approval``) names in ``approval.of`` a decision that is in the log, is
   ``APPROVAL_REQUIRED`` and asked no one before it, of the same session and tenant, on the
@@ -58,6 +63,7 @@ from maitred._canonical import HASH_SCHEME, content_hash
 from maitred.errors import VerifyError
 from maitred.log.action_rows import COPIED_COLUMNS, decision_columns
 from maitred.log.base import DecisionLog, open_log
+from maitred.log.links import check_links
 from maitred.log.migrations import MIGRATIONS
 from maitred.log.rows import (
     RUN_COLUMNS,
@@ -83,6 +89,8 @@ MismatchKind = Literal[
     "trigger",
     "turn_link",
     "approval_link",
+    "link",
+    "unreadable",
 ]
 
 
@@ -633,7 +641,22 @@ def verify(
 
 
 def _verify(log: DecisionLog, run_id: str | None, limit: int) -> VerifyReport:
+    """:func:`verify`'s checks; a stored value of the wrong type for its column (SQLite keeps
+    what it is given: ``''`` in an INTEGER column) is reported, never a crash."""
     out = _Collector(limit)
+    try:
+        return _checks(log, run_id, out)
+    except (ValueError, TypeError, KeyError, json.JSONDecodeError) as exc:
+        out.add(
+            "unreadable",
+            "",
+            f"a stored value does not have its column's type ({type(exc).__name__}: {exc}): "
+            "a row was edited outside maitred; the checks stopped there",
+        )
+        return VerifyReport(0, 0, 0, out.count, tuple(out.kept))
+
+
+def _checks(log: DecisionLog, run_id: str | None, out: _Collector) -> VerifyReport:
     triggers = _check_triggers(log, out)
     known: set[str] = set()
     n_snapshots = 0
@@ -652,6 +675,7 @@ def _verify(log: DecisionLog, run_id: str | None, limit: int) -> VerifyReport:
         _check_decision(row, out)
         links.check(row, out)
         approvals.check(row, out)
+    check_links(log, out.add)
     for row in log.iter_depth_decisions():
         payload = depth_payload(row["turn_id"], row["depth_rule"], int(row["k"]), row["probs_json"])
         if _recompute(str(row["row_hash"]), payload) != row["row_hash"]:

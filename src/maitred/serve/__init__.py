@@ -5,7 +5,10 @@ prometheus-client).
 
     config = load_config("serve.yaml")
     engine = open_engine(config)
-    service = Service(engine, config.tenants, config.limits, durability=config.durability)
+    service = Service(
+        engine, config.tenants, config.limits, durability=config.durability,
+        require_scopes=config.require_scopes,
+    )
     app = create_app(service, config.limits)
     # uvicorn.run(app, host=config.host, port=config.port); engine.close() afterwards
 
@@ -53,6 +56,7 @@ def open_engine(config: ServeConfig) -> Maitred:
             log=config.log,
             cache_dir=config.cache_dir,
             settings=config.settings,
+            clock_skew_s=config.state_clock_skew_s,
         )
     except MaitredError as exc:
         raise ConfigError(f"{config.source}: {exc}") from exc

@@ -6,6 +6,8 @@
     state: sqlite:///accounts.db           # a provider spec (maitred.state.open_provider)
     tables: {account: accounts}            # key root -> table (SQL providers), or a YAML/JSON file
     state_timeout_s: 0.5                   # the deadline on every state fetch (SQL providers)
+    state_clock_skew_s: 300                # state dated further ahead of the clock is invalid
+    require_scopes: false                  # true: every turn and check must send "scopes"
     options: {method: bm25, top_k: 10, menu_format: openai}   # PipelineOptions fields
     log: log.sqlite                        # the decision log (path or postgresql:// URL), or
                                            # {url: log.sqlite, durability: commit | async}
@@ -32,6 +34,11 @@ Invariants:
   ignored.
 * Relative paths (catalogs, tables and log files, a JSON or SQLite state file, cache_dir)
   are relative to the config file, so the server behaves the same from any working directory.
+* ``require_scopes: true`` makes ``scopes`` a required field of every turn and check (422
+  naming it when absent; ``[]`` says "no scopes"). Left false, a request without ``scopes``
+  has not said what its user may do, and tools' required ``scopes`` are not asked: a tool
+  that needs ``admin`` is offered and allowed like any other. Turn it on whenever tools
+  declare scopes and the callers can say what they were granted.
 * ``log.durability`` is ``commit`` unless ``async`` is written out: a response is sent only
   once the commit holding its decision is done; ``async`` answers first and leaves the commit
   to the log's age bound (about a second), which a crash can lose (:mod:`maitred.serve.service`).
@@ -51,6 +58,7 @@ from maitred.build import PipelineOptions
 from maitred.config_reader import ConfigReader, resolve_log, resolve_path, resolve_state
 from maitred.errors import ConfigError
 from maitred.ratelimit import RateLimitOptions, read_rate_limits
+from maitred.state.answer import DEFAULT_CLOCK_SKEW_S
 from maitred.tracing import TracingOptions, read_tracing
 
 _TENANT = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
@@ -63,6 +71,8 @@ _TOP = frozenset(
         "state",
         "tables",
         "state_timeout_s",
+        "state_clock_skew_s",
+        "require_scopes",
         "options",
         "log",
         "cache_dir",
@@ -125,6 +135,8 @@ class ServeConfig:
     tenants: Mapping[str, Tenant]
     tables: Mapping[str, Any] | None = None
     state_timeout_s: float | None = None
+    state_clock_skew_s: float = DEFAULT_CLOCK_SKEW_S
+    require_scopes: bool = False
     options: PipelineOptions = field(default_factory=PipelineOptions)
     log: str | None = None
     #: ``log.durability``: ``commit`` answers once the decision is committed, ``async`` before
@@ -180,6 +192,16 @@ def parse_config(data: Any, source: str, *, base: Path | None = None) -> ServeCo
     timeout = top.get("state_timeout_s")
     if timeout is not None and (not _is_number(timeout) or timeout <= 0):
         r.fail("state_timeout_s", f"must be a positive number of seconds, not {timeout!r}")
+    skew = top.get("state_clock_skew_s", DEFAULT_CLOCK_SKEW_S)
+    if not _is_number(skew) or skew < 0:
+        r.fail(
+            "state_clock_skew_s",
+            f"must be a number of seconds from 0 up, not {skew!r} (how far a state key's date "
+            "may run ahead of the server's clock and still count as current)",
+        )
+    require_scopes = top.get("require_scopes", False)
+    if not isinstance(require_scopes, bool):
+        r.fail("require_scopes", f"must be true or false, not {require_scopes!r}")
     tables = top.get("tables")
     if isinstance(tables, str):
         tables = _tables_file(r, Path(resolve_path(root, tables)))
@@ -194,6 +216,8 @@ def parse_config(data: Any, source: str, *, base: Path | None = None) -> ServeCo
         tenants=_tenants(r, r.require(top, "tenants", "")),
         tables=tables,
         state_timeout_s=float(timeout) if timeout is not None else None,
+        state_clock_skew_s=float(skew),
+        require_scopes=require_scopes,
         options=_options(r, top.get("options", {})),
         log=resolve_log(root, log) if log is not None else None,
         durability=durability,

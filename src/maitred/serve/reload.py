@@ -165,6 +165,7 @@ class Reloader:
             log=live.log,  # the open log object: shared, and not owned by the new engine
             cache_dir=self.config.cache_dir,
             clock=live.pipeline.clock,
+            clock_skew_s=live.pipeline.executability_gate.clock_skew_s,
         )
 
     # -- the polling thread -------------------------------------------------------------------

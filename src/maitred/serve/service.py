@@ -68,7 +68,7 @@ from maitred.analytics.funnel import funnel
 from maitred.context import CallContext
 from maitred.decision import Message
 from maitred.engine import Maitred
-from maitred.errors import MaitredError
+from maitred.errors import MaitredError, UnstorableError
 from maitred.log.base import DecisionLog
 from maitred.menu.render import RENDERERS
 from maitred.serve.config import Durability, Limits, Tenant
@@ -105,9 +105,11 @@ class Service:
         limits: Limits,
         *,
         durability: Durability = "commit",
+        require_scopes: bool = False,
     ) -> None:
         self.engine = engine
         self.durability = durability
+        self.require_scopes = require_scopes
         self.tenants = dict(tenants)
         self.sessions = SessionStore(limits.max_sessions, limits.session_idle_s)
         self.metrics = Metrics(lambda: len(self.sessions))
@@ -128,6 +130,7 @@ class Service:
 
     def turn(self, tenant: Tenant, req: TurnRequest) -> dict[str, Any]:
         """Route one message in a session (created on first use) and remember its menu."""
+        self._scopes_said(req.scopes)
         with self._lock:  # two first turns of one new session id must not make two sessions
             engine = self.engine
             session = self._session_for(tenant, req)
@@ -180,6 +183,17 @@ class Service:
             )
         return session
 
+    def _scopes_said(self, scopes: frozenset[str] | None) -> None:
+        """With ``require_scopes``, a request must say what its user was granted."""
+        if scopes is None and self.require_scopes:
+            raise Problem(
+                422,
+                "invalid_field",
+                "field 'scopes' is required by this server (require_scopes: true): send the "
+                "OAuth scopes the application's user was granted, [] for none",
+                field="scopes",
+            )
+
     # -- hot reload ---------------------------------------------------------------------------
 
     def swap(self, engine: Maitred) -> None:
@@ -222,6 +236,7 @@ class Service:
     def check(self, tenant: Tenant, req: CheckRequest) -> dict[str, Any]:
         """Check one call against the session's latest committed menu, its arguments and the
         state."""
+        self._scopes_said(req.scopes)
         session = self._known_session(tenant, req.session_id)
         if session is None:
             raise Problem(
@@ -329,6 +344,13 @@ class Service:
     def _engine_call(self, call: Callable[[], T]) -> T:
         try:
             return call()
+        except UnstorableError as exc:  # the request's value, not the log: the client's error
+            raise Problem(
+                422,
+                "unstorable_value",
+                f"the request holds a value the decision log cannot store: {exc}",
+                field=_FIELDS.get(exc.column, exc.column),
+            ) from None
         except MaitredError as exc:
             raise self._unavailable(exc) from None
 
@@ -339,6 +361,17 @@ class Service:
             "engine_unavailable",
             f"the decision could not be made durable or computed: {type(exc).__name__}: {exc}",
         )
+
+
+#: log column -> the request field that fills it (for an UnstorableError's 422)
+_FIELDS = {
+    "message_text": "text",
+    "conversation_id": "session_id",
+    "session_id": "session_id",
+    "account_id": "account",
+    "tool": "call.name",
+    "decision_json": "call",
+}
 
 
 def _warm_renderers(engine: Maitred) -> None:

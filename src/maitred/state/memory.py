@@ -79,6 +79,9 @@ def snapshot_from_tree(
             missing.add(key)
             continue
         kind = types.get(key) if types else None
+        if value is None and kind not in (None, "any"):  # a typed null: no value of that type
+            missing.add(key)
+            continue
         try:
             values[key] = value if kind is None else coerce(value, kind, key)
         except (InvalidValue, UnsupportedValue) as exc:

@@ -17,8 +17,10 @@ any        any JSON-safe value, unchanged                   as it is
 
 Timestamps reach predicates as **whole unix seconds**, the unit of ``now`` (an int), so
 ``account.trial_ends < now`` and ``now - billing.paid_at > 86400`` compare like with like; a date
-is its midnight, UTC; a naive datetime is taken as UTC. A SQL ``NULL`` is ``null`` for every
-type (a value, not a missing key).
+is its midnight, UTC; a naive datetime is taken as UTC. A SQL ``NULL`` (a JSON ``null``) read
+for a key of any type but ``any`` is a **missing** key, decided by the predicate's
+``on_missing`` (``block`` by default): ``billing.paused == true`` over a NULL in a BOOLEAN
+column never becomes a quiet ``false`` that offers the tool. Under ``any`` a null is a value.
 
 A value that does not fit its declared type (a 2 in a BOOLEAN column, ``"abc"`` in an INTEGER
 column of SQLite, which stores what it is given) is **invalid**: the provider records the key in

@@ -37,7 +37,8 @@ Invariants:
   (:mod:`maitred.state.schema`): a SQLite BOOLEAN's 0/1 become ``bool``, dates and timestamps
   whole unix seconds, JSON columns dicts and lists. A value that does not fit its type is
   recorded in ``Snapshot.invalid`` (the predicates reading it fail closed); binary values are
-  refused.
+  refused; a NULL is a *missing* key (the predicate's ``on_missing`` decides), never a null
+  that a comparison quietly finds false.
 * **Keys are known before any fetch**: :meth:`SqlStateProvider.schema` gives each key's type
   and names the keys with no column, so a pipeline refuses a catalog that reads a column a
   table lacks (:func:`maitred.contract.typecheck.require_typed_state`).
@@ -444,6 +445,9 @@ class SqlStateProvider:
                 stamp = unix_seconds(row[-1], f"{spec.table}.{spec.updated_column}")
             for column, value in zip(wanted, row, strict=False):
                 key = plan.columns[column]
+                if value is None and kinds[column] != "any":  # NULL: no value of that type
+                    read.missing.add(key)
+                    continue
                 try:
                     read.values[key] = coerce(value, kinds[column], key)
                 except InvalidValue as exc:  # kept as read, and marked: its readers fail closed
@@ -457,7 +461,8 @@ class SqlStateProvider:
         if spec.updated_column is None:
             return
         for column in wanted:
-            read.key_as_of[plan.columns[column]] = UNKNOWN_UPDATE if stamp is None else stamp
+            if plan.columns[column] in read.values:
+                read.key_as_of[plan.columns[column]] = UNKNOWN_UPDATE if stamp is None else stamp
         if stamp is not None and (read.newest is None or stamp > read.newest):
             read.newest = stamp
 
