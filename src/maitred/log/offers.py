@@ -62,6 +62,9 @@ class CommittedOffer:
 #: the column that orders turns as they were written, by dialect (migration ``0010_turn_order``):
 #: never the turns' clock, which two turns of one tick, or two replicas, can share or disagree on
 TURN_ORDER = {"sqlite": "turn_seq DESC, rowid DESC", "postgres": "turn_seq DESC"}
+#: the same order, oldest first, over the turns table aliased ``t`` (a turn written before
+#: ``0011_links`` has no ``turn_seq`` on SQLite: NULL sorts first, as it was written first)
+WRITE_ORDER = {"sqlite": "t.turn_seq, t.rowid", "postgres": "t.turn_seq"}
 
 
 def latest_turn_sql(dialect: str, *, with_account: bool = False) -> str:
@@ -86,5 +89,5 @@ def disclosed_sql(dialect: str) -> str:
     return (
         "SELECT p.skill, t.turn_id FROM turns t JOIN pairs p ON p.turn_id = t.turn_id "
         "WHERE t.tenant = ? AND t.conversation_id = ? AND t.account_id = ? AND p.exposed = ? "
-        f"ORDER BY t.{TURN_ORDER[dialect]}"
+        f"ORDER BY {WRITE_ORDER[dialect]}"
     )

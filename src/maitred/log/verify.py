@@ -333,6 +333,9 @@ def _check_snapshot(row: dict[str, Any], out: _Collector) -> None:
         return
     if fresh != key:
         out.add("snapshot_hash", key, f"content hashes to {fresh}")
+    if not isinstance(data, dict):
+        out.add("snapshot", key, f"its JSON is a {type(data).__name__}, not an object")
+        return
     if data.get("account") != row["account_id"] or data.get("as_of") != row["as_of"]:
         out.add(
             "snapshot",
