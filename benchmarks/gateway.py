@@ -1,4 +1,4 @@
-"""What the MCP gateway costs: ``maitred mcp`` against a plain FastMCP proxy to the same upstream.
+"""What the MCP gateway costs: ``maitred mcp`` against a plain FastMCP proxy to the same upstreams.
 
 Both sides are what an MCP client launches: a subprocess over stdio that fronts the same
 generated upstream (``benchmarks/_mcp_upstream.py --tools N``, itself a subprocess of each):
@@ -10,11 +10,31 @@ generated upstream (``benchmarks/_mcp_upstream.py --tools N``, itself a subproce
 
 One ``fastmcp.Client`` per side measures, in the same run and interleaved operation by
 operation (the side that goes first alternates), ``tools/call`` of a visible tool and
-``tools/list`` (response cache bypassed), for each catalog size; it reports p50 / p99 and the
-gateway's p50 as a multiple of the proxy's (goals: call <= 1.25x, list <= 1.5x). A refused
-call (a tool hidden for the account, answered by the gateway without the upstream) is timed
-too, for reference. The account is on the free plan, so a fifth of the tools are hidden and
-the gateway's list is shorter than the proxy's: per-session filtering is part of its cost.
+``tools/list`` (response cache bypassed), for each catalog size and each client protocol era;
+it reports p50 / p99, the gateway's p50 as a multiple of the proxy's and the median of each
+gateway operation over the proxy operation timed next to it (goals: call <= 1.15x, list <=
+1.5x). A refused call (a tool hidden for the account, answered by the gateway without the
+upstream) is timed too, for reference. The account is on the free plan, so a fifth of the
+tools are hidden and the gateway's list is shorter than the proxy's: per-session filtering is
+part of its cost.
+
+**Eras** (``--eras``, default both): each size is measured with clients of each MCP protocol
+era in turn, both sides' clients in the same era: ``2026-07-28`` (FastMCP's ``Client``
+default, ``mode="auto"``: stateless requests, no handshake) and ``2025-11-25`` (the handshake
+era, ``mode="legacy"``: an ``initialize`` and an MCP session). The era each client negotiated
+is checked before it is timed. Over HTTP both servers serve both eras, and one pair of servers
+serves a size's every era; over stdio a client launches its server, so each era gets its own.
+
+**A third-party upstream** (``--third-party``): both sides front a second upstream too, a real
+third-party MCP server over stdio, ``@modelcontextprotocol/server-filesystem`` (node; ``make
+bench-deps`` installs it and a node >= 22 into ``.cache/bench-upstreams`` as pinned in
+``benchmarks/upstreams/package-lock.json``), allowed one temporary folder that holds one small
+file. The gateway's config gets it as a second ``command:`` upstream with a contracts sidecar
+(every tool hidden while the account is suspended, the writing ones on the free plan too, and a
+call policy on ``read_text_file`` that refuses a path with ``..``); the proxy fronts both
+upstreams, tools unprefixed as the gateway serves them (see ``_mcp_proxy.py``). A ``tools/call``
+of its ``read_text_file`` on that file is timed as a row of its own, next to the generated
+tool's.
 
 With ``--transport http`` both sides serve streamable HTTP on loopback instead (each a
 subprocess; the proxy without auth, the gateway with a static bearer token), which is how a
@@ -22,30 +42,35 @@ team deploys a shared gateway. ``--production`` (with ``--transport http``) turn
 a team runs it with, and the proxy stays a plain FastMCP proxy without auth:
 
 * ``auth:``: JWT access tokens only (no static token), checked against a JWKS file; the
-  benchmark generates the issuer's RSA key and mints one RS256 token (``iss``, ``aud``,
-  ``sub`` = the account, ``org_id`` = the tenant) that its client presents on every request;
+  benchmark generates the issuer's RSA key and mints RS256 tokens (``iss``, ``aud``, ``sub`` =
+  the account, ``org_id`` = the tenant: one per era, so each era has budgets of its own) that
+  its client presents on every request;
 * ``tracing: {enabled: true}``: every span exported over OTLP/HTTP (the SDK's batch
   exporter) to a collector on loopback (``benchmarks/_otlp_sink.py``, its own process), which
   counts what it received; the counts are printed at the end, against the calls served;
-* ``rate_limits:`` per token, per tenant and per tool (the called tool), rates far above what
+* ``rate_limits:`` per token, per tenant and per tool (the called tools), rates far above what
   the run sends, so they are charged on every call and never refuse one; memory storage, or
   Redis with ``--redis URL``.
 
 Before anything is timed, each size proves the features are on: a request without a token
-and one with a forged token (signed by another key) are answered 401; a second tool with a
-per-tool rate of one call an hour is called twice, and the second call is ``RATE_LIMITED`` and
-counted in ``/metrics``. ``--production`` needs the ``mcp`` and ``otlp`` extras (joserfc, the
-OTLP exporter and its protobuf types).
+and one with a forged token (signed by another key) are answered 401; and in each era a second
+tool with a per-tool rate of one call an hour is called twice, and the second call is
+``RATE_LIMITED`` and counted in ``/metrics``. ``--production`` needs the ``mcp`` and ``otlp``
+extras (joserfc, the OTLP exporter and its protobuf types).
 
-Bounded: ``--calls`` and ``--lists`` timed operations per side and size after a short warm-up
-(about two minutes on a shared 2-core machine); loopback only.
+Bounded: ``--calls`` and ``--lists`` timed operations per side, size and era after a short
+warm-up (about two minutes an era on a shared 2-core machine, a third more with
+``--third-party``); loopback only.
 
     PYTHONPATH=src .venv/bin/python benchmarks/gateway.py
     PYTHONPATH=src .venv/bin/python benchmarks/gateway.py --sizes 10 --calls 100 --lists 20
     PYTHONPATH=src .venv/bin/python benchmarks/gateway.py --transport http
     PYTHONPATH=src .venv/bin/python benchmarks/gateway.py --transport http --production
     PYTHONPATH=src .venv/bin/python benchmarks/gateway.py --transport http --production \
-        --redis redis://127.0.0.1:6379/0
+        --eras 2025-11-25 --redis redis://127.0.0.1:6379/0
+    make bench-deps   # once: the third-party upstream and its node
+    PYTHONPATH=src .venv/bin/python benchmarks/gateway.py --transport http --production \
+        --third-party --json-out bench-out/gateway.json
 """
 
 from __future__ import annotations
@@ -66,7 +91,7 @@ import tempfile
 import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -83,7 +108,10 @@ from _mcp_upstream import hidden, sidecar, tool_name
 
 HERE = Path(__file__).resolve().parent
 SRC = HERE.parent / "src"
-GOALS = {"call": 1.25, "list": 1.5}
+#: the goals, gateway p50 over proxy p50 (``fs_call``: the third-party upstream's tool)
+GOALS = {"call": 1.15, "fs_call": 1.15, "list": 1.5}
+#: the client protocol eras, newest first, and the ``fastmcp.Client`` mode that speaks each
+ERAS = {"2026-07-28": "auto", "2025-11-25": "legacy"}
 
 
 def _pct(values: list[float], q: float) -> float:
@@ -110,6 +138,86 @@ RATES = {"per_token": "20000/minute", "per_tenant": "50000/minute", "per_tool": 
 PROBE_TOOL = tool_name(1)
 
 
+#: ``--third-party``: where ``make bench-deps`` installs the filesystem server and its node
+NODE_MODULES = HERE.parent / ".cache" / "bench-upstreams" / "node_modules"
+FS_NODE = NODE_MODULES / ".bin" / "node"
+FS_SCRIPT = NODE_MODULES / "@modelcontextprotocol" / "server-filesystem" / "dist" / "index.js"
+#: the filesystem server's tools (the pinned version's): those that only read ...
+FS_READS = (
+    "read_file", "read_text_file", "read_media_file", "read_multiple_files", "list_directory",
+    "list_directory_with_sizes", "directory_tree", "search_files", "get_file_info",
+    "list_allowed_directories",
+)  # fmt: skip
+#: ... and those that write (hidden for an account on the free plan)
+FS_WRITES = ("write_file", "edit_file", "create_directory", "move_file")
+#: the third-party tool timed, and what the file it reads holds
+FS_TOOL = "read_text_file"
+FS_TEXT = "Order 4471: two espressos, one croissant. Table 12, served at 09:14.\n" * 3
+
+
+@dataclass
+class ThirdParty:
+    """``--third-party``: ``@modelcontextprotocol/server-filesystem`` over stdio, allowed the
+    folder ``root`` (which holds the one small file its timed call reads)."""
+
+    root: Path
+
+    @staticmethod
+    def missing() -> str:
+        """Why the server cannot run here ('' when it can)."""
+        if FS_NODE.exists() and FS_SCRIPT.exists():
+            return ""
+        return f"--third-party needs {FS_SCRIPT} and {FS_NODE}: run `make bench-deps` first"
+
+    @property
+    def file(self) -> Path:
+        return self.root / "note.txt"
+
+    @property
+    def command(self) -> list[str]:
+        return [str(FS_NODE), str(FS_SCRIPT), str(self.root)]
+
+    def write(self) -> None:
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.file.write_text(FS_TEXT, encoding="utf-8")
+
+    @staticmethod
+    def listed(gateway: bool) -> int:
+        """How many of its tools a side lists (the gateway: to the free plan)."""
+        return len(FS_READS) + (0 if gateway else len(FS_WRITES))
+
+    @staticmethod
+    def sidecar() -> str:
+        """The contracts for its tools (YAML text): each hidden while the account is suspended,
+        the writing ones on the free plan too; ``read_text_file`` refuses a path with ``..``."""
+        lines = ["tools:"]
+        for name in (*FS_READS, *FS_WRITES):
+            lines += [
+                f"  {name}:",
+                "    exit_predicates:",
+                "      - name: suspended",
+                '        expr: account.status == "suspended"',
+                "        reads: [account.status]",
+            ]
+            if name in FS_WRITES:
+                lines += [
+                    "      - name: free_plan",
+                    '        expr: account.plan == "free"',
+                    "        reads: [account.plan]",
+                ]
+            if name == FS_TOOL:
+                lines += [
+                    "    policies:",
+                    "      - name: path_climbs",
+                    '        expr: args.path.contains("..")',
+                    "        code: BENCH_PATH_CLIMBS",
+                    "        reads: [args.path]",
+                    "        fields: [path]",
+                    "        message: Paths are given without '..'",
+                ]
+        return "\n".join(lines) + "\n"
+
+
 def _tenant() -> str:
     return f"bench-{secrets.token_hex(4)}"
 
@@ -117,7 +225,7 @@ def _tenant() -> str:
 @dataclass
 class Production:
     """What ``--production`` gives the HTTP gateway: JWT auth, traces to a collector, rate
-    limits; and what each size found (:attr:`found`, by size)."""
+    limits; and what each size found (:attr:`found`, by size; its ``limits``, by era)."""
 
     storage: str = "memory"  # rate limits' storage: memory, or a Redis URL
     key: RSAKey = field(
@@ -128,15 +236,16 @@ class Production:
     collector: str = ""  # the collector's URL, while one runs
     found: dict[int, dict[str, Any]] = field(default_factory=dict)
 
-    def mint(self, key: RSAKey | None = None) -> str:
-        """An RS256 access token for acc-1 of :attr:`tenant`, good for three hours (``key``:
-        signed by another key under the issuer's kid, a forgery)."""
+    def mint(self, era: str = "", key: RSAKey | None = None) -> str:
+        """An RS256 access token for acc-1 of :attr:`tenant` (``era``: of that era's own
+        tenant, beside it), good for three hours (``key``: signed by another key under the
+        issuer's kid, a forgery)."""
         now = int(time.time())
         claims = {
             "iss": ISSUER,
             "aud": AUDIENCE,
             "sub": "acc-1",
-            "org_id": self.tenant,
+            "org_id": f"{self.tenant}-{era}" if era else self.tenant,
             "iat": now,
             "exp": now + 3 * 3600,
         }
@@ -144,13 +253,14 @@ class Production:
         return jwt.encode({"alg": "RS256", "kid": "bench-1"}, claims, signer, algorithms=["RS256"])
 
     def forged(self) -> str:
-        return self.mint(RSAKey.generate_key(2048, parameters={"kid": "bench-1"}))
+        return self.mint(key=RSAKey.generate_key(2048, parameters={"kid": "bench-1"}))
 
-    def served(self, root: Path) -> str:
+    def served(self, root: Path, third_party: bool = False) -> str:
         """The config's ``auth``, ``tracing`` and ``rate_limits`` (and the JWKS file)."""
         jwks = {"keys": [self.key.as_dict(private=False)]}
         (root / "jwks.json").write_text(json.dumps(jwks), encoding="utf-8")
-        called = tool_name(0)
+        called = [tool_name(0), *([FS_TOOL] if third_party else [])]
+        per_tool = ", ".join(f"{name}: {RATES['per_tool']}" for name in called)
         return (
             "server: {host: 127.0.0.1, port: 0}\n"
             "auth:\n"
@@ -162,7 +272,7 @@ class Production:
             "rate_limits:\n"
             f"  per_token: {RATES['per_token']}\n"
             f"  per_tenant: {RATES['per_tenant']}\n"
-            f"  per_tool: {{{called}: {RATES['per_tool']}, {PROBE_TOOL}: 1/hour}}\n"
+            f"  per_tool: {{{per_tool}, {PROBE_TOOL}: 1/hour}}\n"
             f"  storage: {json.dumps(self.storage)}\n"
         )
 
@@ -173,17 +283,23 @@ class Production:
             f"JWT auth (RS256 against a JWKS file; issuer, audience, tenant from `org_id`; no "
             f"static token), traces (OTLP over HTTP, batch exporter, to a collector on "
             f"loopback), rate limits (per token {RATES['per_token']}, per tenant "
-            f"{RATES['per_tenant']}, per tool {RATES['per_tool']} on the called tool; "
+            f"{RATES['per_tenant']}, per tool {RATES['per_tool']} on each called tool; "
             f"moving window, {store})"
         )
 
 
 def write_site(
-    root: Path, tools: int, *, http: bool = False, production: Production | None = None
+    root: Path,
+    tools: int,
+    *,
+    http: bool = False,
+    production: Production | None = None,
+    third_party: ThirdParty | None = None,
 ) -> Path:
-    """Accounts, contracts and a gateway config for ``tools`` generated tools; the config
-    (``http``: served on a free loopback port, for one bearer token; ``production``: for the
-    JWTs it mints instead, with traces and rate limits)."""
+    """Accounts, contracts and a gateway config for ``tools`` generated tools (and the
+    ``third_party`` server's, a second upstream); the config (``http``: served on a free
+    loopback port, for one bearer token; ``production``: for the JWTs it mints instead, with
+    traces and rate limits)."""
     (root / "accounts.json").write_text(
         json.dumps({"acc-1": {"account": {"plan": "free", "status": "active"}}}),
         encoding="utf-8",
@@ -191,7 +307,7 @@ def write_site(
     (root / "bench.maitred.yaml").write_text(sidecar(tools), encoding="utf-8")
     config = root / "gateway.yaml"
     if production is not None:
-        served = production.served(root)
+        served = production.served(root, third_party is not None)
     elif http:
         served = (
             "server: {host: 127.0.0.1, port: 0}\n"
@@ -201,40 +317,64 @@ def write_site(
         )
     else:
         served = "account: acc-1\n"
-    config.write_text(
-        served + "state: accounts.json\n"
-        "log: gateway.sqlite\n"
+    upstreams = (
         "upstreams:\n"
         "  - name: bench\n"
         f"    command: {json.dumps(sys.executable)}\n"
         f"    args: [{json.dumps(str(HERE / '_mcp_upstream.py'))}, --tools, '{tools}']\n"
-        "    contracts: bench.maitred.yaml\n",
-        encoding="utf-8",
+        "    contracts: bench.maitred.yaml\n"
+        "    required: true\n"
+    )
+    if third_party is not None:
+        (root / "filesystem.maitred.yaml").write_text(third_party.sidecar(), encoding="utf-8")
+        node, *args = third_party.command
+        upstreams += (
+            "  - name: filesystem\n"
+            f"    command: {json.dumps(node)}\n"
+            f"    args: [{', '.join(json.dumps(a) for a in args)}]\n"
+            "    contracts: filesystem.maitred.yaml\n"
+            "    required: true\n"
+        )
+    config.write_text(
+        served + "state: accounts.json\nlog: gateway.sqlite\n" + upstreams, encoding="utf-8"
     )
     return config
 
 
-def transports(root: Path, tools: int) -> dict[str, StdioTransport]:
-    """The two sides, as an MCP client would launch them (stderr to a file in ``root``)."""
-    config = write_site(root, tools)
+def upstream_commands(tools: int, third_party: ThirdParty | None) -> list[str]:
+    """The proxy's upstreams, as ``_mcp_proxy.py`` takes them (each after a ``--``)."""
+    generated = [sys.executable, str(HERE / "_mcp_upstream.py"), "--tools", str(tools)]
+    return ["--", *generated, *(["--", *third_party.command] if third_party else [])]
+
+
+#: opens both sides' clients in one era (``connect(era)``), as a dict by side
+Connect = Callable[[str], AbstractAsyncContextManager[dict[str, Client[Any]]]]
+
+
+@asynccontextmanager
+async def stdio_sides(
+    root: Path, tools: int, third_party: ThirdParty | None = None
+) -> AsyncIterator[Connect]:
+    """Both sides over stdio, as an MCP client launches a local server: each era's clients
+    launch sides of their own (stderr to a file in ``root``)."""
+    config = write_site(root, tools, third_party=third_party)
     log = root / "stderr.log"
-    upstream = [sys.executable, str(HERE / "_mcp_upstream.py"), "--tools", str(tools)]
-    return {
-        "proxy": StdioTransport(
-            sys.executable,
-            [str(HERE / "_mcp_proxy.py"), "--", *upstream],
-            env=_env(),
-            keep_alive=False,
-            log_file=log,
-        ),
-        "gateway": StdioTransport(
-            sys.executable,
-            ["-m", "maitred.cli.main", "mcp", "--config", str(config)],
-            env=_env(),
-            keep_alive=False,
-            log_file=log,
-        ),
-    }
+    proxy_args = [str(HERE / "_mcp_proxy.py"), *upstream_commands(tools, third_party)]
+    gateway_args = ["-m", "maitred.cli.main", "mcp", "--config", str(config)]
+
+    def launch(args: list[str]) -> StdioTransport:
+        return StdioTransport(sys.executable, args, env=_env(), keep_alive=False, log_file=log)
+
+    @asynccontextmanager
+    async def connect(era: str) -> AsyncIterator[dict[str, Client[Any]]]:
+        mode = ERAS[era]
+        async with (
+            Client(launch(proxy_args), timeout=120, mode=mode) as proxy,
+            Client(launch(gateway_args), timeout=120, init_timeout=300, mode=mode) as gateway,
+        ):
+            yield {"proxy": proxy, "gateway": gateway}
+
+    yield connect
 
 
 def _served(args: list[str], log: Path) -> tuple[subprocess.Popen[str], str]:
@@ -290,6 +430,11 @@ def _calls_served(text: str) -> int:
     )  # fmt: skip
 
 
+async def _metrics(base: str) -> str:
+    async with httpx2.AsyncClient(timeout=60) as http:
+        return (await http.get(f"{base}/metrics")).text
+
+
 async def prove_auth(url: str, production: Production) -> dict[str, Any]:
     """A ``tools/list`` without a token and one with a forged token: both must be 401s."""
     body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
@@ -312,14 +457,14 @@ async def prove_auth(url: str, production: Production) -> dict[str, Any]:
 
 async def prove_limits(client: Client[Any], base: str) -> dict[str, Any]:
     """:data:`PROBE_TOOL` (one call an hour) twice: the second is RATE_LIMITED, and counted."""
+    before = _metric(await _metrics(base), "maitred_gateway_rate_limited_total", scope="per_tool")
     first = await client.call_tool(PROBE_TOOL, {"n": 1}, raise_on_error=False)
     second = await client.call_tool(PROBE_TOOL, {"n": 2}, raise_on_error=False)
     assert not first.is_error, first
     text = getattr(second.content[0], "text", "")
     assert second.is_error and "RATE_LIMITED" in text, second
-    async with httpx2.AsyncClient(timeout=60) as http:
-        metrics = (await http.get(f"{base}/metrics")).text
-    counted = _metric(metrics, "maitred_gateway_rate_limited_total", scope="per_tool")
+    metrics = await _metrics(base)
+    counted = _metric(metrics, "maitred_gateway_rate_limited_total", scope="per_tool") - before
     assert counted == 1, metrics
     payload = json.loads(text)
     return {"limited_code": payload["code"], "retry_after_s": payload.get("retry_after_s"),
@@ -327,47 +472,56 @@ async def prove_limits(client: Client[Any], base: str) -> dict[str, Any]:
 
 
 @asynccontextmanager
-async def http_clients(
-    root: Path, tools: int, production: Production | None = None
-) -> AsyncIterator[dict[str, Client[Any]]]:
-    """Both sides served over streamable HTTP on loopback, and a client of each.
+async def http_sides(
+    root: Path,
+    tools: int,
+    production: Production | None = None,
+    third_party: ThirdParty | None = None,
+) -> AsyncIterator[Connect]:
+    """Both sides served over streamable HTTP on loopback (one pair for every era).
 
     With ``production``, a collector runs first and the gateway gets JWT auth, traces and
-    rate limits; what the checks before and after the block found is left in
+    rate limits; what the checks before, within (by era) and after the block found is left in
     ``production.found[tools]``.
     """
     log = root / "stderr.log"
     started: list[subprocess.Popen[str]] = []
     collector: subprocess.Popen[str] | None = None
+    found: dict[str, Any] = {"limits": {}}
     try:
         if production is not None:
             production.tenant = _tenant()  # each size its own budgets, in a shared Redis too
             collector, production.collector = _served(
                 [sys.executable, str(HERE / "_otlp_sink.py")], log
             )
-        config = write_site(root, tools, http=True, production=production)
-        upstream = [sys.executable, str(HERE / "_mcp_upstream.py"), "--tools", str(tools)]
-        proxy_cmd = [sys.executable, str(HERE / "_mcp_proxy.py"), "--http", "0", "--", *upstream]
+            production.found[tools] = found
+        config = write_site(root, tools, http=True, production=production, third_party=third_party)
+        proxy_cmd = [sys.executable, str(HERE / "_mcp_proxy.py"), "--http", "0",
+                     *upstream_commands(tools, third_party)]  # fmt: skip
         gateway_cmd = [sys.executable, "-m", "maitred.cli.main", "mcp", "--config", str(config)]
         proxy, proxy_url = _served(proxy_cmd, log)
         started.append(proxy)
         gateway, gateway_url = _served(gateway_cmd, log)
         started.append(gateway)
-        token = production.mint() if production is not None else TOKEN
         base = gateway_url.rsplit("/", 1)[0]
-        found: dict[str, Any] = {}
         if production is not None:
             found.update(await prove_auth(gateway_url, production))
-        async with (
-            Client(proxy_url, timeout=120) as px,
-            Client(gateway_url, auth=token, timeout=120) as gw,
-        ):
-            if production is not None:
-                found.update(await prove_limits(gw, base))
-            yield {"proxy": px, "gateway": gw}
+
+        @asynccontextmanager
+        async def connect(era: str) -> AsyncIterator[dict[str, Client[Any]]]:
+            mode = ERAS[era]
+            token = production.mint(era) if production is not None else TOKEN
+            async with (
+                Client(proxy_url, timeout=120, mode=mode) as px,
+                Client(gateway_url, auth=token, timeout=120, mode=mode) as gw,
+            ):
+                if production is not None:
+                    found["limits"][era] = await prove_limits(gw, base)
+                yield {"proxy": px, "gateway": gw}
+
+        yield connect
         if production is not None and collector is not None:
-            async with httpx2.AsyncClient(timeout=60) as http:
-                metrics = (await http.get(f"{base}/metrics")).text
+            metrics = await _metrics(base)
             found["calls_served"] = _calls_served(metrics)
             found["listings_served"] = round(_metric(metrics, "maitred_gateway_listings_total"))
             found["rate_limited_total"] = round(
@@ -377,24 +531,12 @@ async def http_clients(
             sink = production.collector.rsplit("/v1/", 1)[0]
             async with httpx2.AsyncClient(timeout=60) as http:
                 found.update((await http.get(f"{sink}/counts")).json())
-            production.found[tools] = found
     finally:
         for popen in started:
             _stop(popen)
         if production is not None and collector is not None:
             _stop(collector)
             production.collector = ""
-
-
-@asynccontextmanager
-async def stdio_clients(root: Path, tools: int) -> AsyncIterator[dict[str, Client[Any]]]:
-    """Both sides launched over stdio, as an MCP client launches a local server."""
-    sides = transports(root, tools)
-    async with (
-        Client(sides["proxy"], timeout=120) as proxy,
-        Client(sides["gateway"], timeout=120, init_timeout=300) as gateway,
-    ):
-        yield {"proxy": proxy, "gateway": gateway}
 
 
 Op = Callable[[Client[Any]], Awaitable[Any]]
@@ -453,16 +595,10 @@ async def phase(
     return samples, cpu
 
 
-async def measure(
-    tools: int,
-    calls: int,
-    lists: int,
-    warmup: int,
-    max_seconds: float,
-    transport: str = "stdio",
-    production: Production | None = None,
-) -> dict[str, Any]:
-    """Time both sides over one catalog size: samples (seconds) and CPU per op, by side."""
+def operations(tools: int, third_party: ThirdParty | None) -> dict[str, Op]:
+    """What is timed, by name (each checks its answer): ``call`` (a visible generated tool),
+    ``fs_call`` (the third-party tool, with ``third_party``), ``list``, ``refused`` (a hidden
+    tool: the gateway alone)."""
     visible, refused = tool_name(0), tool_name(next(i for i in range(tools) if hidden(i)))
 
     async def call(client: Client[Any]) -> Any:
@@ -476,109 +612,175 @@ async def measure(
         result = await client.call_tool(refused, {"n": 7}, raise_on_error=False)
         assert result.is_error and "TOOL_NOT_OFFERED" in result.content[0].text, result
 
+    found: dict[str, Op] = {"call": call}
+    if third_party is not None:
+        path = str(third_party.file)
+
+        async def read(client: Client[Any]) -> Any:
+            result = await client.call_tool(FS_TOOL, {"path": path})
+            assert result.content[0].text == FS_TEXT, result
+
+        found["fs_call"] = read
+    return {**found, "list": listing, "refused": refuse}
+
+
+def listed(tools: int, third_party: ThirdParty | None) -> dict[str, int]:
+    """How many tools each side lists (the gateway: to the free plan)."""
+    gateway = tools - sum(hidden(i) for i in range(tools))
+    if third_party is None:
+        return {"proxy": tools, "gateway": gateway}
+    return {
+        "proxy": tools + third_party.listed(False),
+        "gateway": gateway + third_party.listed(True),
+    }
+
+
+async def measure_era(
+    clients: dict[str, Client[Any]],
+    era: str,
+    ops: dict[str, Op],
+    want: dict[str, int],
+    counts: dict[str, int],
+    warmup: int,
+    max_seconds: float,
+) -> dict[str, Any]:
+    """Time every op of ``ops`` on both sides' clients of one era: samples and CPU per op."""
+    spoken = {side: client.protocol_version for side, client in clients.items()}
+    assert spoken == {"proxy": era, "gateway": era}, (era, spoken)
+    shown = {k: len(await ops["list"](c)) for k, c in clients.items()}
+    assert shown == want, (shown, want)
     samples: dict[str, dict[str, list[float]]] = {"proxy": {}, "gateway": {}}
     cpu: dict[str, dict[str, float]] = {"proxy": {}, "gateway": {}}
+    for what, op in ops.items():
+        on = {"gateway": clients["gateway"]} if what == "refused" else clients
+        warm = warmup if what != "list" else min(warmup, 2)  # a 1,000-tool list is ~1 s
+        got, used = await phase(on, op, counts[what], warm, max_seconds)
+        for side in on:
+            samples[side][what], cpu[side][what] = got[side], used.get(side, math.nan)
+    return {"shown": shown, "samples": samples, "cpu": cpu}
+
+
+async def measure(
+    tools: int,
+    calls: int,
+    lists: int,
+    warmup: int,
+    max_seconds: float,
+    transport: str = "stdio",
+    production: Production | None = None,
+    eras: tuple[str, ...] = tuple(ERAS),
+    third_party: bool = False,
+) -> dict[str, Any]:
+    """Time both sides over one catalog size, in each client era: samples (seconds) and CPU
+    per op, by era and side."""
+    counts = {"call": calls, "fs_call": calls, "list": lists, "refused": calls}
+    by_era: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="maitred-gwbench-") as tmp:
+        root = Path(tmp)
+        third = ThirdParty(root / "files") if third_party else None
+        if third is not None:
+            third.write()
+        ops, want = operations(tools, third), listed(tools, third)
         started = time.perf_counter()
-        served = (
-            http_clients(Path(tmp), tools, production)
+        sides = (
+            http_sides(root, tools, production, third)
             if transport == "http"
-            else stdio_clients(Path(tmp), tools)
+            else stdio_sides(root, tools, third)
         )
-        async with served as clients:
-            gateway = clients["gateway"]
-            print(f"  {tools:,} tools: both sides up in {time.perf_counter() - started:.1f}s",
-                  file=sys.stderr, flush=True)  # fmt: skip
-            shown = {k: len(await listing(c)) for k, c in clients.items()}
-            expected = tools - sum(hidden(i) for i in range(tools))
-            assert shown == {"proxy": tools, "gateway": expected}, shown
-            for what, op, count, on in [
-                ("call", call, calls, clients),
-                ("list", listing, lists, clients),
-                ("refused", refuse, calls, {"gateway": gateway}),
-            ]:
-                warm = warmup if what != "list" else min(warmup, 2)  # a 1,000-tool list is ~1 s
-                got, used = await phase(on, op, count, warm, max_seconds)
-                for side in on:
-                    samples[side][what], cpu[side][what] = got[side], used.get(side, math.nan)
+        async with sides as connect:
+            for era in eras:
+                async with connect(era) as clients:
+                    up = time.perf_counter() - started
+                    print(f"  {tools:,} tools, {era}: both sides up in {up:.1f}s",
+                          file=sys.stderr, flush=True)  # fmt: skip
+                    by_era[era] = await measure_era(
+                        clients, era, ops, want, counts, warmup, max_seconds
+                    )
+                started = time.perf_counter()
     found = production.found.get(tools) if production is not None else None
     return {
-        "tools": tools, "transport": transport, "shown": shown, "samples": samples, "cpu": cpu,
+        "tools": tools, "transport": transport, "third_party": third_party, "eras": by_era,
         "production": found,
     }  # fmt: skip
 
 
 def rows(result: dict[str, Any]) -> list[dict[str, Any]]:
-    """The table rows of one catalog size."""
+    """The table rows of one catalog size: by era, each op timed on both sides, then the
+    refused call."""
     found = []
-    s = result["samples"]
-    for what in ("call", "list"):
-        px, gw = s["proxy"][what], s["gateway"][what]
-        ratio = _pct(gw, 0.5) / _pct(px, 0.5)
+    for era, measured in result["eras"].items():
+        s, shown = measured["samples"], measured["shown"]
+        size = {"tools": result["tools"], "era": era,
+                "proxy_listed": shown["proxy"], "gateway_listed": shown["gateway"]}  # fmt: skip
+        for what in (w for w in s["proxy"] if w in GOALS):
+            px, gw = s["proxy"][what], s["gateway"][what]
+            ratio = _pct(gw, 0.5) / _pct(px, 0.5)
+            found.append(
+                {
+                    **size,
+                    "op": what,
+                    "n": len(gw),
+                    "proxy_p50_ms": _pct(px, 0.5) * 1e3,
+                    "proxy_p99_ms": _pct(px, 0.99) * 1e3,
+                    "gateway_p50_ms": _pct(gw, 0.5) * 1e3,
+                    "gateway_p99_ms": _pct(gw, 0.99) * 1e3,
+                    "ratio_p50": ratio,
+                    "ratio_p99": _pct(gw, 0.99) / _pct(px, 0.99),
+                    # each gateway op over the proxy op timed next to it (same load): steadier
+                    "ratio_paired": statistics.median(g / p for g, p in zip(gw, px, strict=True)),
+                    "goal": GOALS[what],
+                    "met": ratio <= GOALS[what],
+                    "proxy_cpu_ms": measured["cpu"]["proxy"][what] * 1e3,
+                    "gateway_cpu_ms": measured["cpu"]["gateway"][what] * 1e3,
+                }
+            )
+        refused = s["gateway"]["refused"]
         found.append(
             {
-                "tools": result["tools"],
-                "op": what,
-                "n": len(gw),
-                "proxy_p50_ms": _pct(px, 0.5) * 1e3,
-                "proxy_p99_ms": _pct(px, 0.99) * 1e3,
-                "gateway_p50_ms": _pct(gw, 0.5) * 1e3,
-                "gateway_p99_ms": _pct(gw, 0.99) * 1e3,
-                "ratio_p50": ratio,
-                "ratio_p99": _pct(gw, 0.99) / _pct(px, 0.99),
-                # each gateway op over the proxy op timed next to it (same load): a steadier view
-                "ratio_paired": statistics.median(g / p for g, p in zip(gw, px, strict=True)),
-                "goal": GOALS[what],
-                "met": ratio <= GOALS[what],
-                "proxy_cpu_ms": result["cpu"]["proxy"][what] * 1e3,
-                "gateway_cpu_ms": result["cpu"]["gateway"][what] * 1e3,
+                **size,
+                "op": "refused",
+                "n": len(refused),
+                "gateway_p50_ms": _pct(refused, 0.5) * 1e3,
+                "gateway_p99_ms": _pct(refused, 0.99) * 1e3,
             }
         )
-    refused = s["gateway"]["refused"]
-    found.append(
-        {
-            "tools": result["tools"],
-            "op": "refused",
-            "n": len(refused),
-            "gateway_p50_ms": _pct(refused, 0.5) * 1e3,
-            "gateway_p99_ms": _pct(refused, 0.99) * 1e3,
-        }
-    )
     return found
 
 
-def table(all_rows: list[dict[str, Any]], shown: dict[int, dict[str, int]]) -> str:
+#: how the table names each op
+OP_NAMES = {
+    "call": "`tools/call`, allowed (generated tool)",
+    "fs_call": f"`tools/call`, allowed (third-party: filesystem `{FS_TOOL}`)",
+    "list": "`tools/list`",
+    "refused": "`tools/call`, hidden tool refused",
+}
+
+
+def table(all_rows: list[dict[str, Any]]) -> str:
     head = (
-        "| tools (listed: proxy / gateway) | operation | n | proxy p50 / p99 ms "
+        "| tools (listed: proxy / gateway) | client era | operation | n | proxy p50 / p99 ms "
         "| gateway p50 / p99 ms | gateway / proxy: p50 (p99; paired median) | goal "
         "| front process CPU ms per op, proxy / gateway |\n"
-        "|---|---|---:|---:|---:|---:|---|---:|"
+        "|---|---|---|---:|---:|---:|---:|---|---:|"
     )
     lines = [head]
-    names = {
-        "call": "`tools/call`, allowed",
-        "list": "`tools/list`",
-        "refused": "`tools/call`, hidden tool refused",
-    }
     for r in all_rows:
-        sizes = shown[r["tools"]]
-        label = f"{r['tools']:,} ({sizes['proxy']:,} / {sizes['gateway']:,})"
+        label = f"{r['tools']:,} ({r['proxy_listed']:,} / {r['gateway_listed']:,})"
+        cells = f"| {label} | {r['era']} | {OP_NAMES[r['op']]} | {r['n']} |"
         gw = f"{r['gateway_p50_ms']:.2f} / {r['gateway_p99_ms']:.2f}"
         if r["op"] == "refused":
-            lines.append(f"| {label} | {names['refused']} | {r['n']} | | {gw} | | | |")
+            lines.append(f"{cells} | {gw} | | | |")
             continue
         px = f"{r['proxy_p50_ms']:.2f} / {r['proxy_p99_ms']:.2f}"
         ratio = f"**{r['ratio_p50']:.2f}x** ({r['ratio_p99']:.2f}x; {r['ratio_paired']:.2f}x)"
         verdict = f"<= {r['goal']}x: {'met' if r['met'] else 'not met'}"
         cpu = f"{r['proxy_cpu_ms']:.2f} / {r['gateway_cpu_ms']:.2f}"
-        lines.append(
-            f"| {label} | {names[r['op']]} | {r['n']} | {px} | {gw} | {ratio} | {verdict} | {cpu} |"
-        )
+        lines.append(f"{cells} {px} | {gw} | {ratio} | {verdict} | {cpu} |")
     return "\n".join(lines)
 
 
 def production_report(production: Production) -> str:
-    """What was on in the gateway, and what each size showed of it."""
+    """What was on in the gateway, and what each size (and era) showed of it."""
     lines = [f"Gateway features on: {production.features()}. The proxy: plain, no auth."]
     for tools, f in sorted(production.found.items()):
         spans = f.get("spans", {})
@@ -589,11 +791,15 @@ def production_report(production: Production) -> str:
             else f"**{f['calls_served'] - calls} call spans missing**"
         )
         by_name = ", ".join(f"{k} {v:,}" for k, v in sorted(spans.items()))
+        limits = "; ".join(
+            f"{era}: {PROBE_TOOL} (1/hour) twice -> {lim['limited_code']} (retry_after_s "
+            f"{lim['retry_after_s']}), rate_limited_total{{scope=per_tool}} "
+            f"+{lim['rate_limited_per_tool']:.0f}"
+            for era, lim in f["limits"].items()
+        )
         lines.append(
             f"- {tools:,} tools: no token -> {f['no_token']}, forged token -> "
-            f"{f['forged_token']} ({f['forged_why']}); {PROBE_TOOL} (1/hour) twice -> "
-            f"{f['limited_code']} (retry_after_s {f['retry_after_s']}), "
-            f"rate_limited_total{{scope=per_tool}} = {f['rate_limited_per_tool']:.0f}; "
+            f"{f['forged_token']} ({f['forged_why']}); {limits}; "
             f"calls served {f['calls_served']:,} (RATE_LIMITED {f['rate_limited_total']}), "
             f"listings {f['listings_served']:,}; spans received by the collector "
             f"{sum(spans.values()):,} in {f['exports']} exports ({by_name}): {exported}; "
@@ -605,6 +811,11 @@ def production_report(production: Production) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="10,1000", help="upstream tool counts, comma-separated")
+    parser.add_argument(
+        "--eras",
+        default=",".join(ERAS),
+        help=f"client protocol eras, comma-separated (of {', '.join(ERAS)})",
+    )
     parser.add_argument("--calls", type=int, default=300, help="timed tools/call per side")
     parser.add_argument("--lists", type=int, default=60, help="timed tools/list per side")
     parser.add_argument("--warmup", type=int, default=10, help="untimed calls first (lists: 2)")
@@ -612,7 +823,7 @@ def main() -> None:
         "--max-seconds",
         type=float,
         default=60.0,
-        help="stop a phase (one size, one operation) after this",
+        help="stop a phase (one size, era and operation) after this",
     )
     parser.add_argument(
         "--transport",
@@ -631,12 +842,23 @@ def main() -> None:
         metavar="URL",
         help="with --production: the rate limits' counts in this Redis (default: memory)",
     )
+    parser.add_argument(
+        "--third-party",
+        action="store_true",
+        help="a second upstream behind both sides: @modelcontextprotocol/server-filesystem "
+        "over stdio (make bench-deps installs it), its read_text_file timed too",
+    )
     parser.add_argument("--json-out", type=Path, help="also write the rows and samples here")
     args = parser.parse_args()
     if args.production and args.transport != "http":
         parser.error("--production needs --transport http (auth and /metrics are HTTP's)")
     if args.redis and not args.production:
         parser.error("--redis needs --production (it is where the rate limits count)")
+    eras = tuple(e.strip() for e in args.eras.split(",") if e.strip())
+    if not eras or any(e not in ERAS for e in eras):
+        parser.error(f"--eras takes {', '.join(ERAS)} (comma-separated), not {args.eras!r}")
+    if args.third_party and ThirdParty.missing():
+        parser.error(ThirdParty.missing())
     production = Production(storage=args.redis or "memory") if args.production else None
     results = []
     load = os.getloadavg()[0]
@@ -651,12 +873,20 @@ def main() -> None:
                 args.max_seconds,
                 args.transport,
                 production,
+                eras,
+                args.third_party,
             )
         )
     all_rows = [row for result in results for row in rows(result)]
-    shown = table(all_rows, {r["tools"]: r["shown"] for r in results})
+    shown = table(all_rows)
     shown += f"\n\nLoad average (1 min) at the start / end: {load:.1f} / {os.getloadavg()[0]:.1f}"
     shown += f" on {os.cpu_count()} CPUs."
+    if args.third_party:
+        shown += (
+            f"\n\nSecond upstream on both sides: @modelcontextprotocol/server-filesystem "
+            f"({FS_SCRIPT.relative_to(HERE.parent)}) over stdio, on node "
+            f"{FS_NODE.relative_to(HERE.parent)}; `{FS_TOOL}` of a {len(FS_TEXT)}-byte file."
+        )
     if production is not None:
         shown += "\n\n" + production_report(production)
     else:
