@@ -305,7 +305,7 @@ def gateway_table(path: Path) -> list[str]:
     if data is None:
         return []
     return [
-        "## 8. MCP gateway vs a plain FastMCP proxy (goals: call <= 1.25x, list <= 1.5x)",
+        "## 8. MCP gateway vs a plain FastMCP proxy (goals: call <= 1.15x, list <= 1.5x)",
         "",
         f"`{data['command']}` ({data['date']}); details in the script's docstring.",
         "",
