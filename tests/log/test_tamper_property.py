@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from maitred.actions.model import Decision, ToolCall
@@ -165,6 +165,9 @@ def _apply(path: Path, table: str, op: str, pick: float, column: int, value: Any
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(edit=edits())
+# found by the 10,000-example run: an exposed pair's flag edited from 1 to 2 hashed as true
+# (the chain was intact) while the offer's `exposed = 1` no longer selected it
+@example(edit=(0, "pairs", "update", 0.875, 6, (0, 0)))
 def test_a_single_row_edit_is_reported_or_changes_no_later_decision(
     edit: tuple[int, str, str, float, int, Any],
     bases: list[tuple[Path, dict[Any, Any]]],
@@ -180,3 +183,28 @@ def test_a_single_row_edit_is_reported_or_changes_no_later_decision(
         report = verify(log)
     if report.ok:
         assert _reads(path) == before, f"{op} of {table} changed a decision; verify said ok"
+
+
+@pytest.mark.parametrize("column", ["visible", "exposed"])
+def test_a_boolean_flag_edited_to_another_integer_is_reported(
+    column: str, bases: list[tuple[Path, dict[Any, Any]]], tmp_path: Path
+) -> None:
+    """SQLite keeps any integer in a boolean column; 2 is true to the hash chain and not
+    ``= 1`` to the offer's read, so verify must report it, whatever the chain says."""
+    path = tmp_path / "flag.sqlite"
+    shutil.copyfile(bases[0][0], path)
+    conn = sqlite3.connect(path)
+    triggers = conn.execute(
+        "SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'pairs'"
+    ).fetchall()
+    for name, _ in triggers:
+        conn.execute(f"DROP TRIGGER {name}")
+    conn.execute(f"UPDATE pairs SET {column} = 2 WHERE rowid = (SELECT min(rowid) FROM pairs)")
+    for _, sql in triggers:
+        conn.execute(sql)
+    conn.commit()
+    conn.close()
+    with open_log(path, read_only=True) as log:
+        report = verify(log)
+    assert not report.ok
+    assert any(f"pairs.{column} holds 2" in issue.detail for issue in report.mismatches), report

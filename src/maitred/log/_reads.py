@@ -145,8 +145,8 @@ class SqlReads:
         )
         for p in pair_rows:
             pair = dict(zip(PAIR_COLUMNS, p, strict=True))
-            pair["visible"] = bool(pair["visible"])
-            pair["exposed"] = bool(pair["exposed"])
+            pair["visible"] = stored_bool(pair["visible"], "pairs.visible")
+            pair["exposed"] = stored_bool(pair["exposed"], "pairs.exposed")
             by_id[pair["turn_id"]]["pairs"].append(pair)
         return turns
 
@@ -263,3 +263,17 @@ class SqlReads:
         """Every stored snapshot row, in hash order."""
         self._before_read()
         yield from self._pages("snapshots", SNAPSHOT_COLUMNS, "hash")
+
+
+def stored_bool(value: Any, column: str) -> bool:
+    """A boolean column's stored value as read back: ``True``/``False`` (PostgreSQL) or exactly
+    ``1``/``0`` (SQLite, which keeps whatever integer it is given).
+
+    Raises:
+        ValueError: any other value: the row was edited outside maitred. It is never read as
+            its truth value, since the checks that select by the column (``exposed = 1``)
+            would not see it as the hash chain, which hashes the truth value, does.
+    """
+    if value is True or value is False or (type(value) is int and value in (0, 1)):
+        return bool(value)
+    raise ValueError(f"{column} holds {value!r}, not a boolean")
