@@ -79,6 +79,7 @@ from maitred.decision import Message
 from maitred.errors import ConfigError
 from maitred.gate.executability import fetch_keys
 from maitred.log.base import DecisionLog, open_log
+from maitred.log.storable import check_ids
 from maitred.pipeline import Pipeline, RunStats, Turn
 from maitred.recall.dense import Progress
 from maitred.recall.registry import make_recaller
@@ -311,6 +312,11 @@ class Maitred:
                 see :class:`~maitred.context.CallContext`.
         """
         message = self._message(message, session, account, id)
+        check_ids(  # a bad id is the caller's error, refused before any work
+            f"turn {message.id!r}",
+            {"message_id": message.id, "account_id": message.account,
+             "conversation_id": message.conversation},
+        )  # fmt: skip
         turn = self.pipeline.route(message, context)  # raises: the session is unchanged
         if self.log is not None:
             if not durable:
@@ -397,6 +403,8 @@ class Maitred:
                 offer, reading no state); see :class:`~maitred.context.CallContext`.
         """
         tc = call if isinstance(call, ToolCall) else _tool_call(call)
+        check_ids(f"a call of session {session.id!r}",
+                  {"session_id": session.id, "account_id": session.account})  # fmt: skip
         if not tc.id:  # the logged call id is never empty: one the client can quote back
             tc = dataclasses.replace(tc, id=new_call_id())
         offered, turn_id = self._offer(session)

@@ -10,9 +10,12 @@ while ``verify`` found nothing, and a deleted action decision went unseen. Now t
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
+
+import pytest
 
 from maitred.actions.model import Decision, ToolCall
 from maitred.decision import PairRecord, RunInfo, TurnRecord
@@ -139,3 +142,67 @@ def test_every_commit_links_its_rows_and_a_cut_stream_is_reported(opener: Opener
             conn.execute("DELETE FROM links WHERE seq = 3")
         report = verify(log)
     assert not report.ok and {m.kind for m in report.mismatches} == {"link"}
+
+
+def _forge_decision(
+    log: DecisionLog, *, logged_at: float | None = None, turn_id: str = "run-1/m1"
+) -> str:
+    """Insert a copy of the logged decision under a new id (its hash recomputed, so it
+    verifies as a row), as someone with write access would add a decision of their own."""
+    from maitred._canonical import canonical_json, text_hash
+
+    mark = "?" if log.dialect == "sqlite" else "%s"
+    with _unguarded(log, "action_decisions") as conn:
+        cur = conn.execute("SELECT * FROM action_decisions")
+        names = [d[0] for d in cur.description]
+        row = dict(zip(names, cur.fetchone(), strict=True))
+        data = json.loads(row["decision_json"])
+        data["decision_id"] = row["decision_id"] = "forged-1"
+        data["turn_id"] = row["turn_id"] = turn_id
+        row["decision_json"] = canonical_json(data)
+        row["decision_hash"] = text_hash(row["decision_json"])
+        if logged_at is not None:
+            row["logged_at"] = logged_at
+        conn.execute(
+            f"INSERT INTO action_decisions ({', '.join(row)}) "
+            f"VALUES ({', '.join(mark for _ in row)})",
+            list(row.values()),
+        )
+    return "forged-1"
+
+
+@pytest.mark.parametrize("backdated", [False, True], ids=["now", "backdated"])
+def test_a_decision_inserted_without_a_link_is_reported(opener: Opener, backdated: bool) -> None:
+    """Every decision since migration 0011 is linked when committed: one in no link was
+    inserted behind the writers' backs -- also when its logged_at claims it is older than
+    the log (only a log upgraded to 0011 exempts what it logged before the upgrade)."""
+    with opener() as log:
+        _session_log(log)
+        forged = _forge_decision(log, logged_at=1_000.0 if backdated else None)
+        report = verify(log)
+    assert [(m.kind, m.key) for m in report.mismatches] == [("link", forged)]
+    assert "in no link" in report.mismatches[0].detail
+
+
+def test_decisions_logged_before_an_upgrade_to_links_are_exempt(opener: Opener) -> None:
+    """A log upgraded to 0011 an hour after it was created: a decision logged in that hour is
+    in no link and is not reported -- unless it names a turn that is linked (then it cannot
+    predate the links)."""
+    with opener() as log:
+        _session_log(log)
+        forged = _forge_decision(log, turn_id="")
+        mark = "?" if log.dialect == "sqlite" else "%s"
+        with _unguarded(log, "maitred_migrations") as conn:
+            conn.execute(
+                f"UPDATE maitred_migrations SET applied_at = applied_at + 3600 WHERE name = {mark}",
+                ("0011_links",),
+            )
+        assert verify(log).ok, verify(log).summary()
+        with _unguarded(log, "action_decisions") as conn:
+            conn.execute(
+                f"UPDATE action_decisions SET turn_id = {mark} WHERE decision_id = {mark}",
+                ("run-1/m1", forged),
+            )
+        report = verify(log)
+    # (its JSON still names no turn: a "decision" mismatch too)
+    assert ("link", forged) in [(m.kind, m.key) for m in report.mismatches]

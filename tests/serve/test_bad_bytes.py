@@ -98,3 +98,17 @@ def test_a_tenant_sending_bad_bytes_costs_another_tenant_nothing(
         logged_decisions = {d["decision_id"] for d in log.iter_action_decisions()}
     assert answered_turns <= logged_turns and len(answered_turns) == 2 * ROUNDS
     assert answered_decisions <= logged_decisions and len(answered_decisions) == ROUNDS
+
+
+def test_a_run_id_no_log_can_hold_is_not_found_on_either_backend(
+    client: tuple[TestClient, str],
+) -> None:
+    """Found by schemathesis on PostgreSQL: ``GET /v1/funnel?run_id=`` with a NUL asked the
+    database about it and answered 503 (``text`` cannot hold a NUL). No run has such an id: a
+    404 naming why, on SQLite alike, and the funnel of the tenant's own run still answers."""
+    tc, _ = client
+    r = tc.get("/v1/funnel", params={"run_id": "serve-acme-\x00"}, headers=auth("acme"))
+    assert r.status_code == 404, r.text
+    assert r.json()["error"]["code"] == "run_not_found"
+    assert "NUL" in r.json()["error"]["message"]
+    assert tc.get("/v1/funnel", headers=auth("acme")).status_code == 200

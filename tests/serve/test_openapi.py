@@ -78,3 +78,24 @@ def test_a_field_the_schema_lacks_would_fail_validation(client: TestClient) -> N
     broken = httpx.Response(200, json=body)
     with pytest.raises(jsonschema.ValidationError, match="turn_id"):
         _validate(spec, "/v1/turns", "post", broken)
+
+
+def test_the_turn_links_to_a_check_of_its_session(client: TestClient) -> None:
+    """The link a stateful client follows is well formed: it names an operation that exists,
+    its runtime expression points at a field every turn response has, and the field it fills
+    is one of the check request's."""
+    spec = client.get("/openapi.json").json()
+    operations = {
+        op["operationId"]: op for ops in spec["paths"].values() for op in ops.values()
+        if "operationId" in op
+    }  # fmt: skip
+    links = spec["paths"]["/v1/turns"]["post"]["responses"]["200"]["links"]
+    assert set(links) == {"CheckACallOfThisSession"}
+    link = links["CheckACallOfThisSession"]
+    assert operations[link["operationId"]] is spec["paths"]["/v1/calls/check"]["post"]
+    schemas = spec["components"]["schemas"]
+    for field, expression in link["requestBody"].items():
+        assert field in schemas["CheckRequest"]["properties"]
+        source, _, pointer = expression.partition("#/")
+        assert source == "$response.body"
+        assert pointer in schemas["TurnResponse"]["required"]

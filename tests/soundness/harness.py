@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
+import uuid
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -63,8 +64,13 @@ class Store:
 
 
 @contextlib.contextmanager
-def refusing_commits(log_path: Path) -> Iterator[None]:
-    """Every commit of turns or decisions to the SQLite log at ``log_path`` fails inside."""
+def refusing_commits(log_path: Path | str) -> Iterator[None]:
+    """Every commit of turns or decisions to the log at ``log_path`` fails inside: a SQLite
+    file, or a PostgreSQL URL with ``?schema=`` (:func:`pg_location`)."""
+    if isinstance(log_path, str) and log_path.startswith("postgresql://"):
+        with _refusing_pg(log_path):
+            yield
+        return
     conn = sqlite3.connect(log_path, timeout=5)
     try:
         for table in _GUARDED:
@@ -79,6 +85,50 @@ def refusing_commits(log_path: Path) -> Iterator[None]:
             conn.execute(f"DROP TRIGGER IF EXISTS soundness_refuse_{table}")
         conn.commit()
         conn.close()
+
+
+def pg_location(server: str) -> str:
+    """A log location in a fresh schema of the PostgreSQL ``server`` (see :func:`drop_pg`)."""
+    return f"{server}?schema=t_{uuid.uuid4().hex[:16]}"
+
+
+def _pg_parts(location: str) -> tuple[str, str]:
+    server, _, schema = location.partition("?schema=")
+    return server, schema
+
+
+def drop_pg(location: str) -> None:
+    """Drop the schema of a :func:`pg_location`."""
+    import psycopg
+
+    server, schema = _pg_parts(location)
+    with psycopg.connect(server, autocommit=True) as conn:
+        conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+@contextlib.contextmanager
+def _refusing_pg(location: str) -> Iterator[None]:
+    import psycopg
+
+    server, schema = _pg_parts(location)
+    with psycopg.connect(server, autocommit=True) as conn:
+        conn.execute(
+            f'CREATE OR REPLACE FUNCTION "{schema}".soundness_refuse() RETURNS trigger '
+            "LANGUAGE plpgsql AS $$ BEGIN "
+            "RAISE EXCEPTION 'soundness: the disk refused this commit'; END $$"
+        )
+        for table in _GUARDED:
+            conn.execute(
+                f'CREATE TRIGGER soundness_refuse_{table} BEFORE INSERT ON "{schema}".{table} '
+                f'FOR EACH ROW EXECUTE FUNCTION "{schema}".soundness_refuse()'
+            )
+        try:
+            yield
+        finally:
+            for table in _GUARDED:
+                conn.execute(
+                    f'DROP TRIGGER IF EXISTS soundness_refuse_{table} ON "{schema}".{table}'
+                )
 
 
 @dataclass(frozen=True)

@@ -26,12 +26,14 @@ was offered it) -- the inputs behind issue 16's defects.
 
 from __future__ import annotations
 
+import json
 import shutil
 import tempfile
+from collections import Counter
 from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from hypothesis import strategies as st
 from hypothesis.stateful import (
@@ -44,10 +46,19 @@ from hypothesis.stateful import (
 
 from maitred import Maitred, PipelineOptions
 from maitred.actions.session import Session
-from maitred.errors import MaitredError
+from maitred.errors import MaitredError, UnstorableError
 
-from . import spec
-from .harness import Ledger, Store, Told, names_in, payload_text, refusing_commits
+from . import odd, spec
+from .harness import (
+    Ledger,
+    Store,
+    Told,
+    drop_pg,
+    names_in,
+    payload_text,
+    pg_location,
+    refusing_commits,
+)
 
 ACCOUNTS = ("acc-a", "acc-b", "acc-c")
 OPTIONS = PipelineOptions(method="bm25", top_k=20)
@@ -59,6 +70,7 @@ class Domain:
     unknown_accounts: bool = False
     outages: bool = False
     unknown_tools: bool = False  # also: a reload drops a tool a session was offered
+    odd_bytes: bool = False  # turns and calls with NULs, lone surrogates, 4-byte chars, long ids
 
 
 CORE = Domain()
@@ -67,11 +79,18 @@ FULL = Domain(untyped=True, unknown_accounts=True, outages=True, unknown_tools=T
 
 class LibraryMachine(RuleBasedStateMachine):
     domain: Domain = CORE
+    #: a PostgreSQL server URL: the log is a fresh schema of it (None: a SQLite file)
+    postgres: str | None = None
+    #: what the odd rules saw, over every run of the class (a test asserts it exercised both)
+    seen: ClassVar[Counter[str]] = Counter()
 
     def __init__(self) -> None:
         super().__init__()
         self.dir = Path(tempfile.mkdtemp(prefix="maitred-soundness-"))
-        self.log_path = self.dir / "log.sqlite"
+        self.log_path: Path | str = self.dir / "log.sqlite"
+        if self.postgres is not None:
+            self.log_path = pg_location(self.postgres)
+        self.odd_sessions = 0
         self.world = spec.World()
         self.store = Store(self.world)
         self.engine: Maitred | None = None
@@ -114,6 +133,8 @@ class LibraryMachine(RuleBasedStateMachine):
         if self.engine is not None:
             self.engine.close()
         shutil.rmtree(self.dir, ignore_errors=True)
+        if isinstance(self.log_path, str):
+            drop_pg(self.log_path)
 
     # -- the world changes ---------------------------------------------------------------------
 
@@ -248,6 +269,99 @@ class LibraryMachine(RuleBasedStateMachine):
         elif tool.name in {b.skill for b in probe.record.blocked}:
             assert not runs, f"stage 2 hides {tool.name} from {account}, stage 5 allows it"
 
+    # -- adversarial bytes (issue 27) ----------------------------------------------------------
+
+    @precondition(lambda self: self.domain.odd_bytes)
+    @rule(data=st.data())
+    def odd_turn(self, data: st.DataObject) -> None:
+        """A turn in a new session whose text, session id, account or message id may hold what
+        no log can store, or 4-byte characters and long runs that it must store exactly; then
+        a call in that session whose tool name, arguments or call id may be as odd."""
+        self.odd_sessions += 1
+        fields = data.draw(st.sets(st.sampled_from(["text", "sid", "account", "id"]), max_size=2))
+        text = spec.message_for(self.catalog)
+        text = data.draw(odd.texts()) if "text" in fields else text
+        sid = data.draw(odd.ids()) if "sid" in fields else f"odd-{self.odd_sessions}-\U0001f600"
+        account = data.draw(odd.ids() if "account" in fields else st.sampled_from(ACCOUNTS))
+        msg_id = data.draw(odd.ids()) if "id" in fields else None
+        want = odd.combine(
+            "\x00" in text,
+            odd.id_verdict(sid),
+            odd.id_verdict(account),
+            None if msg_id is None else odd.id_verdict(msg_id),
+        )
+        engine = self._engine()
+        log = engine.log
+        assert log is not None
+        before = self._logged_turns()
+        session = engine.session(account, id=sid)
+        try:
+            turn = engine.turn(text, session=session, id=msg_id)
+        except UnstorableError:
+            assert want is not False, f"refused a storable turn {text[:40]!r} in {sid[:40]!r}"
+            assert self._logged_turns() == before, "a refused turn's rows are in the log"
+            self.seen["turn refused"] += 1
+            return
+        assert want is not True, f"logged an unstorable turn {text[:40]!r} in {sid[:40]!r}"
+        self.ledger.turns.add(turn.turn_id)
+        log.flush()
+        row = next(t for t in log.iter_turns() if t["turn_id"] == turn.turn_id)
+        assert (row["conversation_id"], row["account_id"]) == (sid, account)
+        assert msg_id is None or row["message_id"] == msg_id
+        assert odd.fold(row["message_text"]) == odd.fold(odd.stored_text(text))
+        self.seen["turn stored"] += 1
+        if odd.astral(text + sid + account):
+            self.seen["4-byte characters stored"] += 1
+        self._odd_call(session, turn.exposed, data)
+
+    def _odd_call(self, session: Session, exposed: tuple[str, ...], data: st.DataObject) -> None:
+        fields = data.draw(st.sets(st.sampled_from(["name", "n", "id"]), max_size=2))
+        name = data.draw(
+            odd.ids()
+            if "name" in fields
+            else st.sampled_from(sorted(exposed or self.catalog.names))
+        )
+        n: int | str = data.draw(odd.texts() if "n" in fields else st.integers(0, 6))
+        call_id = data.draw(odd.ids()) if "id" in fields else "c1"
+        args: dict[str, Any] = {"n": n}
+        # the tool is a column (a NUL is refused); arguments and the call id are JSON, where a
+        # NUL is an escape and only a lone surrogate cannot be written
+        want = odd.combine(
+            odd.id_verdict(name),
+            isinstance(n, str) and odd.has_bad_char(n, nul=False),
+            odd.has_bad_char(call_id, nul=False),
+        )
+        before = {r["decision_id"] for r in self._engine().log.iter_action_decisions()}  # type: ignore[union-attr]
+        try:
+            decision = self._engine().check(
+                {"name": name, "arguments": args, "id": call_id}, session=session
+            )
+        except UnstorableError:
+            assert want is not False, f"refused a storable call {name[:40]!r}({args})"
+            after = {r["decision_id"] for r in self._engine().log.iter_action_decisions()}  # type: ignore[union-attr]
+            assert after == before, "a refused call's decision is in the log"
+            self.seen["call refused"] += 1
+            return
+        assert want is not True, f"logged an unstorable call {name[:40]!r}({args})"
+        self.ledger.told.append(
+            Told(decision.decision_id, session.id, decision.turn_id, name, decision.allow)
+        )
+        log = self._engine().log
+        assert log is not None
+        log.flush()
+        row = next(
+            r for r in log.iter_action_decisions() if r["decision_id"] == decision.decision_id
+        )
+        assert row["tool"] == name and row["session_id"] == session.id
+        assert json.loads(row["decision_json"])["call"]["arguments"] == args
+        self.seen["call stored"] += 1
+
+    def _logged_turns(self) -> int:
+        log = self._engine().log
+        assert log is not None
+        log.flush()
+        return sum(1 for _ in log.iter_turns())
+
     # -- restarts and reloads ------------------------------------------------------------------
 
     @precondition(lambda self: self.steps_since_open >= 4)
@@ -298,3 +412,7 @@ class CoreMachine(LibraryMachine):
 
 class FullMachine(LibraryMachine):
     domain = FULL
+
+
+class OddMachine(LibraryMachine):
+    domain = Domain(odd_bytes=True)

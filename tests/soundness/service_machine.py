@@ -15,12 +15,14 @@ and a request refused with 503 changes nothing a later request is decided on.
 from __future__ import annotations
 
 import hashlib
+import json
 import shutil
 import tempfile
+from collections import Counter
 from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
@@ -31,14 +33,16 @@ from maitred.log import open_log
 from maitred.log.base import DecisionLog
 from maitred.serve import Limits, Service, Tenant, create_app
 
-from . import spec
-from .harness import Ledger, Store, Told, names_in, refusing_commits
+from . import odd, spec
+from .harness import Ledger, Store, Told, drop_pg, names_in, pg_location, refusing_commits
 from .machine import OPTIONS
 
 TOKENS = {"acme": "acme-token-0123456789", "acme-eu": "acme-eu-token-0123456789"}
 OWNED = {"acme": ("acc-a", "acc-b"), "acme-eu": ("eu-1",)}
 ACCOUNTS = tuple(a for owned in OWNED.values() for a in owned)
-LIMITS = Limits(max_body_bytes=16_384, max_sessions=100, session_idle_s=3600)
+LIMITS = Limits(max_body_bytes=1 << 17, max_sessions=200, session_idle_s=3600)
+#: the longest id, in characters, a request may carry (serve's own limit)
+MAX_ID_CHARS = 128
 
 
 def tenants() -> dict[str, Tenant]:
@@ -58,6 +62,7 @@ class Domain:
     unknown_tools: bool = False
     run_peeks: bool = False
     untyped: bool = False
+    odd_bytes: bool = False
 
 
 CORE = Domain()
@@ -66,11 +71,18 @@ FULL = Domain(refused_turns=True, unknown_tools=True, run_peeks=True, untyped=Tr
 
 class ServiceMachine(RuleBasedStateMachine):
     domain: Domain = CORE
+    #: a PostgreSQL server URL: the log is a fresh schema of it (None: a SQLite file)
+    postgres: str | None = None
+    #: what the odd rule saw, over every run of the class (a test asserts both outcomes)
+    seen: ClassVar[Counter[str]] = Counter()
 
     def __init__(self) -> None:
         super().__init__()
         self.dir = Path(tempfile.mkdtemp(prefix="maitred-soundness-serve-"))
-        self.log_path = self.dir / "log.sqlite"
+        self.log_path: Path | str = self.dir / "log.sqlite"
+        if self.postgres is not None:
+            self.log_path = pg_location(self.postgres)
+        self.odd_sessions = 0
         self.log: DecisionLog = open_log(self.log_path)
         self.world = spec.World()
         self.store = Store(self.world)
@@ -114,6 +126,8 @@ class ServiceMachine(RuleBasedStateMachine):
             self.client.__exit__(None, None, None)
         self.log.close()
         shutil.rmtree(self.dir, ignore_errors=True)
+        if isinstance(self.log_path, str):
+            drop_pg(self.log_path)
 
     def _http(self) -> TestClient:
         assert self.client is not None
@@ -199,6 +213,67 @@ class ServiceMachine(RuleBasedStateMachine):
             Told(out["decision_id"], sid, out["turn_id"] or "", name, out["allow"])
         )
 
+    # -- adversarial bytes (issue 27) ----------------------------------------------------------
+
+    @precondition(lambda self: self.domain.odd_bytes)
+    @rule(tenant=st.sampled_from(sorted(OWNED)), data=st.data())
+    def odd_turn(self, tenant: str, data: st.DataObject) -> None:
+        """A turn, then a check, whose fields may hold NULs, lone surrogates, 4-byte characters
+        or long runs, sent as JSON text with ``\\u`` escapes (as a client would): a 4xx for
+        what no log can hold (or serve does not accept), else 200 and stored exactly."""
+        self.odd_sessions += 1
+        fields = data.draw(st.sets(st.sampled_from(["text", "sid", "account"]), max_size=2))
+        text = data.draw(odd.texts()) if "text" in fields else spec.message_for(self.catalog)
+        sid = data.draw(odd.ids()) if "sid" in fields else f"odd-{self.odd_sessions}-\U0001f600"
+        account = data.draw(odd.ids()) if "account" in fields else OWNED[tenant][0]
+        refused = (
+            odd.has_bad_char(text) or odd.has_bad_char(sid) or len(sid) > MAX_ID_CHARS
+            or "account" in fields  # not the tenant's, whatever it holds
+        )  # fmt: skip
+        body = {"text": text, "account": account, "session_id": sid}
+        r = self._post("/v1/turns", body, tenant)
+        if refused:
+            assert 400 <= r.status_code < 500 and r.status_code != 413, r.text[:300]
+            self.seen["turn refused"] += 1
+            return
+        assert r.status_code == 200, r.text[:300]
+        turn = r.json()
+        self.ledger.turns.add(turn["turn_id"])
+        self._stored_turn(turn["turn_id"], sid, text)
+        self.seen["turn stored"] += 1
+        name = data.draw(odd.ids()) if data.draw(st.booleans()) else sorted(self.catalog.names)[0]
+        n: int | str = data.draw(st.one_of(st.integers(0, 6), odd.texts()))
+        refused = odd.has_bad_char(name) or len(name) > MAX_ID_CHARS
+        refused = refused or (isinstance(n, str) and odd.has_bad_char(n))
+        call = {"session_id": sid, "call": {"name": name, "arguments": {"n": n}, "id": "c1"}}
+        r = self._post("/v1/calls/check", call, tenant)
+        if refused:
+            assert 400 <= r.status_code < 500 and r.status_code != 413, r.text[:300]
+            self.seen["call refused"] += 1
+            return
+        assert r.status_code == 200, r.text[:300]
+        out = r.json()
+        self.ledger.told.append(Told(out["decision_id"], sid, out["turn_id"] or "", name,
+                                     out["allow"]))  # fmt: skip
+        self.log.flush()
+        row = next(d for d in self.log.iter_action_decisions()
+                   if d["decision_id"] == out["decision_id"])  # fmt: skip
+        assert (row["tool"], row["session_id"]) == (name, sid)
+        assert json.loads(row["decision_json"])["call"]["arguments"] == {"n": n}
+        self.seen["call stored"] += 1
+
+    def _post(self, path: str, body: dict[str, Any], tenant: str) -> Any:
+        raw = json.dumps(body).encode()  # ASCII: \\u0000, \\ud800, surrogate pairs
+        headers = {**auth(tenant), "Content-Type": "application/json"}
+        return self._http().post(path, content=raw, headers=headers)
+
+    def _stored_turn(self, turn_id: str, sid: str, text: str) -> None:
+        self.log.flush()
+        row = next(t for t in self.log.iter_turns() if t["turn_id"] == turn_id)
+        assert (row["conversation_id"], row["message_text"]) == (sid, text)
+        if odd.astral(sid + text):
+            self.seen["4-byte characters stored"] += 1
+
     # -- tenants ---------------------------------------------------------------------------------
 
     @precondition(lambda self: bool(self.accounts))
@@ -254,3 +329,7 @@ class CoreServiceMachine(ServiceMachine):
 
 class FullServiceMachine(ServiceMachine):
     domain = FULL
+
+
+class OddServiceMachine(ServiceMachine):
+    domain = Domain(odd_bytes=True)

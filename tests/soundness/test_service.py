@@ -4,6 +4,7 @@ minimal counterexamples found there, kept as named regression tests."""
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -21,7 +22,14 @@ from . import spec
 from .conftest import SOUNDNESS, examples
 from .harness import Store, names_in, refusing_commits
 from .machine import OPTIONS
-from .service_machine import LIMITS, CoreServiceMachine, FullServiceMachine, auth, tenants
+from .service_machine import (
+    LIMITS,
+    CoreServiceMachine,
+    FullServiceMachine,
+    OddServiceMachine,
+    auth,
+    tenants,
+)
 
 HTTP_SHARE = 0.4
 
@@ -39,6 +47,34 @@ def test_the_whole_promise_holds_over_http() -> None:
     run_state_machine_as_test(
         FullServiceMachine, settings=settings(SOUNDNESS, max_examples=examples(HTTP_SHARE))
     )
+
+
+@pytest.mark.parametrize(
+    "backend", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
+)
+def test_odd_bytes_over_http_are_a_4xx_alone_or_stored_exactly(
+    request: pytest.FixtureRequest, backend: str
+) -> None:
+    """Issue 27 over HTTP, on SQLite and on PostgreSQL: turns and checks whose text, session
+    id, account, tool name or arguments hold NULs, lone surrogates, 4-byte characters or long
+    runs, among the other tenant's ordinary traffic and restarts: a 4xx (never 413 or 5xx) for
+    what cannot be held, else 200 and stored exactly; every other decision stays on record."""
+    server = request.getfixturevalue("pg_server") if backend == "postgres" else None
+    seen: Counter[str] = Counter()
+    machine = type(
+        "OddHttpOn" + backend.title(), (OddServiceMachine,), {"postgres": server, "seen": seen}
+    )
+    run_state_machine_as_test(
+        machine, settings=settings(SOUNDNESS, max_examples=examples(HTTP_SHARE))
+    )
+    wanted = {
+        "turn refused",
+        "turn stored",
+        "4-byte characters stored",
+        "call refused",
+        "call stored",
+    }
+    assert wanted <= set(seen), f"the odd rule never reached {wanted - set(seen)}: {seen}"
 
 
 # -- minimal counterexamples ------------------------------------------------------------------

@@ -43,6 +43,7 @@ from rich.table import Table
 from maitred.decision import CAUSES
 from maitred.errors import ConfigError
 from maitred.log import DecisionLog, open_log
+from maitred.log.storable import text_fault
 
 _PAIR_TOTALS = """
 SELECT p.skill,
@@ -340,6 +341,12 @@ def _causes(
 
 
 def _check_run(log: DecisionLog, run_id: str, tenant: str | None = None) -> None:
+    fault = text_fault(run_id)
+    if fault:  # no stored id holds one, and PostgreSQL cannot even be asked about it
+        raise ConfigError(
+            f"run {run_id!r} is not in the decision log at {log.location}: the id {fault}, "
+            "so no run has it"
+        )
     if tenant is not None:
         if log.query("SELECT 1 FROM runs WHERE run_id = ? AND tenant = ?", (run_id, tenant)):
             return

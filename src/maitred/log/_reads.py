@@ -29,6 +29,7 @@ from maitred.log.rows import (
     decode_run,
     decode_snapshot,
 )
+from maitred.log.storable import text_fault
 from maitred.state.snapshot import Snapshot
 
 _PAGE = 500
@@ -221,26 +222,26 @@ class SqlReads:
         """
         if self._closed:
             raise LogError(f"read: the decision log at {self.location} is closed")
-        rows = self._session_query(latest_turn_sql(self.dialect), (tenant, session_id))
+        rows = self._committed_rows(latest_turn_sql(self.dialect), (tenant, session_id))
         return str(rows[0][0]) if rows else None
 
     def has_turn(self, turn_id: str) -> bool:
         """Whether the turn is committed to the log (on the sessions' reader connection)."""
         if self._closed:
             raise LogError(f"read: the decision log at {self.location} is closed")
-        return bool(self._session_query("SELECT 1 FROM turns WHERE turn_id = ?", (turn_id,)))
+        return bool(self._committed_rows("SELECT 1 FROM turns WHERE turn_id = ?", (turn_id,)))
 
     def committed_offer(self, tenant: str, session_id: str) -> CommittedOffer | None:
         """What the session's latest committed turn offered (None: the session has no turn)."""
         if self._closed:
             raise LogError(f"read: the decision log at {self.location} is closed")
-        rows = self._session_query(
+        rows = self._committed_rows(
             latest_turn_sql(self.dialect, with_account=True), (tenant, session_id)
         )
         if not rows:
             return None
         turn_id, account = str(rows[0][0]), str(rows[0][1])
-        skills = self._session_query(EXPOSED_SQL, (turn_id, True))  # a committed turn's pairs
+        skills = self._committed_rows(EXPOSED_SQL, (turn_id, True))  # a committed turn's pairs
         offered = frozenset(str(r[0]) for r in skills)
         return CommittedOffer(tenant, session_id, turn_id, account, offered)
 
@@ -251,8 +252,18 @@ class SqlReads:
         if self._closed:
             raise LogError(f"read: the decision log at {self.location} is closed")
         params = (tenant, session_id, account, True)
-        rows = self._session_query(disclosed_sql(self.dialect), params)
+        rows = self._committed_rows(disclosed_sql(self.dialect), params)
         return {str(skill): str(turn_id) for skill, turn_id in rows}  # the last turn wins
+
+    def _committed_rows(self, sql: str, params: Sequence[Any]) -> list[Row]:
+        """:meth:`_session_query`, but no query at all for an id no row can hold (a NUL or a
+        lone surrogate, :mod:`maitred.log.storable`): nothing matches it, and neither driver
+        could send it (PostgreSQL refuses a NUL in ``text``, neither encodes a lone surrogate)
+        -- a caller's bad session id is then refused where its row is written, alike on both
+        backends, not as a database error here."""
+        if any(type(p) is str and text_fault(p) for p in params):
+            return []
+        return self._session_query(sql, params)
 
     def _session_query(self, sql: str, params: Sequence[Any]) -> list[Row]:
         """A read of committed rows that never waits for this log's commit in flight (the

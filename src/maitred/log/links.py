@@ -32,6 +32,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from maitred._canonical import HASH_SCHEME
+from maitred.log.migrations import MIGRATIONS_TABLE
 
 LINK_COLUMNS: tuple[str, ...] = (
     "stream",
@@ -93,10 +94,10 @@ def check_links(log: Any, add: Any) -> int:
         str(r[0]): (str(r[1]), r[2], r[3])
         for r in log.query(f"SELECT turn_id, row_hash, turn_seq{rowid} FROM turns")
     }
-    decisions = {
-        str(r[0]): (str(r[1]), None, None)
-        for r in log.query("SELECT decision_id, decision_hash FROM action_decisions")
-    }
+    decided = log.query(
+        "SELECT decision_id, decision_hash, logged_at, turn_id FROM action_decisions"
+    )
+    decisions = {str(r[0]): (str(r[1]), None, None) for r in decided}
     stored = {"turn": turns, "decision": decisions}
     rows = log.query(f"SELECT {', '.join(LINK_COLUMNS)} FROM links ORDER BY stream, seq")
     walk: _Walk | None = None
@@ -111,7 +112,34 @@ def check_links(log: Any, add: Any) -> int:
         walk.finish(add)
     for stream, recorded in heads.items():  # heads of a stream whose every link is gone
         add("link", stream, f"a commit recorded {max(recorded)} link(s); none is in the log")
+    _unlinked_decisions(log, rows, decided, add)
     return len(rows)
+
+
+def _unlinked_decisions(log: Any, links: Sequence[Any], decided: Sequence[Any], add: Any) -> None:
+    """Every action decision is linked since ``0011_links``: one that is not was inserted
+    behind the writers' backs. Exempt are decisions logged (``logged_at``) after the log was
+    created and before ``0011_links`` was applied to it -- on a log created at ``0011`` or
+    later, that window is the few milliseconds of its migrations -- that name no linked turn
+    (a decision on a linked turn is newer than the links)."""
+    applied = [float(at) for _, at in log.query(f"SELECT name, applied_at FROM {MIGRATIONS_TABLE}")]
+    since = log.query(f"SELECT applied_at FROM {MIGRATIONS_TABLE} WHERE name = ?", ("0011_links",))
+    if not since or not applied:
+        return
+    created, linked_since = min(applied), float(since[0][0])
+    linked = {(str(r[2]), str(r[3])) for r in links}
+    for decision_id, _, logged_at, turn_id in decided:
+        if ("decision", str(decision_id)) in linked:
+            continue
+        on_linked_turn = turn_id is not None and ("turn", str(turn_id)) in linked
+        if created <= float(logged_at) < linked_since and not on_linked_turn:
+            continue  # logged before the links existed
+        add(
+            "link",
+            str(decision_id),
+            "is in no link: every decision since migration 0011_links is linked when committed, "
+            "so it was inserted afterwards",
+        )
 
 
 class _Walk:

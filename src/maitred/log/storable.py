@@ -22,7 +22,7 @@ clients send against the same rules first (:mod:`maitred._ijson`), so this is th
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from maitred.errors import UnstorableError
@@ -76,6 +76,18 @@ def check_row(
         value = row[columns.index(name)]
         if type(value) is str and (fault := key_fault(value)):
             raise _error(what, name, fault)
+
+
+def check_ids(what: str, ids: Mapping[str, str]) -> None:
+    """Refuse ids (column -> value) before any work is done on them: an account id holding a
+    lone surrogate cannot even be hashed into its snapshot, let alone be logged.
+
+    Raises:
+        UnstorableError: naming ``what``, the column and the fault.
+    """
+    for column, value in ids.items():
+        if fault := key_fault(value):
+            raise _error(what, column, fault)
 
 
 def _error(what: str, column: str, fault: str) -> UnstorableError:

@@ -274,6 +274,15 @@ _BODY_ERRORS = {
     ),
 }
 _SECURE: list[dict[str, list[str]]] = [{"bearer": []}]
+#: a turn opens (or continues) a session; a call check of that session follows it. OpenAPI
+#: link objects, so a client generator -- and schemathesis's stateful phase -- can chain them
+_TURN_LINKS = {
+    "CheckACallOfThisSession": {
+        "operationId": "checkCall",
+        "description": "the turn's `session_id` is the session of the model's next tool call",
+        "requestBody": {"session_id": "$response.body#/session_id"},
+    }
+}
 
 
 def openapi() -> dict[str, Any]:
@@ -303,8 +312,12 @@ def _spec() -> dict[str, Any]:
                         "required": True,
                         "content": {"application/json": {"schema": _ref("TurnRequest")}},
                     },
+                    "operationId": "answerTurn",
                     "responses": {
-                        "200": _json(_ref("TurnResponse"), "the turn"),
+                        "200": {
+                            **_json(_ref("TurnResponse"), "the turn"),
+                            "links": _TURN_LINKS,
+                        },
                         "403": _error("the account is not one of the tenant's"),
                         "409": _error("the session belongs to another account"),
                         **_AUTH_ERRORS,
@@ -315,6 +328,7 @@ def _spec() -> dict[str, Any]:
             "/v1/calls/check": {
                 "post": {
                     "summary": "Allow or reject one tool call of a session",
+                    "operationId": "checkCall",
                     "security": _SECURE,
                     "requestBody": {
                         "required": True,

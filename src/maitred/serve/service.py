@@ -70,6 +70,7 @@ from maitred.decision import Message
 from maitred.engine import Maitred
 from maitred.errors import MaitredError, UnstorableError
 from maitred.log.base import DecisionLog
+from maitred.log.storable import text_fault
 from maitred.menu.render import RENDERERS
 from maitred.serve.config import Durability, Limits, Tenant
 from maitred.serve.metrics import Metrics
@@ -284,7 +285,7 @@ class Service:
             return funnel(log, run, tenant=tenant.name).to_json()
         except MaitredError as exc:
             if "is not in the decision log" in str(exc):
-                raise _no_run(run) from None
+                raise _no_run(run, text_fault(run)) from None
             raise self._unavailable(exc) from None
 
     def ready(self) -> dict[str, Check]:
@@ -381,5 +382,6 @@ def _warm_renderers(engine: Maitred) -> None:
         engine.pipeline.renderer_for(fmt)
 
 
-def _no_run(run: str) -> Problem:
-    return Problem(404, "run_not_found", f"no run {run!r} of this tenant in the decision log")
+def _no_run(run: str, fault: str = "") -> Problem:
+    why = f": the id {fault}, so no run has it" if fault else ""
+    return Problem(404, "run_not_found", f"no run {run!r} of this tenant in the decision log{why}")
