@@ -61,6 +61,48 @@ def loads(raw: bytes | str) -> Any:
     return _checked(tree, "", 1)
 
 
+def surely_ijson(raw: bytes) -> bool:
+    """Whether ``raw`` is I-JSON by a screen of C-speed steps (``False``: not known; ask
+    :func:`loads`, which says where and what).
+
+    A request almost never holds what :func:`loads` looks for, and finding that out by walking
+    every value in Python is most of what reading it costs. Here: strict UTF-8 (a lone
+    surrogate's bytes fail it), no ``\\u`` escape anywhere (the only other way to write a
+    NUL or a lone surrogate), fewer brackets than the deepest nesting allowed, and one parse
+    whose hooks refuse a repeated key and a number that is not finite.
+    """
+    if b"\\u" in raw or raw.count(b"[") + raw.count(b"{") > MAX_DEPTH:
+        return False
+    try:
+        json.loads(
+            raw.decode("utf-8"),
+            object_pairs_hook=_unique,
+            parse_constant=_not_finite,
+            parse_float=_finite,
+        )
+    except (ValueError, RecursionError):  # not JSON, not UTF-8, or one of the faults
+        return False
+    return True
+
+
+def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    found = dict(pairs)
+    if len(found) != len(pairs):
+        raise ValueError("a key appears twice")
+    return found
+
+
+def _not_finite(text: str) -> float:
+    raise ValueError(f"{text} is not a finite number")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text} is not a finite number")
+    return value
+
+
 class _Pairs(list[tuple[str, Any]]):
     """A JSON object as the parser saw it: its pairs in order, duplicates kept (for a check)."""
 

@@ -31,8 +31,8 @@ stream with a priming event (an event id and no data) and a ``retry`` interval, 
 events so that a client whose stream broke reconnects with ``Last-Event-ID`` and gets the
 rest. A client of the gateway gets the same from the gateway's own streams:
 :class:`StreamingServer` is FastMCP's server with an event store
-(:data:`EVENT_TTL_S` seconds, at most :data:`MAX_EVENTS` events in all, in memory: a
-stream is resumed on the replica that served it) and :data:`RETRY_MS`.
+(:class:`~maitred.gateway.events.Events`: in memory, so a stream is resumed on the replica
+that served it) and :data:`RETRY_MS`.
 """
 
 from __future__ import annotations
@@ -43,10 +43,8 @@ from typing import TYPE_CHECKING, Any, Literal
 import anyio
 import mcp_types as mt  # the MCP wire types (`mcp.types` re-exports them)
 from fastmcp import FastMCP
-from fastmcp.server.event_store import EventStore
 from fastmcp.server.http import StarletteWithLifespan
 from fastmcp.server.middleware import MiddlewareContext
-from key_value.aio.stores.memory import MemoryStore
 from mcp.client.subscriptions import listen as listen_to
 from mcp.server.context import ServerRequestContext
 from mcp.server.session import ServerSession
@@ -60,16 +58,14 @@ from mcp.server.subscriptions import (
 )
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from maitred.gateway.events import Events
+
 if TYPE_CHECKING:
     from maitred.gateway.upstreams import ListingProxy
 
 Key = tuple[str, ...]
 #: how long a client waits before it reconnects to a stream that closed (the SSE ``retry``)
 RETRY_MS = 1000
-#: how long a stream's events are kept for a client that reconnects
-EVENT_TTL_S = 60
-#: the most events kept at once, over every stream (the oldest go first)
-MAX_EVENTS = 50_000
 #: the lists a session can be told have changed
 ListKind = Literal["tools", "resources", "prompts"]
 #: each list's change: as an event on a listen stream, and as a notification on a standing one
@@ -196,10 +192,7 @@ class StreamingServer(FastMCP[Any]):
 
     def http_app(self, *args: Any, **kwargs: Any) -> StarletteWithLifespan:
         if kwargs.get("event_store") is None:
-            kwargs["event_store"] = EventStore(
-                storage=MemoryStore(max_entries_per_collection=MAX_EVENTS),
-                ttl=EVENT_TTL_S,
-            )
+            kwargs["event_store"] = Events()
         if kwargs.get("retry_interval") is None:
             kwargs["retry_interval"] = RETRY_MS
         return super().http_app(*args, **kwargs)

@@ -33,7 +33,7 @@ import json
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from typing import Any
 
-from maitred._ijson import NotIJson, fault, is_text, loads
+from maitred._ijson import NotIJson, fault, is_text, loads, surely_ijson
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -133,7 +133,7 @@ def _not_ijson(body: bytes) -> dict[str, Any] | None:
     A body that is not JSON at all is left to the MCP SDK (its parse error, -32700). A fault
     inside ``params`` is ``-32602`` (invalid params), anywhere else ``-32600``.
     """
-    if not body.strip():
+    if not body.strip() or surely_ijson(body):
         return None
     try:
         loads(body)

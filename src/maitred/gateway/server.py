@@ -137,7 +137,7 @@ from maitred.gateway.tasks import (
     hand_over,
     offers_tasks,
 )
-from maitred.gateway.upstreams import ListingProxy, era_hold, proxy_for
+from maitred.gateway.upstreams import ListingProxy, UpstreamTool, era_hold, proxy_for
 from maitred.ratelimit import Limiter
 from maitred.tracing import OFF, Tracing
 
@@ -414,6 +414,33 @@ class GateMiddleware(Middleware):
         self.metrics.count_call(code)
         return result
 
+    async def _forward(
+        self,
+        context: MiddlewareContext[mt.CallToolRequestParams],
+        call_next: CallNext[mt.CallToolRequestParams, ToolResult],
+        upstream: str,
+    ) -> ToolResult:
+        """An allowed call, sent to the upstream that lists its tool (in the client's era).
+
+        Straight to that upstream's tool, as the tasks extension's interceptor sends a call
+        that may become a task: FastMCP's own dispatch would look the tool up again across
+        every provider (a task group per call), apply session transforms and visibility the
+        gateway does not use, and run the inner middlewares, which pass a call on untouched
+        -- about two fifths of the Python calls the gateway adds to a forwarded call
+        (benchmarks/results/gateway.md). The upstream's errors reach the gate as they would
+        through that dispatch. With the tasks extension on, FastMCP dispatches (its
+        interceptor is on that path), and so does a tool no upstream lists any more.
+        """
+        proxies = self.upstreams.proxies if self.upstreams is not None else {}
+        proxy = proxies.get(upstream) if self.tasks is None else None
+        tool = await proxy.get_tool(context.message.name) if proxy is not None else None
+        if not isinstance(tool, UpstreamTool):
+            return await call_next(context)
+        result = await tool._run(dict(context.message.arguments or {}))
+        if self.surface_guard is not None:
+            return await self.surface_guard.after_call(context, result)
+        return result
+
     def _known_keeper(self, context: MiddlewareContext[Any]) -> Gatekeeper | None:
         """The request's gatekeeper if it has one, found without touching the LRU order."""
         found = self._identity(_session_id(context))
@@ -490,7 +517,7 @@ class GateMiddleware(Middleware):
         )
         try:
             with forwarding as calling:
-                result = await call_next(context)
+                result = await self._forward(context, call_next, upstream)
                 if isinstance(result, ToolResult):
                     traces.note_result(calling, result)
         except Exception as exc:  # the upstream failed; the gateway must answer and stay up

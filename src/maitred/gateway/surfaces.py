@@ -729,9 +729,15 @@ class SurfaceGuard(Middleware):
         context: MiddlewareContext[mt.CallToolRequestParams],
         call_next: CallNext[mt.CallToolRequestParams, ToolResult],
     ) -> ToolResult:
-        """A call the gate let through: after a mutating one succeeded, announce the
-        resource and prompt lists it changed for this session."""
-        result = await call_next(context)
+        """A call the gate let through (the gate's own forwarding calls :meth:`after_call`
+        instead)."""
+        return await self.after_call(context, await call_next(context))
+
+    async def after_call(
+        self, context: MiddlewareContext[mt.CallToolRequestParams], result: ToolResult
+    ) -> ToolResult:
+        """After a mutating call that succeeded, announce the resource and prompt lists it
+        changed for this session; ``result`` is returned as it is."""
         keeper = self.sessions.keeper_of(context)
         done = isinstance(result, ToolResult) and not result.is_error  # not a task handle
         if not done or keeper is None or not keeper.mutates(context.message.name):
