@@ -33,6 +33,12 @@ rest. A client of the gateway gets the same from the gateway's own streams:
 :class:`StreamingServer` is FastMCP's server with an event store
 (:data:`EVENT_TTL_S` seconds, at most :data:`MAX_EVENTS` events in all, in memory: a
 stream is resumed on the replica that served it) and :data:`RETRY_MS`.
+
+**Sealed request state** (SEP-2322). Every ``requestState`` the gateway hands a 2026-07-28
+client is sealed by the MCP SDK's request-state boundary and opened again when the client
+echoes it. :func:`sealing` gives it the keys of ``server.request_state_keys_file`` when the
+config names one, so every replica sharing that file opens what any of them sealed (and the
+gateway after a restart); without it the key is made when the process starts.
 """
 
 from __future__ import annotations
@@ -49,6 +55,7 @@ from fastmcp.server.middleware import MiddlewareContext
 from key_value.aio.stores.memory import MemoryStore
 from mcp.client.subscriptions import listen as listen_to
 from mcp.server.context import ServerRequestContext
+from mcp.server.request_state import RequestStateSecurity
 from mcp.server.session import ServerSession
 from mcp.server.subscriptions import (
     InMemorySubscriptionBus,
@@ -59,6 +66,8 @@ from mcp.server.subscriptions import (
     ToolsListChanged,
 )
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from maitred.gateway.config import HttpServer, request_state_keys
 
 if TYPE_CHECKING:
     from maitred.gateway.upstreams import ListingProxy
@@ -203,3 +212,19 @@ class StreamingServer(FastMCP[Any]):
         if kwargs.get("retry_interval") is None:
             kwargs["retry_interval"] = RETRY_MS
         return super().http_app(*args, **kwargs)
+
+
+def sealing(server: HttpServer, source: str) -> RequestStateSecurity | None:
+    """The request-state policy of ``server`` (the config's ``server`` block; ``source``, the
+    config file, names an error): AES-256-GCM under the keys of its
+    ``request_state_keys_file`` (the first seals, every one opens) for
+    ``request_state_ttl_s``, the audience the server's name; ``None`` when it names no file
+    (FastMCP's default: a key of this process only).
+
+    Raises:
+        ConfigError: the keys file is missing, empty, or has a key that is too short.
+    """
+    if not server.request_state_keys_file:
+        return None
+    keys = request_state_keys(server.request_state_keys_file, source)
+    return RequestStateSecurity(keys=list(keys), ttl=server.request_state_ttl_s)
