@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from maitred.errors import ConfigError, ContractError
 from maitred.gateway import Upstream, catalog_from_tools, load_config, parse_config
+from maitred.gateway.config import request_state_keys
 
 GOOD = {
     "account": "acc-1",
@@ -64,6 +66,9 @@ def test_the_launch_account_overrides_the_file() -> None:
         ({"server": {"port": 70000}}, "server.port", "0-65535"),
         ({"server": {"path": "mcp"}}, "server.path", "'/'"),
         ({"server": {"max_body_bytes": 10}}, "server.max_body_bytes", ">= 1024"),
+        ({"server": {"request_state_keys_file": 3}}, "server.request_state_keys_file", "string"),
+        ({"server": {"request_state_ttl_s": 0}}, "server.request_state_ttl_s", "positive"),
+        ({"server": {"request_state_ttl_s": "10m"}}, "server.request_state_ttl_s", "seconds"),
         ({"tokens": [{**TOKEN, "token_sha256": "abc"}]}, "tokens[0].token_sha256", "sha256sum"),
         ({"tokens": [TOKEN, TOKEN]}, "tokens[1].token_sha256", "same token as tokens[0]"),
         ({"tokens": [{**TOKEN, "account": None}]}, "tokens[0].account", "required"),
@@ -146,6 +151,86 @@ def test_an_http_upstream_and_tokens_need_no_launch_account(tmp_path: Path) -> N
     assert config.tokens[0].token_sha256 == "ab" * 32  # kept lower-case
     assert config.upstream == Upstream("notes", url="http://127.0.0.1:9/mcp", headers={"k": "1"})
     assert config.server is not None and config.server.port == 0
+
+
+KEY_1 = "k1-" + "1" * 40  # 43 bytes
+KEY_2 = "k2-" + "2" * 29  # exactly 32 bytes: the shortest accepted
+
+
+def test_the_request_state_keys_file_follows_the_config_and_keeps_its_order(
+    tmp_path: Path,
+) -> None:
+    from maitred.gateway.channels import sealing
+
+    (tmp_path / "rs.keys").write_text(
+        f"# the first key seals\n\n  {KEY_2}  \n# older keys still open\n{KEY_1}\n",
+        encoding="utf-8",
+    )
+    server = {"port": 0, "request_state_keys_file": "rs.keys", "request_state_ttl_s": 90}
+    config = parse_config({**GOOD, "server": server}, "gw.yaml", base=tmp_path)
+    assert config.server is not None
+    assert config.server.request_state_keys_file == str(tmp_path / "rs.keys")
+    assert config.server.request_state_ttl_s == 90.0
+    assert request_state_keys(config.server.request_state_keys_file, "gw.yaml") == (
+        KEY_2.encode(),
+        KEY_1.encode(),
+    )
+    security = sealing(config.server, "gw.yaml")
+    assert security is not None and security.ttl == 90.0
+    default = parse_config({**GOOD, "server": {"port": 0}}, "gw.yaml", base=tmp_path)
+    assert default.server is not None and default.server.request_state_ttl_s == 600.0
+    assert sealing(default.server, "gw.yaml") is None  # FastMCP's key of this process
+
+
+@pytest.mark.parametrize(
+    ("text", "hint"),
+    [
+        (None, "does not exist"),
+        ("", "holds no key"),
+        ("# only a comment\n\n   \n", "holds no key"),
+        (f"{KEY_1}\n\n{KEY_2[:-1]}\n", "line 3: a key is at least 32 bytes"),
+        (f"{KEY_1}\n{KEY_1}\n", "line 2: the same key as line 1"),
+    ],
+)
+def test_a_bad_request_state_keys_file_is_a_start_error_naming_field_and_line(
+    tmp_path: Path, text: str | None, hint: str
+) -> None:
+    if text is not None:
+        (tmp_path / "rs.keys").write_text(text, encoding="utf-8")
+    server = {"port": 0, "request_state_keys_file": "rs.keys"}
+    with pytest.raises(ConfigError) as caught:
+        parse_config({**GOOD, "server": server}, "gw.yaml", base=tmp_path)
+    text_of = str(caught.value)
+    assert text_of.startswith("gw.yaml: field 'server.request_state_keys_file'")
+    assert str(tmp_path / "rs.keys") in text_of and hint in text_of
+    assert KEY_1 not in text_of and KEY_2[:-1] not in text_of  # a secret is never echoed
+
+
+def test_a_state_sealed_under_the_old_key_opens_after_rotation(tmp_path: Path) -> None:
+    """``[new, old]``: the new key seals, the old one still opens what it sealed; a replica
+    still on ``[old]`` cannot open the new key's state, and ``[new]`` alone no longer opens the
+    old one (so the old key is dropped one TTL after the rotation has rolled out)."""
+    from mcp.server.request_state import InvalidRequestState
+
+    from maitred.gateway.channels import sealing
+    from maitred.gateway.config import HttpServer
+
+    def codec(*keys: str) -> Any:
+        path = tmp_path / f"{len(keys)}-{keys[0][:2]}.keys"
+        path.write_text("".join(f"{k}\n" for k in keys), encoding="utf-8")
+        security = sealing(HttpServer(request_state_keys_file=str(path)), "gw.yaml")
+        assert security is not None
+        return security.codec
+
+    old, rotated, new = codec(KEY_1), codec(KEY_2, KEY_1), codec(KEY_2)
+    before = old.seal(b"sealed before the rotation")
+    assert rotated.unseal(before) == b"sealed before the rotation"
+    after = rotated.seal(b"sealed after")
+    assert new.unseal(after) == b"sealed after"  # the first line sealed it
+    with pytest.raises(InvalidRequestState):
+        old.unseal(after)
+    with pytest.raises(InvalidRequestState):
+        new.unseal(before)
 
 
 def test_two_upstreams_listing_one_name_are_refused_naming_both(tmp_path: Path) -> None:

@@ -227,5 +227,94 @@ def test_an_approved_call_whose_upstream_asks_too_runs_once_with_one_yes(
     assert codes == ["APPROVAL_REQUIRED", "OK", "APPROVAL_REQUIRED", "OK"]
 
 
+KEY_OLD = "replicas-old-" + "0" * 40
+KEY_NEW = "replicas-new-" + "1" * 40
+
+
+def _replica(root: Path, upstream: str, keys: Path) -> Process:
+    """A gateway process of its own (its own log) whose ``server`` names ``keys``."""
+    root.mkdir(exist_ok=True)
+    (root / "accounts.json").write_text('{"acc-1": {"account": {}}}', encoding="utf-8")
+    config = root / "gateway.yaml"
+    config.write_text(
+        "state: accounts.json\n"
+        "log: gateway.sqlite\n"
+        f"server: {{host: 127.0.0.1, port: 0, request_state_keys_file: {json.dumps(str(keys))}}}\n"
+        f"tokens: [{{token_sha256: {sha256(TOKEN)}, tenant: t, account: acc-1}}]\n"
+        f"upstreams: [{{name: eras, url: {json.dumps(upstream)}}}]\n",
+        encoding="utf-8",
+    )
+    args = [sys.executable, "-m", "maitred.cli.main", "mcp", "--config", str(config)]
+    return Process(args, child_env(), r"serving (http://\S+)")
+
+
+async def _ask(url: str) -> str:
+    """Round one of ``asks_name`` on a connection of its own: the sealed state handed out."""
+    async with connect(url, "auto", TOKEN) as client:
+        asked = await client.session.call_tool("asks_name", {}, allow_input_required=True)
+    assert isinstance(asked, mt.InputRequiredResult) and asked.request_state
+    return asked.request_state
+
+
+async def _finish(url: str, state: str) -> str:
+    """Round two, with the answer and ``state``, on a connection of its own: the greeting."""
+    async with connect(url, "auto", TOKEN) as client:
+        done = await client.session.call_tool(
+            "asks_name", {}, input_responses=NAME, request_state=state, allow_input_required=True
+        )
+    assert isinstance(done, mt.CallToolResult) and not done.is_error, done
+    return str(done.content[0].text)  # type: ignore[union-attr]
+
+
+async def _refused(url: str, state: str) -> int:
+    with pytest.raises(MCPError) as refused:
+        await _finish(url, state)
+    return refused.value.error.code
+
+
+def test_a_round_started_on_one_replica_is_finished_on_another_sharing_the_keys_file(
+    upstream: str, gateway: Path, tmp_path: Path
+) -> None:
+    """Two gateway processes naming one ``server.request_state_keys_file``: a 2026-07-28
+    upstream's question asked through one is answered through the other (what a round-robin
+    load balancer does). The module's gateway, which names no keys file (a key of its own
+    process), refuses a state the others sealed, and they refuse its, ``-32602``. Then the
+    file is rotated to ``[new, old]`` and one replica restarted on it: a state sealed under
+    the old key before the rotation is still finished there, and what it seals now (under
+    the new key) a replica still on ``[old]`` cannot open."""
+    keys = tmp_path / "request-state.keys"
+    keys.write_text(f"# shared by every replica\n{KEY_OLD}\n", encoding="utf-8")
+    alone = (gateway / "url").read_text(encoding="utf-8")
+    a = _replica(tmp_path / "a", upstream, keys)
+    b = _replica(tmp_path / "b", upstream, keys)
+    try:
+        url_a, url_b = a.match.group(1), b.match.group(1)
+        assert not any("request_state_security" in line for line in a.output)  # no warning
+
+        async def shared() -> str:
+            assert await _finish(url_b, await _ask(url_a)) == "Hello, Ada (asked-once)"
+            assert await _finish(url_a, await _ask(url_b)) == "Hello, Ada (asked-once)"
+            assert await _refused(alone, await _ask(url_a)) == mt.INVALID_PARAMS
+            assert await _refused(url_b, await _ask(alone)) == mt.INVALID_PARAMS
+            return await _ask(url_a)  # sealed under the old key, answered after the rotation
+
+        pending = anyio.run(shared)
+        keys.write_text(f"{KEY_NEW}\n{KEY_OLD}\n", encoding="utf-8")  # the new key seals
+        b.stop()
+        b = _replica(tmp_path / "b", upstream, keys)
+        url_b = b.match.group(1)
+
+        async def rotated() -> None:
+            assert await _finish(url_b, pending) == "Hello, Ada (asked-once)"
+            assert await _finish(url_b, await _ask(url_b)) == "Hello, Ada (asked-once)"
+            # a replica not rotated yet knows only the old key: roll [old, new] out first
+            assert await _refused(url_a, await _ask(url_b)) == mt.INVALID_PARAMS
+
+        anyio.run(rotated)
+    finally:
+        a.stop()
+        b.stop()
+
+
 def _logged(row: dict[str, Any]) -> str:
     return str(row["logged_at"])

@@ -33,6 +33,12 @@ rest. A client of the gateway gets the same from the gateway's own streams:
 :class:`StreamingServer` is FastMCP's server with an event store
 (:class:`~maitred.gateway.events.Events`: in memory, so a stream is resumed on the replica
 that served it) and :data:`RETRY_MS`.
+
+**Sealed request state** (SEP-2322). Every ``requestState`` the gateway hands a 2026-07-28
+client is sealed by the MCP SDK's request-state boundary and opened again when the client
+echoes it. :func:`sealing` gives it the keys of ``server.request_state_keys_file`` when the
+config names one, so every replica sharing that file opens what any of them sealed (and the
+gateway after a restart); without it the key is made when the process starts.
 """
 
 from __future__ import annotations
@@ -47,6 +53,7 @@ from fastmcp.server.http import StarletteWithLifespan
 from fastmcp.server.middleware import MiddlewareContext
 from mcp.client.subscriptions import listen as listen_to
 from mcp.server.context import ServerRequestContext
+from mcp.server.request_state import RequestStateSecurity
 from mcp.server.session import ServerSession
 from mcp.server.subscriptions import (
     InMemorySubscriptionBus,
@@ -58,6 +65,7 @@ from mcp.server.subscriptions import (
 )
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from maitred.gateway.config import HttpServer, request_state_keys
 from maitred.gateway.events import Events
 
 if TYPE_CHECKING:
@@ -196,3 +204,19 @@ class StreamingServer(FastMCP[Any]):
         if kwargs.get("retry_interval") is None:
             kwargs["retry_interval"] = RETRY_MS
         return super().http_app(*args, **kwargs)
+
+
+def sealing(server: HttpServer, source: str) -> RequestStateSecurity | None:
+    """The request-state policy of ``server`` (the config's ``server`` block; ``source``, the
+    config file, names an error): AES-256-GCM under the keys of its
+    ``request_state_keys_file`` (the first seals, every one opens) for
+    ``request_state_ttl_s``, the audience the server's name; ``None`` when it names no file
+    (FastMCP's default: a key of this process only).
+
+    Raises:
+        ConfigError: the keys file is missing, empty, or has a key that is too short.
+    """
+    if not server.request_state_keys_file:
+        return None
+    keys = request_state_keys(server.request_state_keys_file, source)
+    return RequestStateSecurity(keys=list(keys), ttl=server.request_state_ttl_s)

@@ -28,7 +28,9 @@
     server: {host: 127.0.0.1, port: 8765, path: /mcp, max_sessions: 1000,   # serve over HTTP
              max_body_bytes: 1048576,   # a larger request is a 413, never parsed
              allowed_hosts: [localhost, 127.0.0.1, "[::1]"],   # Host names served (else 421)
-             allowed_origins: [https://app.example.com]}        # browser origins (else 403)
+             allowed_origins: [https://app.example.com],        # browser origins (else 403)
+             request_state_keys_file: request-state.keys,   # shared by every replica
+             request_state_ttl_s: 600}      # how long a sealed requestState is accepted
     tokens:                         # over HTTP: who a bearer token is (only its hash is kept)
       - {token_sha256: 9f86d0..., tenant: acme, account: acc-1, scopes: [notes:write]}
     auth:                           # over HTTP: JWT access tokens (an OAuth 2.1 resource server)
@@ -302,6 +304,15 @@ class HttpServer:
     allowed_hosts: tuple[str, ...] | None = None
     #: the browser ``Origin`` values allowed (``None``: loopback origins)
     allowed_origins: tuple[str, ...] | None = None
+    #: a file of secrets sealing the ``requestState`` handed to 2026-07-28 clients, one per
+    #: line (``#`` comments and blank lines skipped), each at least 32 bytes: the first seals,
+    #: every one unseals (rotation). Every replica behind one load balancer names the same
+    #: file, so a round started on one is continued on another or after a restart (``""``: a
+    #: key made when the process starts, known to this process only; read by
+    #: :func:`request_state_keys`)
+    request_state_keys_file: str = ""
+    #: how long a sealed ``requestState`` is accepted after it was handed out
+    request_state_ttl_s: float = 600.0
 
 
 @dataclass(frozen=True)
@@ -452,7 +463,7 @@ def parse_config(
         source=source,
         disclosure=disclosure,
         find=_find(r, top.get("find") or {}),
-        server=_server(r, top["server"]) if top.get("server") is not None else None,
+        server=_server(r, top["server"], root) if top.get("server") is not None else None,
         tokens=tokens,
         watch=_watch(r, top.get("watch") or {}),
         tracing=read_tracing(r, top.get("tracing"), service_name="maitred-gateway"),
@@ -680,7 +691,7 @@ def _auth(r: ConfigReader, value: Any, root: Path) -> AuthOptions:
     )
 
 
-def _server(r: ConfigReader, value: Any) -> HttpServer:
+def _server(r: ConfigReader, value: Any, root: Path) -> HttpServer:
     data = r.mapping(value, "server")
     r.no_unknown(
         data,
@@ -693,6 +704,8 @@ def _server(r: ConfigReader, value: Any) -> HttpServer:
                 "max_body_bytes",
                 "allowed_hosts",
                 "allowed_origins",
+                "request_state_keys_file",
+                "request_state_ttl_s",
             }
         ),
         "server",
@@ -719,7 +732,65 @@ def _server(r: ConfigReader, value: Any) -> HttpServer:
                 f"must be an origin such as https://app.example.com (scheme and host, no "
                 f"path) or '*', not {origin!r}",
             )
-    return HttpServer(host, port, path, most, body, hosts, origins)
+    keys_file = ""
+    if data.get("request_state_keys_file") is not None:
+        keys_file = resolve_path(
+            root, r.string(data["request_state_keys_file"], "server.request_state_keys_file")
+        )
+        request_state_keys(keys_file, r.source)  # every mistake in it is a start error
+    ttl = data.get("request_state_ttl_s", 600.0)
+    if not isinstance(ttl, (int, float)) or isinstance(ttl, bool) or not 0 < ttl < float("inf"):
+        r.fail("server.request_state_ttl_s", f"must be a positive number of seconds, not {ttl!r}")
+    return HttpServer(host, port, path, most, body, hosts, origins, keys_file, float(ttl))
+
+
+#: the shortest secret the MCP SDK's AES-GCM request-state codec accepts (it derives the key
+#: from it with HKDF-SHA256)
+MIN_KEY_BYTES = 32
+
+
+def request_state_keys(path: str, source: str) -> tuple[bytes, ...]:
+    """The secrets of ``server.request_state_keys_file`` at ``path``, in order: each line
+    stripped of surrounding whitespace, its UTF-8 bytes one key; blank lines and lines that
+    start with ``#`` skipped. ``source`` (the config file) names the error.
+
+    Raises:
+        ConfigError: the file cannot be read, holds no key, or a line is shorter than
+            :data:`MIN_KEY_BYTES` bytes or repeats an earlier one (naming the line).
+    """
+    r = ConfigReader(source)
+    where = "server.request_state_keys_file"
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        r.fail(where, f"{path} does not exist; write it (one secret a line) or fix the path")
+    except (OSError, UnicodeDecodeError) as exc:
+        r.fail(where, f"cannot read {path}: {exc}")
+    keys: list[bytes] = []
+    seen: dict[bytes, int] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        secret = line.strip()
+        if not secret or secret.startswith("#"):
+            continue
+        key = secret.encode("utf-8")
+        if len(key) < MIN_KEY_BYTES:
+            r.fail(
+                where,
+                f"{path} line {number}: a key is at least {MIN_KEY_BYTES} bytes of secret "
+                f"randomness, this one is {len(key)}; make one with: "
+                'python -c "import secrets; print(secrets.token_hex(32))"',
+            )
+        if key in seen:
+            r.fail(where, f"{path} line {number}: the same key as line {seen[key]}")
+        seen[key] = number
+        keys.append(key)
+    if not keys:
+        r.fail(
+            where,
+            f"{path} holds no key (only blank lines and comments); write one secret of at least "
+            f"{MIN_KEY_BYTES} bytes a line, the one that seals first",
+        )
+    return tuple(keys)
 
 
 def _names(r: ConfigReader, value: Any, where: str, what: str) -> tuple[str, ...] | None:

@@ -110,7 +110,7 @@ from maitred.errors import ConfigError, MaitredError
 from maitred.gateway import hosts, traces
 from maitred.gateway.approval import VIA, Approvals, awaits_person
 from maitred.gateway.auth import GatewayAuth, Identity
-from maitred.gateway.channels import Channels, StreamingServer
+from maitred.gateway.channels import Channels, StreamingServer, sealing
 from maitred.gateway.config import GatewayConfig, HttpServer, Upstream
 from maitred.gateway.finding import FIND_TOOLS_SCHEMA, read_needs
 from maitred.gateway.hosts import HostGuard
@@ -768,6 +768,7 @@ async def open_gateway(
         dereference_schemas=False,  # schemas as the upstreams sent them ($defs, $ref)
         cache_ttl=ttl or None,
         cache_scope=CACHE_SCOPE if ttl else None,
+        request_state_security=sealing(where, config.source),  # shared by replicas, or None
     )
     gate.watch_pins(list(proxies.values()))
     for proxy in proxies.values():
