@@ -4,8 +4,8 @@ The token is valid (a signed JWT from the configured issuer, every claim in orde
 account (``sub``) is in no document of the state store. The decision kernel's rule for that
 case (``account_not_found``: the provider answered and knows no such account) hides every tool
 whose contract reads state, without asking a predicate, while a tool that reads no state is
-served as to anyone. docs/gateway.md ("An account the state store does not know") says what
-is checked here.
+served as to anyone. docs/gateway/auth.md ("An account the state store does not know") says
+what is checked here.
 """
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ A capability that refuses calls for a reason of its own (rate limits, changed de
 counts them here under its code, so one series answers "what did the gateway refuse, and why".
 An allowed call is counted under ``OK``, the code its decision carries in the decision log,
 in ``Decision.code``, in the service's metrics and on the gateway's spans (earlier builds
-counted it here as ``ALLOWED``; docs/gateway.md notes the rename for dashboards).
+counted it here as ``ALLOWED``; docs/gateway/config.md notes the rename for dashboards).
 """
 
 from __future__ import annotations
