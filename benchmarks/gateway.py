@@ -56,7 +56,8 @@ Before anything is timed, each size proves the features are on: a request withou
 and one with a forged token (signed by another key) are answered 401; and in each era a second
 tool with a per-tool rate of one call an hour is called twice, and the second call is
 ``RATE_LIMITED`` and counted in ``/metrics``. ``--production`` needs the ``mcp`` and ``otlp``
-extras (joserfc, the OTLP exporter and its protobuf types).
+extras (joserfc, the OTLP exporter and its protobuf types). ``--no-traces`` runs the same
+production gateway without its ``tracing`` block: what the traces cost, measured apart.
 
 Bounded: ``--calls`` and ``--lists`` timed operations per side, size and era after a short
 warm-up (about two minutes an era on a shared 2-core machine, a third more with
@@ -71,6 +72,8 @@ warm-up (about two minutes an era on a shared 2-core machine, a third more with
     make bench-deps   # once: the third-party upstream and its node
     PYTHONPATH=src .venv/bin/python benchmarks/gateway.py --transport http --production \
         --third-party --json-out bench-out/gateway.json
+    PYTHONPATH=src .venv/bin/python benchmarks/gateway.py --transport http --production \
+        --no-traces --sizes 10
 """
 
 from __future__ import annotations
@@ -228,6 +231,7 @@ class Production:
     limits; and what each size found (:attr:`found`, by size; its ``limits``, by era)."""
 
     storage: str = "memory"  # rate limits' storage: memory, or a Redis URL
+    traces: bool = True  # False (--no-traces): the same gateway without its tracing block
     key: RSAKey = field(
         default_factory=lambda: RSAKey.generate_key(2048, parameters={"kid": "bench-1"})
     )
@@ -268,8 +272,13 @@ class Production:
             f"  audience: {AUDIENCE}\n"
             "  jwks_file: jwks.json\n"
             "  tenant_claim: org_id\n"
-            f"tracing: {{enabled: true, exporter: otlp, endpoint: {json.dumps(self.collector)}}}\n"
-            "rate_limits:\n"
+            + (
+                f"tracing: {{enabled: true, exporter: otlp, endpoint: "
+                f"{json.dumps(self.collector)}}}\n"
+                if self.traces
+                else ""
+            )
+            + "rate_limits:\n"
             f"  per_token: {RATES['per_token']}\n"
             f"  per_tenant: {RATES['per_tenant']}\n"
             f"  per_tool: {{{per_tool}, {PROBE_TOOL}: 1/hour}}\n"
@@ -279,10 +288,14 @@ class Production:
     def features(self) -> str:
         """What was on, in words."""
         store = "memory" if self.storage == "memory" else f"Redis at {self.storage}"
+        traces = (
+            "traces (OTLP over HTTP, batch exporter, to a collector on loopback)"
+            if self.traces
+            else "**no traces** (--no-traces)"
+        )
         return (
             f"JWT auth (RS256 against a JWKS file; issuer, audience, tenant from `org_id`; no "
-            f"static token), traces (OTLP over HTTP, batch exporter, to a collector on "
-            f"loopback), rate limits (per token {RATES['per_token']}, per tenant "
+            f"static token), {traces}, rate limits (per token {RATES['per_token']}, per tenant "
             f"{RATES['per_tenant']}, per tool {RATES['per_tool']} on each called tool; "
             f"moving window, {store})"
         )
@@ -786,7 +799,9 @@ def production_report(production: Production) -> str:
         spans = f.get("spans", {})
         calls = spans.get("maitred.call", 0)
         exported = (
-            "every call's span arrived"
+            "no traces asked for"
+            if not production.traces
+            else "every call's span arrived"
             if calls == f["calls_served"]
             else f"**{f['calls_served'] - calls} call spans missing**"
         )
@@ -843,6 +858,11 @@ def main() -> None:
         help="with --production: the rate limits' counts in this Redis (default: memory)",
     )
     parser.add_argument(
+        "--no-traces",
+        action="store_true",
+        help="with --production: the same gateway without its tracing block (what traces cost)",
+    )
+    parser.add_argument(
         "--third-party",
         action="store_true",
         help="a second upstream behind both sides: @modelcontextprotocol/server-filesystem "
@@ -859,7 +879,13 @@ def main() -> None:
         parser.error(f"--eras takes {', '.join(ERAS)} (comma-separated), not {args.eras!r}")
     if args.third_party and ThirdParty.missing():
         parser.error(ThirdParty.missing())
-    production = Production(storage=args.redis or "memory") if args.production else None
+    if args.no_traces and not args.production:
+        parser.error("--no-traces needs --production (without it there are no traces)")
+    production = (
+        Production(storage=args.redis or "memory", traces=not args.no_traces)
+        if args.production
+        else None
+    )
     results = []
     load = os.getloadavg()[0]
     for tools in (int(s) for s in args.sizes.split(",")):
