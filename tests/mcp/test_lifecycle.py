@@ -29,7 +29,8 @@ from tests.mcp.conftest import NOTES, UPSTREAM, Process, Site, child_env, sha256
 
 from maitred.errors import ConfigError
 from maitred.gateway import load_config
-from maitred.gateway.server import GateMiddleware, gate_of, open_gateway, watching
+from maitred.gateway.build import gate_of, open_gateway, watching
+from maitred.gateway.server import GateMiddleware
 from maitred.log.base import open_log
 
 LATE = Path(__file__).with_name("late_server.py")

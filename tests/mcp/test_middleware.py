@@ -16,7 +16,8 @@ from fastmcp.tools import ToolResult
 
 from maitred.errors import ConfigError, LogError
 from maitred.gateway import parse_config
-from maitred.gateway.server import GateMiddleware, open_gateway
+from maitred.gateway.build import open_gateway
+from maitred.gateway.server import GateMiddleware
 
 
 class _BrokenLogKeeper:

@@ -23,7 +23,7 @@ from tests.mcp.conftest import child_env
 
 from maitred.errors import ConfigError
 from maitred.gateway import load_config
-from maitred.gateway.server import gate_of, open_gateway
+from maitred.gateway.build import gate_of, open_gateway
 from maitred.log.base import open_log
 
 PINNED = Path(__file__).with_name("pinned_server.py")

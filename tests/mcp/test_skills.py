@@ -25,7 +25,8 @@ from tests.mcp.test_surfaces import Library, library_at
 
 from maitred.errors import ConfigError
 from maitred.gateway import load_config
-from maitred.gateway.server import GateMiddleware, gate_of, open_gateway
+from maitred.gateway.build import gate_of, open_gateway
+from maitred.gateway.server import GateMiddleware
 from maitred.log.base import open_log
 from maitred.log.verify import verify
 

@@ -29,7 +29,8 @@ from tests.mcp.conftest import SRC, Process, child_env, sha256
 
 from maitred.errors import ConfigError, SidecarError
 from maitred.gateway import load_config
-from maitred.gateway.server import GateMiddleware, gate_of, open_gateway
+from maitred.gateway.build import gate_of, open_gateway
+from maitred.gateway.server import GateMiddleware
 from maitred.log.base import open_log
 from maitred.log.verify import verify
 

@@ -28,7 +28,7 @@ from pydantic import ConfigDict, Field
 from tests.mcp.conftest import Process, child_env, sha256
 
 from maitred.gateway import load_config
-from maitred.gateway.server import open_gateway
+from maitred.gateway.build import open_gateway
 from maitred.log.base import open_log
 from maitred.log.verify import verify
 

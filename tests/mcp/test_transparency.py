@@ -41,7 +41,8 @@ from mcp.shared.exceptions import MCPError
 from tests.mcp.conftest import Process, child_env, sha256
 
 from maitred.gateway import load_config
-from maitred.gateway.server import DECISION_ID_META, close_gateway, open_gateway
+from maitred.gateway.build import close_gateway, open_gateway
+from maitred.gateway.server import DECISION_ID_META
 from maitred.log.base import open_log
 
 pytestmark = pytest.mark.slow  # the upstream and the gateway run as subprocesses

@@ -24,7 +24,8 @@ from tests.mcp.conftest import SRC, Site, child_env
 from tests.mcp.test_gateway import rejection
 
 from maitred.gateway import load_config
-from maitred.gateway.server import GateMiddleware, gate_of, open_gateway
+from maitred.gateway.build import gate_of, open_gateway
+from maitred.gateway.server import GateMiddleware
 from maitred.log.base import open_log
 
 #: the conftest sidecar, with a mutating tool that reads state too (hidden on the top plan)

@@ -1,11 +1,7 @@
-"""The MCP side of the gateway: a FastMCP server over the upstreams, gated by its middleware.
+"""The gate's middleware: what every MCP session sees and may call, through its gatekeeper.
 
-:func:`open_gateway` connects every upstream (a stdio subprocess or a streamable-HTTP URL),
-reads each one's ``tools/list``, builds the :class:`~maitred.gateway.keeper.Gates` over those
-that answered (a broken sidecar or a tool name two upstreams share fails here, before any
-client is served; one that did not answer joins when it does, :mod:`maitred.gateway.lifecycle`),
-and returns a FastMCP server that serves one proxy provider per serving upstream, with
-:class:`GateMiddleware` standing between every client and every upstream:
+:class:`GateMiddleware` stands between every client and every upstream of the server
+:mod:`maitred.gateway.build` assembles:
 
 * ``tools/list``: the upstreams' lists, filtered to what the session's gatekeeper finds
   visible for its account now (a logged turn).
@@ -23,8 +19,8 @@ and returns a FastMCP server that serves one proxy provider per serving upstream
   After an allowed mutating call succeeded, a changed visible set is announced with
   ``notifications/tools/list_changed``.
 * state changes from outside (``watch: {interval_s: N}``): :meth:`GateMiddleware.watch` runs
-  beside the server (:func:`watching`) and every ``N`` seconds asks the gates which listed
-  sessions would now see another list (:meth:`Gates.recheck
+  beside the server (:func:`~maitred.gateway.build.watching`) and every ``N`` seconds asks
+  the gates which listed sessions would now see another list (:meth:`Gates.recheck
   <maitred.gateway.keeper.Gates.recheck>`); each such session is re-listed (a logged turn) and
   sent ``list_changed`` outside any request (:mod:`maitred.gateway.channels`): on its standing
   channel (a handshake-era connection: the stdio pipe, an HTTP session's GET stream), or on
@@ -68,10 +64,6 @@ At most ``server.max_sessions`` gatekeepers are kept; the least recently used is
 ``tools/call`` continuing the client's W3C trace context, with the listing turn, the check,
 the upstream call and ``find_tools`` as its children (:mod:`maitred.gateway.traces`).
 
-Upstreams never see the client's headers (the proxies do not forward them), so a tenant's
-token is never passed on to an upstream; an HTTP upstream gets the ``headers`` its config
-names.
-
 The engine is synchronous (SQLite, file and SQL state); its calls run on worker threads, so the
 event loop never blocks on the log or the state store. Sessions run side by side on the one
 shared engine (ARCHITECTURE.md, "Concurrency"); each session's requests take that session's own
@@ -81,63 +73,47 @@ lock (:attr:`Gatekeeper.lock`), since its listing and found set are its own.
 from __future__ import annotations
 
 import json
-import socket
 import sys
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from typing import Any, TypeVar, cast
 
 import anyio
 import mcp_types as mt  # the MCP wire types (`mcp.types` re-exports them)
-from fastmcp import FastMCP
 from fastmcp.server.dependencies import get_access_token
 from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
-from fastmcp.server.providers.proxy import ProxyProvider
 from fastmcp.tools import Tool, ToolResult
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from opentelemetry.trace import SpanKind
-from starlette.middleware import Middleware as AsgiMiddleware  # FastMCP's HTTP app is Starlette
-from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
 
-from maitred._heap import freeze_start_heap
 from maitred.actions.model import ApprovalAnswer, Decision, Rejection
-from maitred.errors import ConfigError, MaitredError
-from maitred.gateway import hosts, traces
+from maitred.errors import MaitredError
+from maitred.gateway import traces
 from maitred.gateway.approval import VIA, Approvals, awaits_person
-from maitred.gateway.auth import GatewayAuth, Identity
-from maitred.gateway.channels import Channels, StreamingServer, sealing
-from maitred.gateway.config import GatewayConfig, HttpServer, Upstream
-from maitred.gateway.finding import FIND_TOOLS_SCHEMA, read_needs
-from maitred.gateway.hosts import HostGuard
-from maitred.gateway.jwt import JwtVerifier
-from maitred.gateway.keeper import FIND_TOOLS, FIND_TOOLS_DESCRIPTION, Gatekeeper, Gates
-from maitred.gateway.lifecycle import Listing, Upstreams
-from maitred.gateway.limits import BodyLimit, argument_fault
-from maitred.gateway.listings import CACHE_SCOPE, in_catalog_order, listing_ttl_s
-from maitred.gateway.metrics import CONTENT_TYPE, GatewayMetrics
-from maitred.gateway.passthrough import EraMethods, Passthrough, refuses_client
-from maitred.gateway.rates import admit, open_limiter
-from maitred.gateway.skillset import GatedSkills, load_skills
+from maitred.gateway.auth import Identity
+from maitred.gateway.channels import Channels
+from maitred.gateway.finding import read_needs
+from maitred.gateway.keeper import FIND_TOOLS, Gatekeeper, Gates
+from maitred.gateway.lifecycle import Upstreams
+from maitred.gateway.limits import argument_fault
+from maitred.gateway.listings import in_catalog_order
+from maitred.gateway.metrics import GatewayMetrics
+from maitred.gateway.passthrough import refuses_client
+from maitred.gateway.rates import admit
 from maitred.gateway.surfaces import (
     DECISION_ID_META,  # the key of a result's _meta that carries the decision's log id
     SurfaceGate,
     SurfaceGuard,
-    upstream_surfaces,
 )
 from maitred.gateway.tasks import (
     CreatedTask,
     TaskBook,
-    TasksExtension,
-    Who,
     hand_over,
-    offers_tasks,
 )
-from maitred.gateway.upstreams import ListingProxy, UpstreamTool, era_hold, proxy_for
+from maitred.gateway.upstreams import ListingProxy, UpstreamTool, era_hold
 from maitred.ratelimit import Limiter
 from maitred.tracing import OFF, Tracing
 
@@ -610,37 +586,6 @@ def _session_id(context: MiddlewareContext[Any]) -> str:
     return ctx.session_id
 
 
-def gate_of(server: FastMCP[Any]) -> GateMiddleware:
-    """The :class:`GateMiddleware` of a server :func:`open_gateway` built."""
-    return next(m for m in server.middleware if isinstance(m, GateMiddleware))
-
-
-async def close_gateway(server: FastMCP[Any], gates: Gates) -> None:
-    """Close what :func:`open_gateway` opened: the upstream sessions kept for resource
-    subscriptions, the gates, and the traces (exported)."""
-    for middleware in server.middleware:
-        if isinstance(middleware, Passthrough):
-            await middleware.close()
-    gates.close()
-    gate_of(server).tracing.close()
-
-
-@asynccontextmanager
-async def watching(server: FastMCP[Any], interval_s: float) -> AsyncIterator[None]:
-    """The state watch of ``server``'s gate running for the block (nothing when ``interval_s``
-    is 0); enter and leave it in the task that serves."""
-    async with anyio.create_task_group() as tasks:
-        gate = gate_of(server)
-        if interval_s > 0:
-            tasks.start_soon(gate.watch, interval_s)
-        if gate.upstreams is not None:  # upstreams that are down are tried again
-            tasks.start_soon(gate.upstreams.run)
-        try:
-            yield
-        finally:
-            tasks.cancel_scope.cancel()
-
-
 async def _list_changed(context: MiddlewareContext[Any]) -> None:
     if context.fastmcp_context is not None:
         await context.fastmcp_context.send_notification(mt.ToolListChangedNotification())
@@ -649,298 +594,3 @@ async def _list_changed(context: MiddlewareContext[Any]) -> None:
 def tool_json(tool: Tool) -> dict[str, Any]:
     """A listed tool as its MCP JSON object (what the catalog and the pins read)."""
     return tool.to_mcp_tool().model_dump(by_alias=True, exclude_none=True, mode="json")
-
-
-async def list_upstreams(config: GatewayConfig) -> dict[str, list[dict[str, Any]]]:
-    """Every upstream's ``tools/list`` now, as the gateway reads it at start (for
-    ``maitred mcp pin``; see :func:`upstream_tools` for the errors)."""
-    return {up.name: await upstream_tools(proxy_for(up), up) for up in config.upstreams}
-
-
-async def upstream_tools(proxy: ProxyProvider, upstream: Upstream) -> list[dict[str, Any]]:
-    """The upstream's ``tools/list`` through ``proxy`` (before any gate), as MCP JSON objects.
-
-    Asking through the proxy starts a stdio upstream's process, which the proxy keeps using,
-    so the gateway launches it once.
-
-    Raises:
-        ConfigError: the upstream could not be started or reached, or did not answer.
-    """
-    try:
-        tools = await proxy.list_tools()
-    except Exception as exc:
-        how = f"reach {upstream.url}" if upstream.url else f"start `{upstream.command}`"
-        raise ConfigError(
-            f"upstream {upstream.name!r}: could not {how} and list its tools "
-            f"({type(exc).__name__}: {exc}); check its "
-            f"{'url' if upstream.url else 'command and args'} in the config"
-        ) from None
-    return [tool_json(t) for t in tools]
-
-
-async def _listing(proxy: ProxyProvider, upstream: Upstream) -> Listing:
-    """Everything ``upstream`` lists, through ``proxy`` (see :func:`upstream_tools`)."""
-    tools = await upstream_tools(proxy, upstream)
-    return Listing(tools, await upstream_surfaces(proxy, upstream))
-
-
-async def open_gateway(
-    config: GatewayConfig, *, http: bool = False, tracing: Tracing | None = None
-) -> tuple[FastMCP[Any], Gates]:
-    """The gateway server for ``config`` and the gates it starts with (close them when done:
-    they own the decision log; those serving now are ``gate_of(server).gates``).
-
-    An upstream that does not answer is left out and tried again (:mod:`.lifecycle`);
-    :func:`watching` runs those retries beside the server.
-
-    Args:
-        config: the checked config.
-        http: serve authenticated HTTP sessions (the account of each comes from its token);
-            otherwise one session for the launch account (stdio, in memory).
-        tracing: the gateway's traces; by default those ``config.tracing`` asks for, which
-            :func:`gate_of` ``(server).tracing.close()`` exports at the end (the serve
-            functions do).
-
-    Raises:
-        ConfigError: a ``required`` upstream cannot be reached, the sidecars or tool names of
-            those that answered conflict, or the config lacks what the transport needs
-            (tokens for HTTP, account for stdio).
-    """
-    if http and not config.tokens and config.auth is None:
-        raise ConfigError(
-            f"{config.source}: serving over HTTP needs 'tokens' (a list of {{token_sha256, "
-            "tenant, account}}) or 'auth' (JWT access tokens): the account of an HTTP session "
-            "comes from its token"
-        )
-    if not http and not config.account:
-        raise ConfigError(
-            f"{config.source}: field 'account' is required over stdio (or pass --account): "
-            "whose state the gates read"
-        )
-    verifier = JwtVerifier.open(config.auth, config.source) if http and config.auth else None
-    passthrough = Passthrough()
-    proxies = {up.name: passthrough.proxy_for(up) for up in config.upstreams}
-    upstreams = Upstreams(config, proxies, _listing)
-    await upstreams.start()
-    tools, listed = upstreams.tools, upstreams.listed
-    limiter = open_limiter(config, tools)
-    gates = await anyio.to_thread.run_sync(lambda: Gates.open(config, tools, listed))
-    try:
-        skills = load_skills(config)
-        surfaces = SurfaceGate.open(config, gates, listed, skills=skills.surfaces if skills else ())
-    except BaseException:
-        gates.close()
-        raise
-    limit = (config.server or HttpServer()).max_sessions
-    tasks = TaskBook(gates.engine.log, gates.engine.now) if offers_tasks(config.upstreams) else None
-    gate = GateMiddleware(
-        gates,
-        account=None if http else config.account,
-        max_sessions=limit,
-        tracing=Tracing.start(config.tracing) if tracing is None else tracing,
-        surfaces=surfaces,
-        limiter=limiter,
-        upstreams=upstreams,
-        tasks=tasks,
-    )
-    passthrough.serve_listen(gate.listen)
-    where = config.server or HttpServer()
-    auth = (
-        GatewayAuth(
-            config.tokens,
-            verifier,
-            path=where.path,
-            scopes_supported=sorted({s for t in gates.engine.catalog for s in t.contract.scopes}),
-            outer=[  # DNS rebinding is answered before anything about the token
-                AsgiMiddleware(
-                    HostGuard,
-                    rules=hosts.rules(where.host, where.allowed_hosts, where.allowed_origins),
-                )
-            ],
-        )
-        if http
-        else None
-    )
-    ttl = listing_ttl_s(config.watch.interval_s)  # 0: the SDK's own 0 ms, private
-    server: FastMCP[Any] = StreamingServer(  # resumable HTTP streams, like an upstream's
-        name="maitred-gateway",
-        auth=auth,
-        dereference_schemas=False,  # schemas as the upstreams sent them ($defs, $ref)
-        cache_ttl=ttl or None,
-        cache_scope=CACHE_SCOPE if ttl else None,
-        request_state_security=sealing(where, config.source),  # shared by replicas, or None
-    )
-    gate.watch_pins(list(proxies.values()))
-    for proxy in proxies.values():
-        proxy.listeners.append(upstreams.observed)  # a tool it adds joins the catalog
-
-    def serving(name: str) -> None:  # an upstream's proxy is served from now on
-        passthrough.serve(proxies[name])
-        if passthrough.completions:  # (again, when another one joins: it replaces the one)
-            server.add_completion_handler(passthrough.complete)
-
-    upstreams.attach(server, gate, auth, serving)  # those that answered, in the config's order
-    if gates.finder is not None:
-
-        def find_tools(need: str = "", needs: Sequence[str] = ()) -> dict[str, Any]:
-            # answered by GateMiddleware, which knows the session; never reached
-            raise RuntimeError("find_tools is answered by the gateway's middleware")
-
-        found = Tool.from_function(find_tools, name=FIND_TOOLS, description=FIND_TOOLS_DESCRIPTION)
-        server.add_tool(found.model_copy(update={"parameters": FIND_TOOLS_SCHEMA}))
-    server.add_middleware(EraMethods())  # outermost: a method the request's era lacks is none
-    server.add_middleware(gate)
-    if gate.surface_guard is not None:
-        server.add_middleware(gate.surface_guard)  # inner: sees only calls the gate let through
-    server.add_middleware(passthrough)
-    if tasks is not None:
-        who = Who(gate.keeper_now, lambda tool: gate.gates.owners.get(tool))
-        server.add_extension(TasksExtension(tasks, passthrough.proxies, who, gate._engine))
-    if skills is not None:  # the gateway's own skills, gated like its tools (.skillset)
-        server.add_provider(skills.provider)
-    if skills is not None or surfaces.skill_roots:  # and the upstreams' its sidecars name
-        server.add_extension(GatedSkills(skills, gate, passthrough.proxies))
-    if http:
-        _add_routes(server, gate)
-    return server, gates
-
-
-def _add_routes(server: FastMCP[Any], gate: GateMiddleware) -> None:
-    """The HTTP gateway's operator routes, beside the MCP endpoint and without its token:
-    ``GET /metrics`` (Prometheus text, :mod:`maitred.gateway.metrics`), ``GET /healthz``
-    (the process serves) and ``GET /readyz`` (200 when every upstream is serving, else 503;
-    each upstream's state, :mod:`maitred.gateway.lifecycle`). All are for the operator's
-    network, like the service's."""
-
-    @server.custom_route("/metrics", methods=["GET"], include_in_schema=False)
-    async def metrics(request: Request) -> Response:
-        return Response(gate.metrics.render(), media_type=CONTENT_TYPE)
-
-    @server.custom_route("/healthz", methods=["GET"], include_in_schema=False)
-    async def healthz(request: Request) -> Response:
-        return JSONResponse({"status": "ok"})
-
-    @server.custom_route("/readyz", methods=["GET"], include_in_schema=False)
-    async def readyz(request: Request) -> Response:
-        ready, body = gate.upstreams.readiness() if gate.upstreams else (True, {})
-        return JSONResponse(body, status_code=200 if ready else 503)
-
-
-async def serve_stdio(config: GatewayConfig) -> None:
-    """Serve the gateway over stdio until the client disconnects."""
-    server, gates = await open_gateway(config)
-    freeze_start_heap()  # what start-up built lives as long as the process (maitred._heap)
-    traces.without_idle_library_spans()  # FastMCP's no-op spans: not built at all
-    try:
-        async with watching(server, config.watch.interval_s):
-            await server.run_async(transport="stdio", show_banner=False)
-    finally:
-        await close_gateway(server, gates)
-
-
-def listening_socket(host: str, port: int) -> socket.socket:
-    """A TCP socket bound to ``(host, port)`` and listening (``port`` 0: a free one).
-
-    It is made with ``IPPROTO_TCP`` named rather than the default protocol 0: asyncio (and
-    uvloop) turn on ``TCP_NODELAY`` for the connections a server accepts only when the
-    listening socket says it is TCP, and uvicorn serves the sockets it is given as they are.
-    Without it Nagle's algorithm held back every response whose headers and body are written
-    apart until the client's delayed ACK came: about 40 ms per request on loopback.
-
-    Raises:
-        OSError: the address cannot be bound.
-    """
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((host, port))
-        sock.listen(128)
-    except OSError:
-        sock.close()
-        raise
-    return sock
-
-
-def _closer(server: FastMCP[Any], gates: Gates) -> Callable[[], Awaitable[None]]:
-    """:func:`close_gateway` (the upstream sessions, the decision log, the traces exported),
-    once, whichever of its callers comes first (both run on the server's event loop)."""
-    done: list[bool] = []
-
-    async def close() -> None:
-        if not done:
-            done.append(True)
-            await close_gateway(server, gates)
-
-    return close
-
-
-class CloseAtShutdown:
-    """ASGI middleware: ``close`` runs when the server's lifespan shuts down, before the
-    shutdown is reported to the server.
-
-    uvicorn, stopped by SIGTERM, shuts down gracefully and then raises the signal again, which
-    ends the process before any ``finally`` of the code that started the server: this is where
-    the log is closed and the spans still buffered are exported, in time.
-    """
-
-    def __init__(self, app: Any, close: Callable[[], Awaitable[None]]) -> None:
-        self.app = app
-        self.close = close
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] != "lifespan":
-            await self.app(scope, receive, send)
-            return
-
-        async def sending(message: Any) -> None:
-            if message["type"] in ("lifespan.shutdown.complete", "lifespan.shutdown.failed"):
-                await self.close()
-            await send(message)
-
-        await self.app(scope, receive, sending)
-
-
-async def serve_http(config: GatewayConfig, *, port: int | None = None) -> None:
-    """Serve the gateway over streamable HTTP until stopped (``port`` overrides the config's;
-    0 picks a free one). The address is printed on stderr once the socket is bound. Stopped by
-    SIGTERM or SIGINT, it shuts down gracefully, closing the log and exporting the buffered
-    spans before the process ends."""
-    where = config.server or HttpServer()
-    try:
-        sock = listening_socket(where.host, where.port if port is None else port)
-    except OSError as exc:
-        raise ConfigError(
-            f"{config.source}: cannot listen on {where.host}:{port or where.port} ({exc}); "
-            "choose another server.port (0: any free one)"
-        ) from None
-    bound = sock.getsockname()[1]
-    server, gates = await open_gateway(config, http=True)
-    close = _closer(server, gates)
-    freeze_start_heap()  # what start-up built lives as long as the process (maitred._heap)
-    traces.without_idle_library_spans()  # FastMCP's no-op spans: not built at all
-    print(
-        f"maitred mcp: serving http://{where.host}:{bound}{where.path} "
-        f"({len(config.upstreams)} upstream(s), {len(config.tokens)} token(s)"
-        + (f", JWTs from {config.auth.issuer}" if config.auth else "")
-        + ")",
-        file=sys.stderr,
-        flush=True,
-    )
-    try:
-        async with watching(server, config.watch.interval_s):
-            await server.run_http_async(
-                show_banner=False,
-                host=where.host,
-                port=bound,
-                path=where.path,
-                log_level="warning",
-                sockets=[sock],
-                middleware=[
-                    AsgiMiddleware(CloseAtShutdown, close=close),
-                    AsgiMiddleware(BodyLimit, max_bytes=where.max_body_bytes),
-                ],
-            )
-    finally:
-        await close()
-        sock.close()
