@@ -24,7 +24,7 @@ from tests.mcp.conftest import SIDECAR, Process, Site, child_env, sha256
 from maitred.gateway import load_config
 from maitred.gateway.approval import ASK_KEY
 from maitred.gateway.build import gate_of, open_gateway
-from maitred.gateway.server import DECISION_ID_META
+from maitred.gateway.surfaces import DECISION_ID_META
 from maitred.log.base import open_log
 from maitred.log.verify import verify
 

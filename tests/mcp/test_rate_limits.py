@@ -30,7 +30,7 @@ from tests.mcp.conftest import UPSTREAM, Process, Site, child_env, sha256
 from maitred.errors import ConfigError
 from maitred.gateway import load_config, parse_config
 from maitred.gateway.build import gate_of, open_gateway
-from maitred.gateway.server import DECISION_ID_META
+from maitred.gateway.surfaces import DECISION_ID_META
 from maitred.log.base import open_log
 from maitred.log.verify import verify
 

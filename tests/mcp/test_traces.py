@@ -36,7 +36,7 @@ from tests.otlp_collector import collecting
 from maitred.errors import ConfigError
 from maitred.gateway import load_config, parse_config
 from maitred.gateway.build import gate_of, open_gateway
-from maitred.gateway.server import DECISION_ID_META
+from maitred.gateway.surfaces import DECISION_ID_META
 from maitred.gateway.traces import without_idle_library_spans
 from maitred.log.base import open_log
 from maitred.tracing import OFF, Tracing, TracingOptions

@@ -42,7 +42,7 @@ from tests.mcp.conftest import Process, child_env, sha256
 
 from maitred.gateway import load_config
 from maitred.gateway.build import close_gateway, open_gateway
-from maitred.gateway.server import DECISION_ID_META
+from maitred.gateway.surfaces import DECISION_ID_META
 from maitred.log.base import open_log
 
 pytestmark = pytest.mark.slow  # the upstream and the gateway run as subprocesses

@@ -5,9 +5,9 @@
 
 * ``tools/list``: the upstreams' lists, filtered to what the session's gatekeeper finds
   visible for its account now (a logged turn).
-* ``tools/call``: the gatekeeper checks the call first (logged and flushed); a rejected call
-  never reaches the upstream and the client gets an ``isError`` result whose text is
-  ``decision.tool_result()`` as JSON (the one model-facing
+* ``tools/call`` (the steps of :mod:`maitred.gateway.calls`): the gatekeeper checks the call
+  first (logged and flushed); a rejected call never reaches the upstream and the client gets
+  an ``isError`` result whose text is ``decision.tool_result()`` as JSON (the one model-facing
   :class:`~maitred.actions.model.Rejection`: code, message for the model, offending fields,
   decision id); a call the gatekeeper could not decide or log is refused too
   (``GATE_UNAVAILABLE``, the same payload with no decision id). Every decided call's result,
@@ -72,73 +72,46 @@ lock (:attr:`Gatekeeper.lock`), since its listing and found set are its own.
 
 from __future__ import annotations
 
-import json
 import sys
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 from functools import partial
-from typing import Any, TypeVar, cast
+from typing import Any
 
 import anyio
 import mcp_types as mt  # the MCP wire types (`mcp.types` re-exports them)
 from fastmcp.server.dependencies import get_access_token
 from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
-from fastmcp.tools import Tool, ToolResult
+from fastmcp.tools import Tool
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
-from opentelemetry.trace import SpanKind
 
-from maitred.actions.model import ApprovalAnswer, Decision, Rejection
-from maitred.errors import MaitredError
 from maitred.gateway import traces
-from maitred.gateway.approval import VIA, Approvals, awaits_person
+from maitred.gateway.approval import Approvals
 from maitred.gateway.auth import Identity
+from maitred.gateway.calls import AUTH_REQUIRED, CallPath
 from maitred.gateway.channels import Channels
-from maitred.gateway.finding import read_needs
-from maitred.gateway.keeper import FIND_TOOLS, Gatekeeper, Gates
+from maitred.gateway.keeper import Gatekeeper, Gates
 from maitred.gateway.lifecycle import Upstreams
-from maitred.gateway.limits import argument_fault
 from maitred.gateway.listings import in_catalog_order
 from maitred.gateway.metrics import GatewayMetrics
-from maitred.gateway.passthrough import refuses_client
-from maitred.gateway.rates import admit
-from maitred.gateway.surfaces import (
-    DECISION_ID_META,  # the key of a result's _meta that carries the decision's log id
-    SurfaceGate,
-    SurfaceGuard,
-)
-from maitred.gateway.tasks import (
-    CreatedTask,
-    TaskBook,
-    hand_over,
-)
-from maitred.gateway.upstreams import ListingProxy, UpstreamTool, era_hold
+from maitred.gateway.surfaces import SurfaceGate, SurfaceGuard
+from maitred.gateway.tasks import TaskBook
+from maitred.gateway.upstreams import ListingProxy
 from maitred.ratelimit import Limiter
 from maitred.tracing import OFF, Tracing
 
-T = TypeVar("T")
 #: who a request is from: gatekeeper key, tenant, account, granted scopes, and whether it is
 #: recorded as its principal (a sessionless 2026-07-28 connection) rather than an MCP session
 Identified = tuple[tuple[str, ...], str, str, frozenset[str] | None, bool]
 
 
-def _text_result(payload: Mapping[str, Any], decision_id: str = "") -> ToolResult:
-    """An ``isError`` result whose text is ``payload`` (a :class:`Rejection`'s JSON); with a
-    ``decision_id``, also in ``_meta`` (:data:`DECISION_ID_META`)."""
-    text = json.dumps(payload, ensure_ascii=False, sort_keys=True)
-    meta = {DECISION_ID_META: decision_id} if decision_id else None
-    return ToolResult(content=[mt.TextContent(type="text", text=text)], meta=meta, is_error=True)
-
-
-def _with_decision_id(result: ToolResult, decision_id: str) -> ToolResult:
-    """The upstream's ``result`` with the decision id added to its ``_meta`` (kept otherwise)."""
-    result.meta = {**(result.meta or {}), DECISION_ID_META: decision_id}
-    return result
-
-
-class GateMiddleware(Middleware):
+class GateMiddleware(CallPath, Middleware):
     """Filters ``tools/list`` and gates ``tools/call`` through each session's gatekeeper.
+
+    It finds each request's gatekeeper (one per session, the least recently used dropped),
+    lists, and runs the state watch; its calls take the path of :class:`~.calls.CallPath`.
 
     Args:
         gates: the gateway's engines.
@@ -218,39 +191,6 @@ class GateMiddleware(Middleware):
             if not drift.unpinned:
                 self.metrics.definition_changes.labels(upstream, drift.tool).inc()
 
-    @staticmethod
-    async def _engine(fn: Callable[[], T], keeper: Gatekeeper | None = None) -> T:
-        """Run ``fn`` on a worker thread: under ``keeper``'s own lock when it is one session's
-        request (the engine itself is shared by every session without a lock of ours)."""
-        if keeper is None:
-            return await anyio.to_thread.run_sync(fn)
-
-        def locked() -> T:
-            with keeper.lock:
-                return fn()
-
-        return await anyio.to_thread.run_sync(locked)
-
-    @classmethod
-    async def _decide(cls, fn: Callable[[], T], keeper: Gatekeeper, quick: bool) -> T:
-        """Run one check of ``keeper``'s session: on the event loop when it is ``quick`` (no
-        state read or listing afresh first: :meth:`Gatekeeper.lists_first`), touches only
-        memory and local files, and the session is not busy on a worker thread; else as
-        :meth:`_engine` does.
-
-        Such a check is a fraction of a millisecond of CPU (schema, predicates, policy, one
-        SQLite commit without a sync), about what the hop to a worker thread and back costs
-        in wake-ups; and under the GIL a worker's CPU holds the loop up anyway. A check that
-        may wait on a network (PostgreSQL state or log, a callable provider) always goes to a
-        worker thread, so one slow database never stalls the other sessions' requests.
-        """
-        if quick and keeper.in_process and keeper.lock.acquire(blocking=False):
-            try:
-                return fn()
-            finally:
-                keeper.lock.release()
-        return await cls._engine(fn, keeper)
-
     def _identity(self, session_id: str) -> Identified | None:
         """(gatekeeper key, tenant, account, granted scopes, principal) of the request being
         served, from the launch (no scopes said) or the authenticated :class:`~.auth.Identity`
@@ -307,6 +247,11 @@ class GateMiddleware(Middleware):
         found = self._identity("")
         return self._keeper_for(*found) if found is not None else None
 
+    def _known_keeper(self, context: MiddlewareContext[Any]) -> Gatekeeper | None:
+        """The request's gatekeeper if it has one, found without touching the LRU order."""
+        found = self._identity(_session_id(context))
+        return self.keepers.get(found[0]) if found is not None else None
+
     def reachable(self) -> list[tuple[tuple[str, ...], Gatekeeper]]:
         """The sessions a notification outside any request can reach (the watch's)."""
         return [(k, g) for k, g in self.keepers.items() if self.channels.reachable(k)]
@@ -318,7 +263,7 @@ class GateMiddleware(Middleware):
         state watch's ``list_changed`` for it arrives on this stream."""
         found = self._identity("")  # a listen stream is 2026-07-28: no session id
         if found is None:
-            raise MCPError(mt.INVALID_REQUEST, str(_AUTH_REQUIRED["message"]))
+            raise MCPError(mt.INVALID_REQUEST, str(AUTH_REQUIRED["message"]))
         self._keeper_for(*found)
         return await self.channels.listen(found[0], ctx, params)
 
@@ -377,205 +322,6 @@ class GateMiddleware(Middleware):
         self.metrics.listings.inc()
         return in_catalog_order(tools, found[0], lambda t: t.name)  # whatever joined first
 
-    async def on_call_tool(
-        self,
-        context: MiddlewareContext[mt.CallToolRequestParams],
-        call_next: CallNext[mt.CallToolRequestParams, ToolResult],
-    ) -> ToolResult:
-        with self.tracing.request("maitred.call", *traces.carriers(context)) as span:
-            code, result = await self._call(context, call_next)
-            if span.is_recording():
-                traces.note_session(span, self.tracing, self._known_keeper(context))
-                traces.note_call(span, context.message.name, code, result.meta, DECISION_ID_META)
-        self.metrics.count_call(code)
-        return result
-
-    async def _forward(
-        self,
-        context: MiddlewareContext[mt.CallToolRequestParams],
-        call_next: CallNext[mt.CallToolRequestParams, ToolResult],
-        upstream: str,
-    ) -> ToolResult:
-        """An allowed call, sent to the upstream that lists its tool (in the client's era).
-
-        Straight to that upstream's tool, as the tasks extension's interceptor sends a call
-        that may become a task: FastMCP's own dispatch would look the tool up again across
-        every provider (a task group per call), apply session transforms and visibility the
-        gateway does not use, and run the inner middlewares, which pass a call on untouched
-        -- about two fifths of the Python calls the gateway adds to a forwarded call
-        (benchmarks/results/gateway.md). The upstream's errors reach the gate as they would
-        through that dispatch. With the tasks extension on, FastMCP dispatches (its
-        interceptor is on that path), and so does a tool no upstream lists any more.
-        """
-        proxies = self.upstreams.proxies if self.upstreams is not None else {}
-        proxy = proxies.get(upstream) if self.tasks is None else None
-        tool = await proxy.get_tool(context.message.name) if proxy is not None else None
-        if not isinstance(tool, UpstreamTool):
-            return await call_next(context)
-        result = await tool._run(dict(context.message.arguments or {}))
-        if self.surface_guard is not None:
-            return await self.surface_guard.after_call(context, result)
-        return result
-
-    def _known_keeper(self, context: MiddlewareContext[Any]) -> Gatekeeper | None:
-        """The request's gatekeeper if it has one, found without touching the LRU order."""
-        found = self._identity(_session_id(context))
-        return self.keepers.get(found[0]) if found is not None else None
-
-    async def _call(
-        self,
-        context: MiddlewareContext[mt.CallToolRequestParams],
-        call_next: CallNext[mt.CallToolRequestParams, ToolResult],
-    ) -> tuple[str, ToolResult]:
-        """The call's result and the code it is counted under: the decision's own (``OK``
-        once it reached the upstream, whatever the upstream answered)."""
-        name, args = context.message.name, dict(context.message.arguments or {})
-        keeper = self._keeper(context)
-        if keeper is None:
-            return "AUTH_REQUIRED", _text_result(_AUTH_REQUIRED)
-        refused = argument_fault(name, args)  # NaN, a lone surrogate...: never decided
-        if refused is not None:
-            return str(refused["code"]), _text_result(refused)
-        admission = await admit(self.limiter, keeper, name, stdio=self.account is not None)
-        limited = admission.refusal
-        if admission.store_error:
-            self.metrics.rate_limit_store_errors.inc()
-        if name == FIND_TOOLS and keeper.finds:
-            if limited is not None:  # no action decision: find_tools answers are turns
-                self.metrics.count_limited(limited.scope)
-                return limited.code, _text_result(limited.rejection().to_json())
-            return "FIND_TOOLS", await self._find(context, keeper, args)
-        hold = limited.hold() if limited is not None else None
-        if hold is None and self.upstreams is not None:  # listed to the other era only?
-            hold = await era_hold(self.upstreams.proxies.get(keeper.upstream_of(name)), name)
-        extra: Mapping[str, Any] = {}
-
-        async def answer_with(pending: Decision, answer: ApprovalAnswer) -> Decision:
-            return await self._engine(lambda: keeper.approve(pending, answer, VIA), keeper)
-
-        try:
-            decision = None  # a limited call answers no question: it is refused first
-            if hold is None:
-                decision = await self.approvals.answered(context, keeper, answer_with)
-            if decision is None:
-                with self.tracing.span("maitred.check") as checking:
-                    decision = await self._decide(
-                        lambda: keeper.check(name, args, hold=hold),
-                        keeper,
-                        quick=not keeper.lists_first(name, hold),
-                    )
-                    traces.note_decision(checking, decision)
-            if awaits_person(decision):  # asked outside the session's lock (see .approval)
-                asked = await self.approvals.ask(context, keeper, decision, answer_with)
-                if isinstance(asked, ToolResult):  # the client asks, then calls again
-                    return "APPROVAL_ASKED", asked
-                decision, extra = asked
-        except MaitredError as exc:  # not decided, or not durable: the call must not run
-            refusal = Rejection(
-                "GATE_UNAVAILABLE",
-                f"the gateway could not decide or record this call ({type(exc).__name__}: "
-                f"{exc}); it was not executed. Try again later",
-                error="gate_unavailable",
-            )
-            return refusal.code, _text_result(refusal.to_json())
-        if not decision.allow:
-            if limited is not None and decision.code == limited.code:  # not a prior refusal
-                self.metrics.count_limited(limited.scope)
-            payload = {**decision.tool_result(), **extra}
-            if keeper.finds and decision.code == "TOOL_NOT_OFFERED":
-                payload["hint"] = f"call {FIND_TOOLS} with what you need to do first"
-            return decision.code, _text_result(payload, decision.decision_id)
-        upstream = keeper.upstream_of(name)
-        forwarding = self.tracing.span(  # current while forwarded: the proxy puts it in _meta
-            "maitred.upstream",
-            kind=SpanKind.CLIENT,
-            attributes=traces.upstream_attributes(self.tracing, upstream, name),
-        )
-        try:
-            with forwarding as calling:
-                result = await self._forward(context, call_next, upstream)
-                if isinstance(result, ToolResult):
-                    traces.note_result(calling, result)
-        except Exception as exc:  # the upstream failed; the gateway must answer and stay up
-            if refuses_client(exc):  # the upstream's answer to this client: passed on as sent
-                raise
-            self.metrics.upstream_failures.labels(upstream).inc()
-            if self.upstreams is not None:
-                self.upstreams.suspect(upstream)  # listed again: does it answer at all?
-            failed = Rejection(
-                "UPSTREAM_FAILED",
-                f"the upstream MCP server {upstream!r} failed on {name}: "
-                f"{type(exc).__name__}: {exc}. The call may not have run; try again later "
-                "(the other tools still work)",
-                decision_id=decision.decision_id,
-                error="upstream_failed",
-                executed=None,
-            )
-            payload = {**failed.to_json(), "upstream": upstream}
-            return failed.code, _text_result(payload, decision.decision_id)
-        if self.upstreams is not None:
-            self.upstreams.answered(upstream)
-        if isinstance(result, CreatedTask):  # the upstream made a task of the call (.tasks)
-            return await self._task(keeper, decision, upstream, result)
-        result = _with_decision_id(result, decision.decision_id)
-        if result.is_error:
-            return decision.code, result
-        output = result.structured_content  # an object, so `records: {creates: ...}` can read it
-        if keeper.mutates(name) or not keeper.lock.acquire(blocking=False):
-            changed = await self._engine(lambda: keeper.after_call(name, args, output), keeper)
-        else:  # a read only updates the session in memory: no second hop to the worker thread
-            try:
-                changed = keeper.after_call(name, args, output)
-            finally:
-                keeper.lock.release()
-        if changed:
-            await _list_changed(context)
-        return decision.code, result
-
-    async def _task(
-        self, keeper: Gatekeeper, decision: Decision, upstream: str, task: CreatedTask
-    ) -> tuple[str, ToolResult]:
-        """The task handle, recorded as the caller's before the caller sees it."""
-        assert self.tasks is not None  # only the tasks extension, given this book, makes one
-        handed = await hand_over(self.tasks, keeper, decision, upstream, task, self._engine)
-        if isinstance(handed, Rejection):
-            return handed.code, _text_result(handed.to_json(), decision.decision_id)
-        return "ALLOWED", cast(ToolResult, handed)
-
-    async def _find(
-        self,
-        context: MiddlewareContext[mt.CallToolRequestParams],
-        keeper: Gatekeeper,
-        args: Mapping[str, Any],
-    ) -> ToolResult:
-        needs = read_needs(args)
-        if isinstance(needs, Rejection):  # nothing routed, nothing logged
-            return _text_result(needs.to_json())
-        try:
-            with self.tracing.span("maitred.find_tools") as finding:
-                answer = await self._engine(lambda: keeper.find(needs), keeper)
-                traces.note_found(finding, keeper, answer)
-        except MaitredError as exc:
-            return _text_result(
-                {
-                    "code": "GATE_UNAVAILABLE",
-                    "message": f"the gateway could not route this need ({type(exc).__name__}: "
-                    f"{exc}); no tool was disclosed. Try again later",
-                }
-            )
-        text = json.dumps(answer, ensure_ascii=False, sort_keys=True)
-        return ToolResult(
-            content=[mt.TextContent(type="text", text=text)], structured_content=answer
-        )
-
-
-_AUTH_REQUIRED = Rejection(
-    "AUTH_REQUIRED",
-    "this gateway serves authenticated sessions only; connect with the bearer token you were "
-    "given. The call was not executed",
-    error="auth_required",
-).to_json()
-
 
 def _session_id(context: MiddlewareContext[Any]) -> str:
     """The MCP session id on a handshake-era connection; ``""`` on a sessionless one."""
@@ -584,11 +330,6 @@ def _session_id(context: MiddlewareContext[Any]) -> str:
     if ctx is None or request is None or request.protocol_version in MODERN_PROTOCOL_VERSIONS:
         return ""
     return ctx.session_id
-
-
-async def _list_changed(context: MiddlewareContext[Any]) -> None:
-    if context.fastmcp_context is not None:
-        await context.fastmcp_context.send_notification(mt.ToolListChangedNotification())
 
 
 def tool_json(tool: Tool) -> dict[str, Any]:
