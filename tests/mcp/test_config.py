@@ -9,7 +9,7 @@ import pytest
 
 from maitred.errors import ConfigError, ContractError
 from maitred.gateway import Upstream, catalog_from_tools, load_config, parse_config
-from maitred.gateway.config import request_state_keys
+from maitred.gateway.http_config import request_state_keys
 
 GOOD = {
     "account": "acc-1",
@@ -213,7 +213,7 @@ def test_a_state_sealed_under_the_old_key_opens_after_rotation(tmp_path: Path) -
     from mcp.server.request_state import InvalidRequestState
 
     from maitred.gateway.channels import sealing
-    from maitred.gateway.config import HttpServer
+    from maitred.gateway.http_config import HttpServer
 
     def codec(*keys: str) -> Any:
         path = tmp_path / f"{len(keys)}-{keys[0][:2]}.keys"

@@ -30,13 +30,15 @@ from starlette.middleware import Middleware as AsgiMiddleware  # FastMCP's HTTP 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from maitred.contract.tool_sidecar import SurfaceNames
 from maitred.errors import ConfigError
 from maitred.gateway import hosts
 from maitred.gateway.auth import GatewayAuth
 from maitred.gateway.channels import StreamingServer, sealing
-from maitred.gateway.config import GatewayConfig, HttpServer, Upstream
+from maitred.gateway.config import GatewayConfig, Upstream
 from maitred.gateway.finding import FIND_TOOLS_SCHEMA
 from maitred.gateway.hosts import HostGuard
+from maitred.gateway.http_config import HttpServer
 from maitred.gateway.jwt import JwtVerifier
 from maitred.gateway.keeper import FIND_TOOLS, FIND_TOOLS_DESCRIPTION, Gates
 from maitred.gateway.lifecycle import Listing, Upstreams
@@ -46,7 +48,7 @@ from maitred.gateway.passthrough import EraMethods, Passthrough
 from maitred.gateway.rates import open_limiter
 from maitred.gateway.server import GateMiddleware, tool_json
 from maitred.gateway.skillset import GatedSkills, load_skills
-from maitred.gateway.surfaces import SurfaceGate, upstream_surfaces
+from maitred.gateway.surfaces import SurfaceGate
 from maitred.gateway.tasks import TaskBook, TasksExtension, Who, offers_tasks
 from maitred.gateway.upstreams import proxy_for
 from maitred.tracing import Tracing
@@ -108,6 +110,27 @@ async def upstream_tools(proxy: ProxyProvider, upstream: Upstream) -> list[dict[
             f"{'url' if upstream.url else 'command and args'} in the config"
         ) from None
     return [tool_json(t) for t in tools]
+
+
+async def upstream_surfaces(proxy: ProxyProvider, upstream: Upstream) -> SurfaceNames:
+    """What ``upstream`` lists besides tools, through ``proxy`` (before any gate): its
+    resources' URIs, its templates and its prompts' names (a server without the capability
+    lists none).
+
+    Raises:
+        ConfigError: the upstream failed to answer one of the three listings.
+    """
+    try:
+        resources = [str(r.uri) for r in await proxy.list_resources()]
+        templates = [str(t.uri_template) for t in await proxy.list_resource_templates()]
+        prompts = [str(p.name) for p in await proxy.list_prompts()]
+    except Exception as exc:
+        raise ConfigError(
+            f"upstream {upstream.name!r} ({upstream.where}): could not list its resources, "
+            f"resource templates and prompts ({type(exc).__name__}: {exc}); the gateway "
+            "needs them at start to gate them"
+        ) from None
+    return SurfaceNames(tuple(resources), tuple(templates), tuple(prompts))
 
 
 async def _listing(proxy: ProxyProvider, upstream: Upstream) -> Listing:

@@ -20,7 +20,8 @@ from maitred._heap import freeze_start_heap
 from maitred.errors import ConfigError
 from maitred.gateway import traces
 from maitred.gateway.build import close_gateway, open_gateway, watching
-from maitred.gateway.config import GatewayConfig, HttpServer
+from maitred.gateway.config import GatewayConfig
+from maitred.gateway.http_config import HttpServer
 from maitred.gateway.keeper import Gates
 from maitred.gateway.limits import BodyLimit
 

@@ -71,7 +71,6 @@ from fastmcp.prompts import Prompt, PromptResult
 from fastmcp.resources import Resource, ResourceResult, ResourceTemplate
 from fastmcp.resources.template import match_uri_template
 from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
-from fastmcp.server.providers.proxy import ProxyProvider
 from fastmcp.tools import ToolResult
 from mcp.shared.exceptions import MCPError
 
@@ -84,7 +83,7 @@ from maitred.contract.tool_sidecar import SurfaceNames
 from maitred.errors import ConfigError, MaitredError
 from maitred.gate.executability import fetch_keys
 from maitred.gateway.channels import Channels, Key, ListKind
-from maitred.gateway.config import GatewayConfig, Upstream
+from maitred.gateway.config import GatewayConfig
 from maitred.gateway.keeper import Gatekeeper, Gates
 from maitred.gateway.metrics import GatewayMetrics
 from maitred.log.base import DecisionLog
@@ -532,27 +531,6 @@ def _refused(
     )
 
 
-async def upstream_surfaces(proxy: ProxyProvider, upstream: Upstream) -> SurfaceNames:
-    """What ``upstream`` lists besides tools, through ``proxy`` (before any gate): its
-    resources' URIs, its templates and its prompts' names (a server without the capability
-    lists none).
-
-    Raises:
-        ConfigError: the upstream failed to answer one of the three listings.
-    """
-    try:
-        resources = [str(r.uri) for r in await proxy.list_resources()]
-        templates = [str(t.uri_template) for t in await proxy.list_resource_templates()]
-        prompts = [str(p.name) for p in await proxy.list_prompts()]
-    except Exception as exc:
-        raise ConfigError(
-            f"upstream {upstream.name!r} ({upstream.where}): could not list its resources, "
-            f"resource templates and prompts ({type(exc).__name__}: {exc}); the gateway "
-            "needs them at start to gate them"
-        ) from None
-    return SurfaceNames(tuple(resources), tuple(templates), tuple(prompts))
-
-
 class Sessions(Protocol):
     """What :class:`SurfaceGuard` needs of the gateway's middleware: each request's session,
     the sessions it can reach outside a request, their ways out, and the metrics."""
@@ -797,5 +775,4 @@ __all__ = [
     "SurfaceGuard",
     "SurfaceView",
     "template_matches",
-    "upstream_surfaces",
 ]
