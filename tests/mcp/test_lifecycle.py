@@ -80,7 +80,7 @@ def _serve(config: Path, scenario: Scenario) -> None:
     middleware and the notifications received so far."""
 
     async def main() -> None:
-        server, gates = await open_gateway(load_config(config))
+        server, engines = await open_gateway(load_config(config))
         seen: list[Any] = []
 
         async def on_message(message: Any) -> None:
@@ -93,7 +93,7 @@ def _serve(config: Path, scenario: Scenario) -> None:
             ):
                 await scenario(client, gate_of(server), seen)
         finally:
-            gates.close()
+            engines.close()
 
     anyio.run(main)
 

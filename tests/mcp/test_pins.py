@@ -107,12 +107,12 @@ def run_gateway(site: PinSite, scenario: Scenario) -> None:
     """Start the gateway for ``site`` (a fresh start) and run ``scenario(client, gate)``."""
 
     async def main() -> None:
-        server, gates = await open_gateway(load_config(site.config))
+        server, engines = await open_gateway(load_config(site.config))
         try:
             async with Client(server) as client:
                 await scenario(client, gate_of(server))
         finally:
-            gates.close()
+            engines.close()
 
     anyio.run(main)
 

@@ -48,13 +48,13 @@ def _run(site: Site, scenario: Scenario) -> str:
     """Run ``scenario`` against ``site``'s gateway in memory; its /metrics text after."""
 
     async def main() -> str:
-        server, gates = await open_gateway(load_config(site.config))
+        server, engines = await open_gateway(load_config(site.config))
         try:
             async with Client(server) as client:
                 await scenario(client)
             return gate_of(server).metrics.render().decode("utf-8")
         finally:
-            gates.close()
+            engines.close()
 
     return anyio.run(main)
 

@@ -445,7 +445,7 @@ def test_over_stdio_listings_and_arguments_are_the_upstreams(tmp_path: Path, era
         async with Client(direct, mode=mode) as upstream:
             got["direct"] = dump(await upstream.list_tools())
             got["direct_prompts"] = dump(await upstream.list_prompts())
-        server, gates = await open_gateway(load_config(stdio_config(tmp_path, *args)))
+        server, engines = await open_gateway(load_config(stdio_config(tmp_path, *args)))
         try:
             async with Client(server, mode=mode) as client:
                 got["tools"] = dump(await client.list_tools())
@@ -453,7 +453,7 @@ def test_over_stdio_listings_and_arguments_are_the_upstreams(tmp_path: Path, era
                 empty = await client.call_tool_mcp("echo", None)  # type: ignore[arg-type]
                 got["echo"] = json.loads(empty.content[0].text)
         finally:
-            await close_gateway(server, gates)
+            await close_gateway(server, engines)
 
     anyio.run(main)
     assert got["tools"] == [t for t in got["direct"] if t["name"] != "secret"]
@@ -475,7 +475,7 @@ def test_over_a_handshake_era_stdio_session_level_logs_and_subscriptions_pass(
 
     async def main() -> None:
         config = stdio_config(tmp_path, "--handshake-only")
-        server, gates = await open_gateway(load_config(config))
+        server, engines = await open_gateway(load_config(config))
         try:
             async with Client(
                 server, mode="legacy", message_handler=on_message, log_handler=on_log
@@ -498,7 +498,7 @@ def test_over_a_handshake_era_stdio_session_level_logs_and_subscriptions_pass(
                     await client.complete(prompt, {"name": "name", "value": "b"})
                 ).values
         finally:
-            await close_gateway(server, gates)
+            await close_gateway(server, engines)
 
     anyio.run(main)
     assert got["subscribe"] is True

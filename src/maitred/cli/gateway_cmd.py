@@ -3,7 +3,7 @@
 Over stdio, an MCP client launches this command as its MCP server (one process per account).
 Over HTTP (``--http``, or a ``server:`` block in the config), one process serves many clients,
 each authenticated by a bearer token the config maps to a tenant and an account. The command
-reads and checks the config, connects the upstream MCP servers, builds the gates over their
+reads and checks the config, connects the upstream MCP servers, builds the engines over their
 tools and serves until the client disconnects (stdio) or it is stopped (HTTP); the decision log
 is closed on the way out.
 

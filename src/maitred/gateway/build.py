@@ -1,15 +1,14 @@
 """Assembling the gateway: the FastMCP server over the upstreams, its middlewares and routes.
 
-:func:`open_gateway` connects every upstream (a stdio subprocess or a streamable-HTTP URL),
-reads each one's ``tools/list``, builds the :class:`~maitred.gateway.keeper.Gates` over those
-that answered (a broken sidecar or a tool name two upstreams share fails here, before any
-client is served; one that did not answer joins when it does, :mod:`maitred.gateway.lifecycle`),
-and returns a FastMCP server that serves one proxy provider per serving upstream, with the
-gate's middleware (:class:`~maitred.gateway.server.GateMiddleware`) standing between every
-client and every upstream, and, over HTTP, the operator's routes beside the MCP endpoint.
-:func:`watching` runs the state watch and the upstreams' retries beside the server;
-:func:`close_gateway` closes what :func:`open_gateway` opened. Serving it is
-:mod:`maitred.gateway.serve`'s.
+:func:`open_gateway` connects every upstream (a stdio subprocess or a streamable-HTTP URL), reads
+each one's ``tools/list``, builds the engines (:class:`~maitred.gateway.keeper.GatewayEngines`) over
+those that answered (a broken sidecar or a tool name two upstreams share fails here, before any
+client is served; one that did not answer joins when it does, :mod:`maitred.gateway.lifecycle`), and
+returns a FastMCP server that serves one proxy provider per serving upstream, with the gate's
+middleware (:class:`~maitred.gateway.server.GateMiddleware`) standing between every client and every
+upstream, and, over HTTP, the operator's routes beside the MCP endpoint. :func:`watching` runs the
+state watch and the upstreams' retries beside the server; :func:`close_gateway` closes what
+:func:`open_gateway` opened. Serving it is :mod:`maitred.gateway.serve`'s.
 
 Upstreams never see the client's headers (the proxies do not forward them), so a tenant's
 token is never passed on to an upstream; an HTTP upstream gets the ``headers`` its config
@@ -40,7 +39,7 @@ from maitred.gateway.finding import FIND_TOOLS_SCHEMA
 from maitred.gateway.hosts import HostGuard
 from maitred.gateway.http_config import HttpServer
 from maitred.gateway.jwt import JwtVerifier
-from maitred.gateway.keeper import FIND_TOOLS, FIND_TOOLS_DESCRIPTION, Gates
+from maitred.gateway.keeper import FIND_TOOLS, FIND_TOOLS_DESCRIPTION, GatewayEngines
 from maitred.gateway.lifecycle import Listing, Upstreams
 from maitred.gateway.listings import CACHE_SCOPE, listing_ttl_s
 from maitred.gateway.metrics import CONTENT_TYPE
@@ -59,13 +58,13 @@ def gate_of(server: FastMCP[Any]) -> GateMiddleware:
     return next(m for m in server.middleware if isinstance(m, GateMiddleware))
 
 
-async def close_gateway(server: FastMCP[Any], gates: Gates) -> None:
+async def close_gateway(server: FastMCP[Any], engines: GatewayEngines) -> None:
     """Close what :func:`open_gateway` opened: the upstream sessions kept for resource
-    subscriptions, the gates, and the traces (exported)."""
+    subscriptions, the engines, and the traces (exported)."""
     for middleware in server.middleware:
         if isinstance(middleware, Passthrough):
             await middleware.close()
-    gates.close()
+    engines.close()
     gate_of(server).tracing.close()
 
 
@@ -141,9 +140,9 @@ async def _listing(proxy: ProxyProvider, upstream: Upstream) -> Listing:
 
 async def open_gateway(
     config: GatewayConfig, *, http: bool = False, tracing: Tracing | None = None
-) -> tuple[FastMCP[Any], Gates]:
-    """The gateway server for ``config`` and the gates it starts with (close them when done:
-    they own the decision log; those serving now are ``gate_of(server).gates``).
+) -> tuple[FastMCP[Any], GatewayEngines]:
+    """The gateway server for ``config`` and the engines it starts with (close them when done:
+    they own the decision log; those serving now are ``gate_of(server).engines``).
 
     An upstream that does not answer is left out and tried again (:mod:`.lifecycle`);
     :func:`watching` runs those retries beside the server.
@@ -179,17 +178,21 @@ async def open_gateway(
     await upstreams.start()
     tools, listed = upstreams.tools, upstreams.listed
     limiter = open_limiter(config, tools)
-    gates = await anyio.to_thread.run_sync(lambda: Gates.open(config, tools, listed))
+    engines = await anyio.to_thread.run_sync(lambda: GatewayEngines.open(config, tools, listed))
     try:
         skills = load_skills(config)
-        surfaces = SurfaceGate.open(config, gates, listed, skills=skills.surfaces if skills else ())
+        surfaces = SurfaceGate.open(
+            config, engines, listed, skills=skills.surfaces if skills else ()
+        )
     except BaseException:
-        gates.close()
+        engines.close()
         raise
     limit = (config.server or HttpServer()).max_sessions
-    tasks = TaskBook(gates.engine.log, gates.engine.now) if offers_tasks(config.upstreams) else None
+    tasks = (
+        TaskBook(engines.engine.log, engines.engine.now) if offers_tasks(config.upstreams) else None
+    )
     gate = GateMiddleware(
-        gates,
+        engines,
         account=None if http else config.account,
         max_sessions=limit,
         tracing=Tracing.start(config.tracing) if tracing is None else tracing,
@@ -205,7 +208,7 @@ async def open_gateway(
             config.tokens,
             verifier,
             path=where.path,
-            scopes_supported=sorted({s for t in gates.engine.catalog for s in t.contract.scopes}),
+            scopes_supported=sorted({s for t in engines.engine.catalog for s in t.contract.scopes}),
             outer=[  # DNS rebinding is answered before anything about the token
                 AsgiMiddleware(
                     HostGuard,
@@ -235,7 +238,7 @@ async def open_gateway(
             server.add_completion_handler(passthrough.complete)
 
     upstreams.attach(server, gate, auth, serving)  # those that answered, in the config's order
-    if gates.finder is not None:
+    if engines.finder is not None:
 
         def find_tools(need: str = "", needs: Sequence[str] = ()) -> dict[str, Any]:
             # answered by GateMiddleware, which knows the session; never reached
@@ -249,7 +252,7 @@ async def open_gateway(
         server.add_middleware(gate.surface_guard)  # inner: sees only calls the gate let through
     server.add_middleware(passthrough)
     if tasks is not None:
-        who = Who(gate.keeper_now, lambda tool: gate.gates.owners.get(tool))
+        who = Who(gate.keeper_now, lambda tool: gate.engines.owners.get(tool))
         server.add_extension(TasksExtension(tasks, passthrough.proxies, who, gate._engine))
     if skills is not None:  # the gateway's own skills, gated like its tools (.skillset)
         server.add_provider(skills.provider)
@@ -257,7 +260,7 @@ async def open_gateway(
         server.add_extension(GatedSkills(skills, gate, passthrough.proxies))
     if http:
         _add_routes(server, gate)
-    return server, gates
+    return server, engines
 
 
 def _add_routes(server: FastMCP[Any], gate: GateMiddleware) -> None:

@@ -82,7 +82,7 @@ async def _list_changed(context: MiddlewareContext[Any]) -> None:
 
 
 class CallPath:
-    """Gates ``tools/call`` through the session's gatekeeper (see the module docstring).
+    """Puts each ``tools/call`` through the session's gatekeeper (see the module docstring).
 
     A base of :class:`~maitred.gateway.server.GateMiddleware`, which holds what it reads (the
     attributes below, set up there) and finds each request's gatekeeper.

@@ -22,20 +22,20 @@ from maitred.gateway import traces
 from maitred.gateway.build import close_gateway, open_gateway, watching
 from maitred.gateway.config import GatewayConfig
 from maitred.gateway.http_config import HttpServer
-from maitred.gateway.keeper import Gates
+from maitred.gateway.keeper import GatewayEngines
 from maitred.gateway.limits import BodyLimit
 
 
 async def serve_stdio(config: GatewayConfig) -> None:
     """Serve the gateway over stdio until the client disconnects."""
-    server, gates = await open_gateway(config)
+    server, engines = await open_gateway(config)
     freeze_start_heap()  # what start-up built lives as long as the process (maitred._heap)
     traces.without_idle_library_spans()  # FastMCP's no-op spans: not built at all
     try:
         async with watching(server, config.watch.interval_s):
             await server.run_async(transport="stdio", show_banner=False)
     finally:
-        await close_gateway(server, gates)
+        await close_gateway(server, engines)
 
 
 def listening_socket(host: str, port: int) -> socket.socket:
@@ -62,7 +62,7 @@ def listening_socket(host: str, port: int) -> socket.socket:
     return sock
 
 
-def _closer(server: FastMCP[Any], gates: Gates) -> Callable[[], Awaitable[None]]:
+def _closer(server: FastMCP[Any], engines: GatewayEngines) -> Callable[[], Awaitable[None]]:
     """:func:`close_gateway` (the upstream sessions, the decision log, the traces exported),
     once, whichever of its callers comes first (both run on the server's event loop)."""
     done: list[bool] = []
@@ -70,7 +70,7 @@ def _closer(server: FastMCP[Any], gates: Gates) -> Callable[[], Awaitable[None]]
     async def close() -> None:
         if not done:
             done.append(True)
-            await close_gateway(server, gates)
+            await close_gateway(server, engines)
 
     return close
 
@@ -115,8 +115,8 @@ async def serve_http(config: GatewayConfig, *, port: int | None = None) -> None:
             "choose another server.port (0: any free one)"
         ) from None
     bound = sock.getsockname()[1]
-    server, gates = await open_gateway(config, http=True)
-    close = _closer(server, gates)
+    server, engines = await open_gateway(config, http=True)
+    close = _closer(server, engines)
     freeze_start_heap()  # what start-up built lives as long as the process (maitred._heap)
     traces.without_idle_library_spans()  # FastMCP's no-op spans: not built at all
     print(

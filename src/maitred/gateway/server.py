@@ -18,19 +18,19 @@
   upstreams keep serving, and the next call connects afresh (a stdio server is relaunched).
   After an allowed mutating call succeeded, a changed visible set is announced with
   ``notifications/tools/list_changed``.
-* state changes from outside (``watch: {interval_s: N}``): :meth:`GateMiddleware.watch` runs
-  beside the server (:func:`~maitred.gateway.build.watching`) and every ``N`` seconds asks
-  the gates which listed sessions would now see another list (:meth:`Gates.recheck
-  <maitred.gateway.keeper.Gates.recheck>`); each such session is re-listed (a logged turn) and
-  sent ``list_changed`` outside any request (:mod:`maitred.gateway.channels`): on its standing
-  channel (a handshake-era connection: the stdio pipe, an HTTP session's GET stream), or on
-  the ``subscriptions/listen`` streams it opened (a 2026-07-28 connection, which has no other
-  way to be told; :meth:`GateMiddleware.listen` serves them, one subscription bus per
-  session). A session with neither (``fastmcp.Client``'s default: 2026-07-28, and it never
-  listens) is not re-checked: its next ``tools/list`` reads state afresh like every listing.
-  A pass that fails (the log cannot be written) is reported on stderr and the watch goes on; a
-  state store that is down is no failure of the watch: the tools that read it are hidden (fail
-  closed), which is announced like any change, and so is their return.
+* state changes from outside (``watch: {interval_s: N}``): :meth:`GateMiddleware.watch` runs beside
+  the server (:func:`~maitred.gateway.build.watching`) and every ``N`` seconds asks the engines
+  which listed sessions would now see another list (:meth:`GatewayEngines.recheck
+  <maitred.gateway.keeper.GatewayEngines.recheck>`); each such session is re-listed (a logged turn)
+  and sent ``list_changed`` outside any request (:mod:`maitred.gateway.channels`): on its standing
+  channel (a handshake-era connection: the stdio pipe, an HTTP session's GET stream), or on the
+  ``subscriptions/listen`` streams it opened (a 2026-07-28 connection, which has no other way to be
+  told; :meth:`GateMiddleware.listen` serves them, one subscription bus per session). A session with
+  neither (``fastmcp.Client``'s default: 2026-07-28, and it never listens) is not re-checked: its
+  next ``tools/list`` reads state afresh like every listing. A pass that fails (the log cannot be
+  written) is reported on stderr and the watch goes on; a state store that is down is no failure of
+  the watch: the tools that read it are hidden (fail closed), which is announced like any change,
+  and so is their return.
 * pinned definitions (``pins:``, :mod:`maitred.gateway.pins`): every time the gateway lists an
   upstream's tools (at start, on each ``tools/list``, when the proxy's cached list has
   expired) the proxy (:class:`ListingProxy`) hands the fresh listing to
@@ -92,7 +92,7 @@ from maitred.gateway.approval import Approvals
 from maitred.gateway.auth import Identity
 from maitred.gateway.calls import AUTH_REQUIRED, CallPath
 from maitred.gateway.channels import Channels
-from maitred.gateway.keeper import Gatekeeper, Gates
+from maitred.gateway.keeper import Gatekeeper, GatewayEngines
 from maitred.gateway.lifecycle import Upstreams
 from maitred.gateway.listings import in_catalog_order
 from maitred.gateway.metrics import GatewayMetrics
@@ -114,7 +114,7 @@ class GateMiddleware(CallPath, Middleware):
     lists, and runs the state watch; its calls take the path of :class:`~.calls.CallPath`.
 
     Args:
-        gates: the gateway's engines.
+        engines: the gateway's engines.
         account: the launch account (stdio): every request is this one session. ``None`` for
             an HTTP gateway: the account comes from the authenticated token only.
         max_sessions: gatekeepers kept (HTTP); the least recently used is dropped beyond it.
@@ -130,7 +130,7 @@ class GateMiddleware(CallPath, Middleware):
 
     def __init__(
         self,
-        gates: Gates,
+        engines: GatewayEngines,
         *,
         account: str | None,
         max_sessions: int = 1000,
@@ -140,7 +140,7 @@ class GateMiddleware(CallPath, Middleware):
         upstreams: Upstreams | None = None,
         tasks: TaskBook | None = None,
     ) -> None:
-        self.gates = gates
+        self.engines = engines
         self.tasks = tasks
         #: the upstreams' states, retries and late joins (:mod:`.lifecycle`)
         self.upstreams = upstreams
@@ -159,11 +159,11 @@ class GateMiddleware(CallPath, Middleware):
         if limiter is not None:
             self.metrics.limits_on(limiter.options.scopes)
 
-    def adopt(self, gates: Gates, surfaces: SurfaceGate) -> list[Gatekeeper]:
-        """Decide with ``gates`` (and ``surfaces``) from now on: the catalog grew
+    def adopt(self, engines: GatewayEngines, surfaces: SurfaceGate) -> list[Gatekeeper]:
+        """Decide with ``engines`` (and ``surfaces``) from now on: the catalog grew
         (:mod:`.lifecycle`). Returns the sessions kept now, for the caller to move onto them
-        (:meth:`Gatekeeper.rebase`); a session opened from here on is on ``gates`` already."""
-        self.gates = gates
+        (:meth:`Gatekeeper.rebase`); a session opened from here on is on ``engines`` already."""
+        self.engines = engines
         if self.surface_guard is not None:
             self.surface_guard.adopt(surfaces)
         return list(self.keepers.values())
@@ -171,7 +171,7 @@ class GateMiddleware(CallPath, Middleware):
     def watch_pins(self, proxies: Sequence[ListingProxy]) -> None:
         """Count what the start listing held back, and have every later listing of the
         ``proxies`` compared with the pins (:meth:`observe`); nothing without a pin file."""
-        pins = self.gates.pins
+        pins = self.engines.pins
         if pins is None:
             return
         self.metrics.calls.labels("TOOL_DEFINITION_CHANGED")  # present at zero
@@ -184,7 +184,7 @@ class GateMiddleware(CallPath, Middleware):
     def observe(self, upstream: str, tools: Sequence[Tool]) -> None:
         """Compare a fresh listing of ``upstream`` with the pins (:class:`ListingProxy` calls
         it): what no longer matches is held back from every session from now on."""
-        pins = self.gates.pins
+        pins = self.engines.pins
         if pins is None:
             return
         for drift in pins.observe(upstream, [tool_json(t) for t in tools]):
@@ -222,7 +222,9 @@ class GateMiddleware(CallPath, Middleware):
     ) -> Gatekeeper:
         keeper = self.keepers.get(key)
         if keeper is None:
-            keeper = self.gates.keeper(account, tenant=tenant, granted=granted, principal=principal)
+            keeper = self.engines.keeper(
+                account, tenant=tenant, granted=granted, principal=principal
+            )
             self.keepers[key] = keeper
             while len(self.keepers) > self.max_sessions:
                 dropped, _ = self.keepers.popitem(last=False)
@@ -279,7 +281,7 @@ class GateMiddleware(CallPath, Middleware):
             by_account.setdefault(keeper.account, []).append((key, keeper))
         told = 0
         for group in by_account.values():  # one hop per account
-            changed = await self._engine(partial(self.gates.recheck, [k for _, k in group]))
+            changed = await self._engine(partial(self.engines.recheck, [k for _, k in group]))
             for key, keeper in group:
                 if any(keeper is c for c in changed) and await self.channels.notify(key):
                     told += 1

@@ -84,7 +84,7 @@ from maitred.errors import ConfigError, MaitredError
 from maitred.gate.executability import fetch_keys
 from maitred.gateway.channels import Channels, Key, ListKind
 from maitred.gateway.config import GatewayConfig
-from maitred.gateway.keeper import Gatekeeper, Gates
+from maitred.gateway.keeper import Gatekeeper, GatewayEngines
 from maitred.gateway.metrics import GatewayMetrics
 from maitred.log.base import DecisionLog
 from maitred.skills.model import Catalog, Skill
@@ -169,7 +169,7 @@ class SurfaceGate:
         surfaces: every sidecar entry (a family and key appear once).
         ungated: what happens to what no entry governs: ``pass`` or ``hide``.
         provider: the state provider (the tools' one).
-        clock: the gates' clock.
+        clock: the engines' clock.
         log: where read and get decisions are written (``None``: nowhere).
         matches: ``matches(uri, template)``: whether a URI falls under a template.
     """
@@ -208,13 +208,13 @@ class SurfaceGate:
     def open(
         cls,
         config: GatewayConfig,
-        gates: Gates,
+        engines: GatewayEngines,
         listed: Mapping[str, SurfaceNames],
         *,
         warn: bool = True,
         skills: Sequence[Surface] = (),
     ) -> SurfaceGate:
-        """The gate over every upstream's sidecar entries (as :class:`Gates` read them) and
+        """The gate over every upstream's sidecar entries (as :class:`GatewayEngines` read them) and
         the gateway's own ``skills`` (:mod:`maitred.gateway.skillset`), naming on stderr what no
         entry governs (unless not ``warn``: the caller names it for an upstream that joins
         later, :meth:`warn_ungated`).
@@ -227,7 +227,7 @@ class SurfaceGate:
         surfaces: list[Surface] = []
         owner: dict[tuple[Family, str], str] = {}
         for up in config.upstreams:
-            sidecar = gates.sidecars.get(up.name)
+            sidecar = engines.sidecars.get(up.name)
             names = listed.get(up.name, SurfaceNames())
             if sidecar is None:
                 continue
@@ -246,7 +246,7 @@ class SurfaceGate:
                 owner[family, key] = up.name
                 surfaces.append(Surface(family, key, up.name, contract))
         surfaces += skills
-        engine = gates.engine
+        engine = engines.engine
         as_catalog = Catalog(
             tuple(
                 Skill(f"{s.family}:{s.key}", s.describe(), kind="tool", contract=s.contract)
