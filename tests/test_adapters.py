@@ -20,7 +20,7 @@ ADAPTERS = ("serve", "gateway")
 #: (module, local name): objects the adapter itself created and owns
 OWN_LOCALS = {
     ("gateway/channels.py", "listening"),  # its own listener count
-    ("gateway/server.py", "result"),  # the upstream's tool result it forwards
+    ("gateway/calls.py", "result"),  # the upstream's tool result it forwards
 }
 #: (module, target): a library's process-wide setting, set once by ``maitred mcp`` before it
 #: serves (never per request, and no part of the engine)

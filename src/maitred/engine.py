@@ -224,7 +224,7 @@ class Maitred:
         provider and the log (when there is one) each say so with ``in_process = True``
         (memory and JSON state, SQLite state and logs). A provider or log that does not say
         so may wait on a network, so an adapter on an event loop decides on a worker thread
-        instead (the gateway does: :meth:`maitred.gateway.server.GateMiddleware._decide`)."""
+        instead (the gateway does: :meth:`maitred.gateway.calls.CallPath._decide`)."""
         log = self.log
         return _in_process(self.provider) and (log is None or _in_process(log))
 

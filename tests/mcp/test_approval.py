@@ -23,7 +23,8 @@ from tests.mcp.conftest import SIDECAR, Process, Site, child_env, sha256
 
 from maitred.gateway import load_config
 from maitred.gateway.approval import ASK_KEY
-from maitred.gateway.server import DECISION_ID_META, gate_of, open_gateway
+from maitred.gateway.build import gate_of, open_gateway
+from maitred.gateway.surfaces import DECISION_ID_META
 from maitred.log.base import open_log
 from maitred.log.verify import verify
 
@@ -56,7 +57,7 @@ def _call(
         return await handler(message, response_type, params, context)
 
     async def main() -> tuple[Any, dict[str, int]]:
-        server, gates = await open_gateway(load_config(site.config))
+        server, engines = await open_gateway(load_config(site.config))
         try:
             client = Client(
                 server,
@@ -67,7 +68,7 @@ def _call(
                 result = await client.call_tool("upgrade", arguments, raise_on_error=False)
             counts = gate_of(server).metrics.render().decode("utf-8")
         finally:
-            gates.close()
+            engines.close()
         return result, _counts(counts)
 
     result, counts = anyio.run(main)
@@ -200,7 +201,7 @@ def test_the_session_is_not_locked_while_the_person_thinks(site: Site) -> None:
     listed: list[list[str]] = []
 
     async def main() -> None:
-        server, gates = await open_gateway(load_config(site.config))
+        server, engines = await open_gateway(load_config(site.config))
         try:
             holder: dict[str, Client[Any]] = {}
 
@@ -217,7 +218,7 @@ def test_the_session_is_not_locked_while_the_person_thinks(site: Site) -> None:
                 result = await client.call_tool("upgrade", UPGRADE)
             assert not result.is_error
         finally:
-            gates.close()
+            engines.close()
 
     anyio.run(main)
     assert listed == [["get_plan", "upgrade", "crash"]]
@@ -230,7 +231,7 @@ def test_a_2026_answer_counts_once_and_only_for_the_question_asked(site: Site) -
     yes = {ASK_KEY: mt.ElicitResult(action="accept", content={"value": True})}
 
     async def main() -> None:
-        server, gates = await open_gateway(load_config(site.config))
+        server, engines = await open_gateway(load_config(site.config))
         try:
             async with Client(server, elicitation_handler=_yes, mode="auto") as client:
                 session = client.session
@@ -258,7 +259,7 @@ def test_a_2026_answer_counts_once_and_only_for_the_question_asked(site: Site) -
                 assert isinstance(again, mt.InputRequiredResult)
                 assert site.upstream_calls() == ["upgrade"]
         finally:
-            gates.close()
+            engines.close()
 
     anyio.run(main)
     codes = [d["code"] for d in _decisions(site)]

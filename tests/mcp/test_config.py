@@ -9,7 +9,7 @@ import pytest
 
 from maitred.errors import ConfigError, ContractError
 from maitred.gateway import Upstream, catalog_from_tools, load_config, parse_config
-from maitred.gateway.config import request_state_keys
+from maitred.gateway.http_config import request_state_keys
 
 GOOD = {
     "account": "acc-1",
@@ -213,7 +213,7 @@ def test_a_state_sealed_under_the_old_key_opens_after_rotation(tmp_path: Path) -
     from mcp.server.request_state import InvalidRequestState
 
     from maitred.gateway.channels import sealing
-    from maitred.gateway.config import HttpServer
+    from maitred.gateway.http_config import HttpServer
 
     def codec(*keys: str) -> Any:
         path = tmp_path / f"{len(keys)}-{keys[0][:2]}.keys"
@@ -234,7 +234,7 @@ def test_a_state_sealed_under_the_old_key_opens_after_rotation(tmp_path: Path) -
 
 
 def test_two_upstreams_listing_one_name_are_refused_naming_both(tmp_path: Path) -> None:
-    from maitred.gateway import Gates
+    from maitred.gateway import GatewayEngines
 
     (tmp_path / "accounts.json").write_text("{}", encoding="utf-8")
     data = {**GOOD, "upstreams": [{"name": "a", "command": "x"}, {"name": "b", "url": "http://h"}]}
@@ -242,17 +242,17 @@ def test_two_upstreams_listing_one_name_are_refused_naming_both(tmp_path: Path) 
     with pytest.raises(
         ConfigError, match=r"upstreams 'a' and 'b' both list a tool named 'upgrade'"
     ):
-        Gates.open(config, {"a": TOOLS, "b": TOOLS[1:]})
+        GatewayEngines.open(config, {"a": TOOLS, "b": TOOLS[1:]})
 
 
 def test_an_unknown_find_method_is_named_with_the_field(tmp_path: Path) -> None:
-    from maitred.gateway import Gates
+    from maitred.gateway import GatewayEngines
 
     (tmp_path / "accounts.json").write_text("{}", encoding="utf-8")
     data = {**GOOD, "disclosure": "find_tools", "find": {"method": "bm26"}}
     config = parse_config(data, "gw.yaml", base=tmp_path)
     with pytest.raises(ConfigError, match=r"gw\.yaml: field 'find':.*bm26"):
-        Gates.open(config, {"time": TOOLS})
+        GatewayEngines.open(config, {"time": TOOLS})
 
 
 @pytest.mark.parametrize("disclosure", ["all", "find_tools"])
@@ -263,7 +263,7 @@ def test_a_column_the_state_table_lacks_is_a_start_error_in_every_mode(
     defect 2): with ``disclosure: all`` it used to start and hide the tool on every listing."""
     import sqlite3
 
-    from maitred.gateway import Gates
+    from maitred.gateway import GatewayEngines
 
     with sqlite3.connect(tmp_path / "state.db") as conn:
         conn.execute("CREATE TABLE accounts (account_id TEXT PRIMARY KEY, plan TEXT)")
@@ -282,11 +282,11 @@ def test_a_column_the_state_table_lacks_is_a_start_error_in_every_mode(
     }
     config = parse_config(data, "gw.yaml", base=tmp_path)
     with pytest.raises(ConfigError, match=r"gw\.yaml: the upstreams' contracts: .*account\.locked"):
-        Gates.open(config, {"shop": TOOLS})
+        GatewayEngines.open(config, {"shop": TOOLS})
 
 
 def test_find_takes_the_analyzer_and_embedder_and_names_a_bad_one(tmp_path: Path) -> None:
-    from maitred.gateway import Gates
+    from maitred.gateway import GatewayEngines
     from maitred.gateway.config import FindOptions
 
     (tmp_path / "accounts.json").write_text("{}", encoding="utf-8")
@@ -297,4 +297,4 @@ def test_find_takes_the_analyzer_and_embedder_and_names_a_bad_one(tmp_path: Path
     assert parse_config({**GOOD}, "gw.yaml", base=tmp_path).find == FindOptions()
     bad = parse_config({**data, "find": {"analyzer": "klingon"}}, "gw.yaml", base=tmp_path)
     with pytest.raises(ConfigError, match=r"gw\.yaml: field 'find':.*'klingon'.*scripts"):
-        Gates.open(bad, {"time": TOOLS})
+        GatewayEngines.open(bad, {"time": TOOLS})

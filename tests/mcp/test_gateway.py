@@ -17,7 +17,7 @@ from fastmcp import Client
 from tests.mcp.conftest import Site
 
 from maitred.gateway import load_config
-from maitred.gateway.server import open_gateway
+from maitred.gateway.build import open_gateway
 from maitred.log.base import open_log
 
 Scenario = Callable[[Client[Any], list[Any]], Awaitable[None]]

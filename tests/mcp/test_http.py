@@ -464,7 +464,7 @@ def test_the_gateways_socket_gives_every_connection_it_accepts_tcp_nodelay() -> 
     import asyncio
     import socket
 
-    from maitred.gateway.server import listening_socket
+    from maitred.gateway.serve import listening_socket
 
     async def main() -> int:
         sock = listening_socket("127.0.0.1", 0)

@@ -18,7 +18,7 @@ import pytest
 from fastmcp import Client
 from tests.mcp.test_http import ACME, Deployment, deploy
 
-from maitred.gateway.config import HttpServer
+from maitred.gateway.http_config import HttpServer
 from maitred.log.base import open_log
 
 pytestmark = pytest.mark.slow  # starts the gateway and an upstream as subprocesses

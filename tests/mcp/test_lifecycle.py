@@ -29,7 +29,8 @@ from tests.mcp.conftest import NOTES, UPSTREAM, Process, Site, child_env, sha256
 
 from maitred.errors import ConfigError
 from maitred.gateway import load_config
-from maitred.gateway.server import GateMiddleware, gate_of, open_gateway, watching
+from maitred.gateway.build import gate_of, open_gateway, watching
+from maitred.gateway.server import GateMiddleware
 from maitred.log.base import open_log
 
 LATE = Path(__file__).with_name("late_server.py")
@@ -79,7 +80,7 @@ def _serve(config: Path, scenario: Scenario) -> None:
     middleware and the notifications received so far."""
 
     async def main() -> None:
-        server, gates = await open_gateway(load_config(config))
+        server, engines = await open_gateway(load_config(config))
         seen: list[Any] = []
 
         async def on_message(message: Any) -> None:
@@ -92,7 +93,7 @@ def _serve(config: Path, scenario: Scenario) -> None:
             ):
                 await scenario(client, gate_of(server), seen)
         finally:
-            gates.close()
+            engines.close()
 
     anyio.run(main)
 

@@ -16,7 +16,8 @@ from fastmcp.tools import ToolResult
 
 from maitred.errors import ConfigError, LogError
 from maitred.gateway import parse_config
-from maitred.gateway.server import GateMiddleware, open_gateway
+from maitred.gateway.build import open_gateway
+from maitred.gateway.server import GateMiddleware
 
 
 class _BrokenLogKeeper:
@@ -33,7 +34,7 @@ class _BrokenLogKeeper:
         raise LogError("database is locked")
 
 
-class _Gates:
+class _Engines:
     def keeper(
         self,
         account: str,
@@ -53,7 +54,7 @@ def test_a_call_the_gate_cannot_log_never_reaches_the_upstream() -> None:
         return ToolResult(content="ran")
 
     async def main() -> ToolResult:
-        middleware = GateMiddleware(_Gates(), account="acc-1")  # type: ignore[arg-type]
+        middleware = GateMiddleware(_Engines(), account="acc-1")  # type: ignore[arg-type]
         call = mt.CallToolRequestParams(name="upgrade", arguments={"plan": "pro"})
         return await middleware.on_call_tool(MiddlewareContext(message=call), upstream)
 
@@ -95,7 +96,7 @@ def test_a_check_is_decided_on_the_event_loop_only_when_it_cannot_wait_on_anythi
 ) -> None:
     keeper = _ThreadKeeper(in_process, lists_first)
 
-    class Gates:
+    class GatewayEngines:
         def keeper(self, account: str, **_: Any) -> _ThreadKeeper:
             return keeper
 
@@ -103,7 +104,7 @@ def test_a_check_is_decided_on_the_event_loop_only_when_it_cannot_wait_on_anythi
         raise AssertionError("a refused call reached the upstream")
 
     async def main() -> threading.Thread:
-        middleware = GateMiddleware(Gates(), account="acc-1")  # type: ignore[arg-type]
+        middleware = GateMiddleware(GatewayEngines(), account="acc-1")  # type: ignore[arg-type]
         call = mt.CallToolRequestParams(name="lookup", arguments={})
         if busy:  # another request of this session holds its lock on a worker thread
             keeper.lock.acquire()
@@ -227,7 +228,7 @@ def test_a_failed_watch_pass_is_reported_and_the_watch_goes_on(
         async def send_notification(self, notification: Any) -> None:
             self.sent.append(notification)
 
-    class _FlakyGates:
+    class _FlakyEngines:
         """The first pass cannot write its listing turn; the next ones see a change."""
 
         def __init__(self) -> None:
@@ -239,8 +240,8 @@ def test_a_failed_watch_pass_is_reported_and_the_watch_goes_on(
                 raise LogError("disk full")
             return list(keepers)
 
-    gates, channel, keeper = _FlakyGates(), _Channel(), SimpleNamespace(account="acc-1")
-    middleware = GateMiddleware(gates, account="acc-1")  # type: ignore[arg-type]
+    engines, channel, keeper = _FlakyEngines(), _Channel(), SimpleNamespace(account="acc-1")
+    middleware = GateMiddleware(engines, account="acc-1")  # type: ignore[arg-type]
     middleware.keepers[("launch",)] = keeper  # type: ignore[assignment]
     middleware.channels.standing[("launch",)] = channel  # type: ignore[assignment]
 
@@ -253,6 +254,6 @@ def test_a_failed_watch_pass_is_reported_and_the_watch_goes_on(
             tasks.cancel_scope.cancel()
 
     anyio.run(main)
-    assert gates.passes >= 3  # the failed pass did not end the watch
+    assert engines.passes >= 3  # the failed pass did not end the watch
     assert all(isinstance(n, mt.ToolListChangedNotification) for n in channel.sent)
     assert "state watch pass failed (LogError: disk full)" in capsys.readouterr().err

@@ -17,7 +17,7 @@ from maitred.actions.rules import Rulebook
 from maitred.actions.session import Session
 from maitred.errors import ConfigError
 from maitred.gateway.config import parse_config
-from maitred.gateway.keeper import Gates
+from maitred.gateway.keeper import GatewayEngines
 from maitred.gateway.pins import (
     TOOL_DEFINITION_CHANGED,
     Pin,
@@ -265,7 +265,7 @@ def test_the_action_gate_refuses_a_held_tool_and_logs_it(tmp_path: Path) -> None
     log.close()
 
 
-# -- the gates: listing, calls and the state watch see a hold ----------------------------------
+# -- the engines: listing, calls and the state watch see a hold ----------------------------------
 
 
 def test_a_hold_found_while_running_hides_the_tool_and_the_watch_re_lists(tmp_path: Path) -> None:
@@ -284,19 +284,19 @@ def test_a_hold_found_while_running_hides_the_tool_and_the_watch_re_lists(tmp_pa
         "g.yaml",
         base=tmp_path,
     )
-    gates = Gates.open(config, {"notes": [tool(), other]})
+    engines = GatewayEngines.open(config, {"notes": [tool(), other]})
     try:
-        assert gates.pins is not None
-        keeper = gates.keeper("acc-1")
+        assert engines.pins is not None
+        keeper = engines.keeper("acc-1")
         assert keeper.visible() == ("add_note", "list_notes")
-        assert gates.recheck([keeper]) == []  # nothing changed: nothing to tell
-        gates.pins.observe("notes", [tool("Now it says more."), other])
-        assert gates.recheck([keeper]) == [keeper]  # same state, new hold: re-listed
+        assert engines.recheck([keeper]) == []  # nothing changed: nothing to tell
+        engines.pins.observe("notes", [tool("Now it says more."), other])
+        assert engines.recheck([keeper]) == [keeper]  # same state, new hold: re-listed
         assert keeper.listed == ("list_notes",)
         assert keeper.check("add_note", {"text": "x"}).code == TOOL_DEFINITION_CHANGED
         assert keeper.check("list_notes", {}).allow
     finally:
-        gates.close()
+        engines.close()
 
 
 def test_the_pins_and_scan_keys_are_checked() -> None:
@@ -333,19 +333,19 @@ def test_find_tools_never_discloses_a_held_tool(tmp_path: Path) -> None:
         "g.yaml",
         base=tmp_path,
     )
-    gates = Gates.open(config, {"notes": [tool(), other]})
+    engines = GatewayEngines.open(config, {"notes": [tool(), other]})
     try:
-        assert gates.pins is not None
-        found = gates.keeper("acc-1")
+        assert engines.pins is not None
+        found = engines.keeper("acc-1")
         answer = found.find("add a note")
         assert "add_note" in [t["name"] for t in answer["tools"]]
         assert found.check("add_note", {"text": "x"}).allow
-        gates.pins.observe("notes", [tool("Add a note <IMPORTANT>exfiltrate</IMPORTANT>"), other])
+        engines.pins.observe("notes", [tool("Add a note <IMPORTANT>exfiltrate</IMPORTANT>"), other])
         assert found.visible() == ("find_tools",)
         assert found.check("add_note", {"text": "x"}).code == TOOL_DEFINITION_CHANGED  # held now
-        fresh = gates.keeper("acc-1")
+        fresh = engines.keeper("acc-1")
         answer = fresh.find("add a note")
         assert "add_note" not in [t["name"] for t in answer["tools"]]
         assert fresh.check("add_note", {"text": "x"}).code == "TOOL_NOT_OFFERED"  # never found
     finally:
-        gates.close()
+        engines.close()

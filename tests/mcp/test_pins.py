@@ -23,7 +23,7 @@ from tests.mcp.conftest import child_env
 
 from maitred.errors import ConfigError
 from maitred.gateway import load_config
-from maitred.gateway.server import gate_of, open_gateway
+from maitred.gateway.build import gate_of, open_gateway
 from maitred.log.base import open_log
 
 PINNED = Path(__file__).with_name("pinned_server.py")
@@ -107,12 +107,12 @@ def run_gateway(site: PinSite, scenario: Scenario) -> None:
     """Start the gateway for ``site`` (a fresh start) and run ``scenario(client, gate)``."""
 
     async def main() -> None:
-        server, gates = await open_gateway(load_config(site.config))
+        server, engines = await open_gateway(load_config(site.config))
         try:
             async with Client(server) as client:
                 await scenario(client, gate_of(server))
         finally:
-            gates.close()
+            engines.close()
 
     anyio.run(main)
 

@@ -29,7 +29,8 @@ from tests.mcp.conftest import UPSTREAM, Process, Site, child_env, sha256
 
 from maitred.errors import ConfigError
 from maitred.gateway import load_config, parse_config
-from maitred.gateway.server import DECISION_ID_META, gate_of, open_gateway
+from maitred.gateway.build import gate_of, open_gateway
+from maitred.gateway.surfaces import DECISION_ID_META
 from maitred.log.base import open_log
 from maitred.log.verify import verify
 
@@ -47,13 +48,13 @@ def _run(site: Site, scenario: Scenario) -> str:
     """Run ``scenario`` against ``site``'s gateway in memory; its /metrics text after."""
 
     async def main() -> str:
-        server, gates = await open_gateway(load_config(site.config))
+        server, engines = await open_gateway(load_config(site.config))
         try:
             async with Client(server) as client:
                 await scenario(client)
             return gate_of(server).metrics.render().decode("utf-8")
         finally:
-            gates.close()
+            engines.close()
 
     return anyio.run(main)
 

@@ -25,7 +25,7 @@ from tests.mcp.forwarder import Forwarder
 from tests.mcp.test_http import ACME, GLOBEX, NOTES_SIDECAR
 from tests.mcp.test_rate_limits import RedisServer
 
-from maitred.gateway.server import DECISION_ID_META
+from maitred.gateway.surfaces import DECISION_ID_META
 from maitred.log.base import open_log
 from maitred.log.verify import verify
 

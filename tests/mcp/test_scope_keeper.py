@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from maitred.gateway.config import parse_config
-from maitred.gateway.keeper import FIND_TOOLS, Gates
+from maitred.gateway.keeper import FIND_TOOLS, GatewayEngines
 
 TOOLS = [
     {
@@ -31,7 +31,7 @@ tools:
 """
 
 
-def _gates(tmp_path: Path, disclosure: str = "all") -> Gates:
+def _engines(tmp_path: Path, disclosure: str = "all") -> GatewayEngines:
     (tmp_path / "accounts.json").write_text('{"acc-1": {"account": {"plan": "pro"}}}', "utf-8")
     (tmp_path / "repo.maitred.yaml").write_text(SIDECAR, encoding="utf-8")
     data: dict[str, Any] = {
@@ -41,7 +41,7 @@ def _gates(tmp_path: Path, disclosure: str = "all") -> Gates:
         "disclosure": disclosure,
         "upstreams": [{"name": "repo", "command": "unused", "contracts": "repo.maitred.yaml"}],
     }
-    return Gates.open(parse_config(data, "g.yaml", base=tmp_path), {"repo": TOOLS})
+    return GatewayEngines.open(parse_config(data, "g.yaml", base=tmp_path), {"repo": TOOLS})
 
 
 @pytest.mark.parametrize(
@@ -56,16 +56,16 @@ def _gates(tmp_path: Path, disclosure: str = "all") -> Gates:
 def test_one_grant_decides_the_listing_the_watch_and_the_call(
     tmp_path: Path, granted: frozenset[str] | None, sees: bool
 ) -> None:
-    gates = _gates(tmp_path)
+    engines = _engines(tmp_path)
     try:
-        keeper = gates.keeper("acc-1", tenant="acme", granted=granted)
+        keeper = engines.keeper("acc-1", tenant="acme", granted=granted)
         listed = keeper.visible()
-        probe = keeper.would_list(gates.engine.read_state("acc-1", gates.tool_names))
+        probe = keeper.would_list(engines.engine.read_state("acc-1", engines.tool_names))
         decision = keeper.check("merge_pull_request", {"number": 7})
-        assert gates.engine.log is not None
-        turns = list(gates.engine.log.iter_turns())
+        assert engines.engine.log is not None
+        turns = list(engines.engine.log.iter_turns())
     finally:
-        gates.close()
+        engines.close()
     assert ("merge_pull_request" in listed) == sees
     assert probe == listed  # the watch decides as the listing did: nothing to announce
     assert decision.allow == sees
@@ -76,15 +76,15 @@ def test_one_grant_decides_the_listing_the_watch_and_the_call(
 
 
 def test_find_tools_never_names_a_tool_out_of_scope(tmp_path: Path) -> None:
-    gates = _gates(tmp_path, disclosure="find_tools")
+    engines = _engines(tmp_path, disclosure="find_tools")
     try:
-        reader = gates.keeper("acc-1", tenant="acme", granted=frozenset({"repo:read"}))
+        reader = engines.keeper("acc-1", tenant="acme", granted=frozenset({"repo:read"}))
         answer = reader.find("merge the pull request into main")
         listed = reader.visible()
-        writer = gates.keeper("acc-1", tenant="acme", granted=frozenset({"repo:write"}))
+        writer = engines.keeper("acc-1", tenant="acme", granted=frozenset({"repo:write"}))
         found = writer.find("merge the pull request into main")
     finally:
-        gates.close()
+        engines.close()
     named = [t["name"] for t in answer["tools"]] + [b["name"] for b in answer["blocked"]]
     assert "merge_pull_request" not in named and "merge_pull_request" not in str(answer)
     assert listed[0] == FIND_TOOLS and "merge_pull_request" not in listed
@@ -92,19 +92,19 @@ def test_find_tools_never_names_a_tool_out_of_scope(tmp_path: Path) -> None:
 
 
 def test_find_tools_with_several_needs_names_no_tool_out_of_scope(tmp_path: Path) -> None:
-    gates = _gates(tmp_path, disclosure="find_tools")
+    engines = _engines(tmp_path, disclosure="find_tools")
     needs = ["merge the pull request into main", "list the open pull requests"]
     try:
-        reader = gates.keeper("acc-1", tenant="acme", granted=frozenset({"repo:read"}))
+        reader = engines.keeper("acc-1", tenant="acme", granted=frozenset({"repo:read"}))
         answer = reader.find(needs)
         listed = reader.visible()
         disclosed = reader.engine.offered(reader.session)
-        writer = gates.keeper(
+        writer = engines.keeper(
             "acc-1", tenant="acme", granted=frozenset({"repo:read", "repo:write"})
         )
         found = writer.find(needs)
     finally:
-        gates.close()
+        engines.close()
     assert [n["need"] for n in answer["needs"]] == needs
     assert "merge_pull_request" not in str(answer)  # for no need, found or blocked
     assert listed == (FIND_TOOLS,) and disclosed == {"list_pull_requests"}

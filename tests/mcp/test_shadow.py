@@ -13,7 +13,7 @@ import pytest
 from tests.mcp.conftest import Site
 
 from maitred.errors import ConfigError
-from maitred.gateway import Gates, GatewayConfig, load_config
+from maitred.gateway import GatewayConfig, GatewayEngines, load_config
 from maitred.log.base import open_log
 
 
@@ -42,15 +42,15 @@ def _config(site: Site, *shadow: str) -> GatewayConfig:
 
 
 def test_shadowed_rules_are_logged_under_their_own_session_and_never_block(site: Site) -> None:
-    gates = Gates.open(_config(site, "free_plan", "only_own_account"), {"shop": TOOLS})
-    keeper = gates.keeper("acc-1")
+    engines = GatewayEngines.open(_config(site, "free_plan", "only_own_account"), {"shop": TOOLS})
+    keeper = engines.keeper("acc-1")
     try:
         assert keeper.visible() == ("get_plan", "export_report", "upgrade")
         assert keeper.check("export_report", {"year": 2025}).allow
         assert keeper.check("upgrade", {"account": "acc-2", "plan": "pro"}).allow
         assert keeper.check("get_plan", {"account": 7}).code == "ARGS_INVALID"  # schemas hold
     finally:
-        gates.close()
+        engines.close()
     with open_log(str(site.log)) as log:
         rows = list(log.iter_action_decisions())
         runs = {t["run_id"]: t for t in log.iter_turns()}
@@ -69,4 +69,4 @@ def test_shadowed_rules_are_logged_under_their_own_session_and_never_block(site:
 
 def test_a_shadow_name_that_is_no_rule_is_refused_with_the_known_ones(site: Site) -> None:
     with pytest.raises(ConfigError, match=r"'shadow'.*'free_plan'"):
-        Gates.open(_config(site, "free_plan", "fre_plan"), {"shop": TOOLS})
+        GatewayEngines.open(_config(site, "free_plan", "fre_plan"), {"shop": TOOLS})

@@ -25,7 +25,8 @@ from tests.mcp.test_surfaces import Library, library_at
 
 from maitred.errors import ConfigError
 from maitred.gateway import load_config
-from maitred.gateway.server import GateMiddleware, gate_of, open_gateway
+from maitred.gateway.build import gate_of, open_gateway
+from maitred.gateway.server import GateMiddleware
 from maitred.log.base import open_log
 from maitred.log.verify import verify
 
@@ -64,13 +65,13 @@ def serve(site: Library, scenario: Any, *, mode: str = "auto") -> None:
     import anyio
 
     async def main() -> None:
-        server, gates = await open_gateway(load_config(site.config))
+        server, engines = await open_gateway(load_config(site.config))
         extensions = [SkillsClientExtension()] if mode != "legacy" else None
         try:
             async with Client(server, mode=mode, extensions=extensions) as client:  # type: ignore[arg-type]
                 await scenario(client, gate_of(server))
         finally:
-            gates.close()
+            engines.close()
 
     anyio.run(main)
 

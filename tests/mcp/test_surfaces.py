@@ -29,7 +29,8 @@ from tests.mcp.conftest import SRC, Process, child_env, sha256
 
 from maitred.errors import ConfigError, SidecarError
 from maitred.gateway import load_config
-from maitred.gateway.server import GateMiddleware, gate_of, open_gateway
+from maitred.gateway.build import gate_of, open_gateway
+from maitred.gateway.server import GateMiddleware
 from maitred.log.base import open_log
 from maitred.log.verify import verify
 
@@ -124,7 +125,7 @@ def run(site: Library, scenario: Scenario, *, mode: str = "auto") -> None:
     middleware and the list_changed notifications received so far."""
 
     async def main() -> None:
-        server, gates = await open_gateway(load_config(site.config))
+        server, engines = await open_gateway(load_config(site.config))
         seen: list[str] = []
 
         async def on_message(message: Any) -> None:
@@ -140,7 +141,7 @@ def run(site: Library, scenario: Scenario, *, mode: str = "auto") -> None:
             async with Client(server, message_handler=on_message, mode=mode) as client:  # type: ignore[arg-type]
                 await scenario(client, gate_of(server), seen)
         finally:
-            gates.close()
+            engines.close()
 
     anyio.run(main)
 
@@ -483,8 +484,8 @@ def test_over_http_each_client_gets_the_same_gates_and_refusals(tmp_path: Path) 
 
 def _open(site: Library) -> None:
     async def main() -> None:
-        _server, gates = await open_gateway(load_config(site.config))
-        gates.close()
+        _server, engines = await open_gateway(load_config(site.config))
+        engines.close()
 
     anyio.run(main)
 
@@ -538,14 +539,14 @@ def test_an_http_upstream_without_resources_or_prompts_starts_and_serves_tools(
     got: dict[str, Any] = {}
 
     async def main() -> None:
-        server, gates = await open_gateway(load_config(config))
+        server, engines = await open_gateway(load_config(config))
         try:
             async with Client(server) as client:
                 got["tools"] = len(await client.list_tools())
                 got["resources"] = await uris(client)
                 got["prompts"] = await prompts(client)
         finally:
-            gates.close()
+            engines.close()
 
     try:
         anyio.run(main)
@@ -558,7 +559,7 @@ def test_two_upstreams_giving_one_resource_a_contract_is_an_error_naming_both(
     tmp_path: Path,
 ) -> None:
     from maitred.contract.tool_sidecar import SurfaceNames
-    from maitred.gateway.keeper import Gates
+    from maitred.gateway.keeper import GatewayEngines
     from maitred.gateway.surfaces import SurfaceGate
 
     (tmp_path / "accounts.json").write_text('{"acc-1": {"account": {"plan": "free"}}}')
@@ -574,12 +575,12 @@ def test_two_upstreams_giving_one_resource_a_contract_is_an_error_naming_both(
     loaded = load_config(config)
     tools = {n: [{"name": f"{n}_tool", "description": "A tool."}] for n in ("a", "b")}
     listed = {n: SurfaceNames(resources=("docs://x",)) for n in ("a", "b")}
-    gates = Gates.open(loaded, tools, listed)
+    engines = GatewayEngines.open(loaded, tools, listed)
     try:
         with pytest.raises(ConfigError) as raised:
-            SurfaceGate.open(loaded, gates, listed)
+            SurfaceGate.open(loaded, engines, listed)
     finally:
-        gates.close()
+        engines.close()
     assert str(raised.value).startswith(f"{config}: the sidecars of upstreams 'a' and 'b'")
     assert "resource 'docs://x'" in str(raised.value)
 

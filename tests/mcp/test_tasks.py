@@ -28,7 +28,7 @@ from pydantic import ConfigDict, Field
 from tests.mcp.conftest import Process, child_env, sha256
 
 from maitred.gateway import load_config
-from maitred.gateway.server import open_gateway
+from maitred.gateway.build import open_gateway
 from maitred.log.base import open_log
 from maitred.log.verify import verify
 
@@ -145,7 +145,7 @@ def test_a_call_the_gate_refuses_makes_no_task_and_an_allowed_one_hands_over_its
     got: dict[str, Any] = {}
 
     async def main() -> None:
-        server, gates = await open_gateway(load_config(site.config("account: acc-1\n")))
+        server, engines = await open_gateway(load_config(site.config("account: acc-1\n")))
         try:
             async with Client(server, extensions=[Tasks()]) as client:  # type: ignore[arg-type]
                 got["refused"] = await call(client, "render_report", {"title": "Q4"})
@@ -158,7 +158,7 @@ def test_a_call_the_gate_refuses_makes_no_task_and_an_allowed_one_hands_over_its
             async with Client(server) as plain:  # declares no tasks: the result itself
                 got["plain"] = await call(plain, "render_report", {"title": "Q1"})
         finally:
-            gates.close()
+            engines.close()
 
     anyio.run(main)
     assert got["refused"].is_error  # decided before any task could exist

@@ -35,7 +35,8 @@ from tests.otlp_collector import collecting
 
 from maitred.errors import ConfigError
 from maitred.gateway import load_config, parse_config
-from maitred.gateway.server import DECISION_ID_META, gate_of, open_gateway
+from maitred.gateway.build import gate_of, open_gateway
+from maitred.gateway.surfaces import DECISION_ID_META
 from maitred.gateway.traces import without_idle_library_spans
 from maitred.log.base import open_log
 from maitred.tracing import OFF, Tracing, TracingOptions
@@ -105,12 +106,12 @@ def run_gateway(config: Path, tracing: Tracing, scenario: Scenario) -> None:
     """The gateway for ``config`` in process, and ``scenario`` with a client connected to it."""
 
     async def main() -> None:
-        server, gates = await open_gateway(load_config(config), tracing=tracing)
+        server, engines = await open_gateway(load_config(config), tracing=tracing)
         try:
             async with Client(server) as client:
                 await scenario(client)
         finally:
-            gates.close()
+            engines.close()
 
     anyio.run(main)
 
@@ -323,7 +324,7 @@ def test_off_by_default_and_then_the_clients_meta_reaches_the_upstream_as_sent(
     config = write_site(tmp_path)
 
     async def main() -> None:
-        server, gates = await open_gateway(load_config(config))
+        server, engines = await open_gateway(load_config(config))
         try:
             assert gate_of(server).tracing is OFF
             async with Client(server) as client:
@@ -331,7 +332,7 @@ def test_off_by_default_and_then_the_clients_meta_reaches_the_upstream_as_sent(
                     "lookup", {"city": "Oslo"}, meta={"traceparent": TRACEPARENT}
                 )
         finally:
-            gates.close()
+            engines.close()
 
     anyio.run(main)
     assert [r["traceparent"] for r in received(tmp_path)] == [TRACEPARENT]
@@ -354,7 +355,7 @@ def test_off_makes_no_span_and_leaves_the_current_span_alone() -> None:
 async def http_gateway(config: Path, tracing: Tracing) -> AsyncIterator[str]:
     """The gateway for ``config`` served over streamable HTTP in this process (so its spans
     are readable), on a free loopback port; yields its URL."""
-    server, gates = await open_gateway(load_config(config), http=True, tracing=tracing)
+    server, engines = await open_gateway(load_config(config), http=True, tracing=tracing)
     # IPPROTO_TCP named: asyncio sets TCP_NODELAY on accepted connections only then (else
     # Nagle holds each response back ~40 ms for the client's delayed ACK)
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
@@ -372,7 +373,7 @@ async def http_gateway(config: Path, tracing: Tracing) -> AsyncIterator[str]:
             finally:
                 web.should_exit = True  # a graceful stop: the lifespan ends as in production
     finally:
-        gates.close()
+        engines.close()
         sock.close()
 
 

@@ -41,7 +41,8 @@ from mcp.shared.exceptions import MCPError
 from tests.mcp.conftest import Process, child_env, sha256
 
 from maitred.gateway import load_config
-from maitred.gateway.server import DECISION_ID_META, close_gateway, open_gateway
+from maitred.gateway.build import close_gateway, open_gateway
+from maitred.gateway.surfaces import DECISION_ID_META
 from maitred.log.base import open_log
 
 pytestmark = pytest.mark.slow  # the upstream and the gateway run as subprocesses
@@ -444,7 +445,7 @@ def test_over_stdio_listings_and_arguments_are_the_upstreams(tmp_path: Path, era
         async with Client(direct, mode=mode) as upstream:
             got["direct"] = dump(await upstream.list_tools())
             got["direct_prompts"] = dump(await upstream.list_prompts())
-        server, gates = await open_gateway(load_config(stdio_config(tmp_path, *args)))
+        server, engines = await open_gateway(load_config(stdio_config(tmp_path, *args)))
         try:
             async with Client(server, mode=mode) as client:
                 got["tools"] = dump(await client.list_tools())
@@ -452,7 +453,7 @@ def test_over_stdio_listings_and_arguments_are_the_upstreams(tmp_path: Path, era
                 empty = await client.call_tool_mcp("echo", None)  # type: ignore[arg-type]
                 got["echo"] = json.loads(empty.content[0].text)
         finally:
-            await close_gateway(server, gates)
+            await close_gateway(server, engines)
 
     anyio.run(main)
     assert got["tools"] == [t for t in got["direct"] if t["name"] != "secret"]
@@ -474,7 +475,7 @@ def test_over_a_handshake_era_stdio_session_level_logs_and_subscriptions_pass(
 
     async def main() -> None:
         config = stdio_config(tmp_path, "--handshake-only")
-        server, gates = await open_gateway(load_config(config))
+        server, engines = await open_gateway(load_config(config))
         try:
             async with Client(
                 server, mode="legacy", message_handler=on_message, log_handler=on_log
@@ -497,7 +498,7 @@ def test_over_a_handshake_era_stdio_session_level_logs_and_subscriptions_pass(
                     await client.complete(prompt, {"name": "name", "value": "b"})
                 ).values
         finally:
-            await close_gateway(server, gates)
+            await close_gateway(server, engines)
 
     anyio.run(main)
     assert got["subscribe"] is True

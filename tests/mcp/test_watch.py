@@ -24,7 +24,8 @@ from tests.mcp.conftest import SRC, Site, child_env
 from tests.mcp.test_gateway import rejection
 
 from maitred.gateway import load_config
-from maitred.gateway.server import GateMiddleware, gate_of, open_gateway
+from maitred.gateway.build import gate_of, open_gateway
+from maitred.gateway.server import GateMiddleware
 from maitred.log.base import open_log
 
 #: the conftest sidecar, with a mutating tool that reads state too (hidden on the top plan)
@@ -54,7 +55,7 @@ def run(site: Site, scenario: Scenario, *, mode: str = "legacy") -> None:
     (site.root / "shop.maitred.yaml").write_text(SIDECAR, encoding="utf-8")
 
     async def main() -> None:
-        server, gates = await open_gateway(load_config(site.config))
+        server, engines = await open_gateway(load_config(site.config))
         gate = gate_of(server)
         seen: list[str] = []
 
@@ -66,7 +67,7 @@ def run(site: Site, scenario: Scenario, *, mode: str = "legacy") -> None:
             async with Client(server, message_handler=on_message, mode=mode) as client:  # type: ignore[arg-type]
                 await scenario(client, gate, seen)
         finally:
-            gates.close()
+            engines.close()
 
     anyio.run(main)
 
@@ -278,8 +279,8 @@ TOOLS = [
 ]
 
 
-def _gates(root: Path, bound: str = "") -> Any:
-    from maitred.gateway import Gates, parse_config
+def _engines(root: Path, bound: str = "") -> Any:
+    from maitred.gateway import GatewayEngines, parse_config
 
     (root / "shop.maitred.yaml").write_text(
         "tools:\n  export_report:\n    exit_predicates:\n      - name: free_plan\n"
@@ -292,7 +293,7 @@ def _gates(root: Path, bound: str = "") -> Any:
         "state": "accounts.json",
         "upstreams": [{"name": "shop", "command": "x", "contracts": "shop.maitred.yaml"}],
     }
-    return Gates.open(parse_config(data, "gw.yaml", base=root), {"shop": TOOLS})
+    return GatewayEngines.open(parse_config(data, "gw.yaml", base=root), {"shop": TOOLS})
 
 
 def test_a_pass_over_state_whose_content_is_unchanged_decides_nothing(
@@ -311,22 +312,22 @@ def test_a_pass_over_state_whose_content_is_unchanged_decides_nothing(
 
     monkeypatch.setattr(ExecutabilityGate, "decide", counting)
     (tmp_path / "bounded").mkdir()
-    gates = _gates(tmp_path)
-    bounded = _gates(tmp_path / "bounded", "        max_age_s: 3600\n")
+    engines = _engines(tmp_path)
+    bounded = _engines(tmp_path / "bounded", "        max_age_s: 3600\n")
     try:
-        keeper, timed = gates.keeper("acc-1"), bounded.keeper("acc-1")
+        keeper, timed = engines.keeper("acc-1"), bounded.keeper("acc-1")
         keeper.visible()
         timed.visible()
         counts = []
         for _ in range(2):
             decided.clear()
-            assert gates.recheck([keeper]) == [] and bounded.recheck([timed]) == []
+            assert engines.recheck([keeper]) == [] and bounded.recheck([timed]) == []
             counts.append(len(decided))
         accounts = tmp_path / "accounts.json"
         accounts.write_text(json.dumps({"acc-1": {"account": {"plan": "pro"}}}))
-        assert gates.recheck([keeper]) == [keeper]  # new content: decided, and it changed
+        assert engines.recheck([keeper]) == [keeper]  # new content: decided, and it changed
     finally:
-        gates.close()
+        engines.close()
         bounded.close()
     # the first pass decides both catalogs; the second only the one with a freshness bound,
     # where time alone could change a verdict

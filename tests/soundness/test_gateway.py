@@ -109,7 +109,7 @@ def _site(root: Path, catalog: spec.CatalogSpec, world: spec.World) -> Path:
 def _through_the_gateway(catalog: spec.CatalogSpec, world: spec.World, junk: bool) -> None:
     world = dataclasses.replace(world, typed=False)  # the gateway's JSON store declares no types
     from maitred.gateway import load_config
-    from maitred.gateway.server import open_gateway
+    from maitred.gateway.build import open_gateway
 
     with tempfile.TemporaryDirectory(prefix="maitred-soundness-mcp-") as tmp:
         root = Path(tmp)

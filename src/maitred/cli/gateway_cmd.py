@@ -3,7 +3,7 @@
 Over stdio, an MCP client launches this command as its MCP server (one process per account).
 Over HTTP (``--http``, or a ``server:`` block in the config), one process serves many clients,
 each authenticated by a bearer token the config maps to a tenant and an account. The command
-reads and checks the config, connects the upstream MCP servers, builds the gates over their
+reads and checks the config, connects the upstream MCP servers, builds the engines over their
 tools and serves until the client disconnects (stdio) or it is stopped (HTTP); the decision log
 is closed on the way out.
 
@@ -78,7 +78,7 @@ def mcp(
         raise typer.BadParameter("is required: the gateway's YAML config", param_hint="--config")
     try:
         from maitred.gateway import load_config
-        from maitred.gateway.server import serve_http, serve_stdio
+        from maitred.gateway.serve import serve_http, serve_stdio
     except ImportError as exc:
         raise MissingExtraError("maitred mcp", "mcp", exc.name) from None
     settings = load_config(config, account=account)
@@ -126,9 +126,9 @@ def pin(
     """Review the upstreams' tools: approve their definitions into the pin file."""
     try:
         from maitred.gateway import load_config
+        from maitred.gateway.build import list_upstreams
         from maitred.gateway.pins import Pins, load_pins, pin_lock, repin, write_pins
         from maitred.gateway.scan import scan_listings
-        from maitred.gateway.server import list_upstreams
     except ImportError as exc:
         raise MissingExtraError("maitred mcp pin", "mcp", exc.name) from None
     settings = load_config(config)

@@ -13,9 +13,10 @@ client sees its result.
 
 * :mod:`maitred.gateway.config` -- the YAML config (``maitred mcp --config gateway.yaml``).
 * :mod:`maitred.gateway.keeper` -- the decisions, free of MCP plumbing (testable alone).
-* :mod:`maitred.gateway.server` -- the FastMCP server over the upstreams, its middleware and
-  its token check (needs the ``mcp``
-  extra; import it only where it is served).
+* :mod:`maitred.gateway.server` -- the gate's middleware: each session's listing and calls.
+* :mod:`maitred.gateway.build` -- the FastMCP server over the upstreams, its middlewares and
+  routes; :mod:`maitred.gateway.serve` serves it over stdio or HTTP (both need the ``mcp``
+  extra; import them only where the gateway is served).
 * :mod:`maitred.gateway.channels` -- how the state watch reaches a session outside a request
   (a standing channel, or a ``subscriptions/listen`` stream).
 * :mod:`maitred.gateway.traces` -- what each request's and each decision's span holds
@@ -27,12 +28,13 @@ Only the CLI imports this package, and only this package imports fastmcp or mcp.
 """
 
 from maitred.gateway.config import GatewayConfig, Token, Upstream, load_config, parse_config
-from maitred.gateway.keeper import Gatekeeper, Gates, catalog_from_tools
+from maitred.gateway.keeper import Gatekeeper, GatewayEngines, catalog_from_tools
+from maitred.gateway.keeper import Gates as Gates  # the former name (benchmarks/)
 
 __all__ = [
     "Gatekeeper",
-    "Gates",
     "GatewayConfig",
+    "GatewayEngines",
     "Token",
     "Upstream",
     "catalog_from_tools",

@@ -65,8 +65,8 @@ from mcp.server.subscriptions import (
 )
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from maitred.gateway.config import HttpServer, request_state_keys
 from maitred.gateway.events import Events
+from maitred.gateway.http_config import HttpServer, request_state_keys
 
 if TYPE_CHECKING:
     from maitred.gateway.upstreams import ListingProxy

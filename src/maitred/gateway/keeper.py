@@ -1,17 +1,17 @@
 """The gateway's decisions, without any MCP plumbing: what one session sees and may call.
 
-:class:`Gates` is built at start over the tools every upstream that answered listed (each
-upstream's own sidecar contracts and shadow rules applied to its own tools, then joined into
+:class:`GatewayEngines` is built at start over the tools every upstream that answered listed
+(each upstream's own sidecar contracts and shadow rules applied to its own tools, then joined into
 one catalog): one :class:`~maitred.Maitred` engine that lists and checks, one that runs
 ``find_tools`` (real recall over the same catalog), and one over the full contracts when some
 rules run in shadow mode. All share one state provider and one decision log. A
 :class:`Gatekeeper` is one MCP session: one :class:`~maitred.actions.Session` for one account,
 over those engines.
 
-**A catalog that grows.** An upstream that answers after the start (or lists a tool it did not
-list before) brings tools the engines do not know. Engines are never changed in place:
-:meth:`Gates.grown` builds new gates aside over the larger catalog, with every check a start
-makes, and the gateway swaps its one reference to them (:mod:`maitred.gateway.lifecycle`);
+**A catalog that grows.** An upstream that answers after the start (or lists a tool it did not list
+before) brings tools the engines do not know. Engines are never changed in place:
+:meth:`GatewayEngines.grown` builds new engines aside over the larger catalog, with every check a
+start makes, and the gateway swaps its one reference to them (:mod:`maitred.gateway.lifecycle`);
 each session then moves over under its own lock (:meth:`Gatekeeper.rebase`), keeping its
 :class:`~maitred.actions.Session`, whose offer the new engine reads from the same log.
 
@@ -32,8 +32,8 @@ each session then moves over under its own lock (:meth:`Gatekeeper.rebase`), kee
   :meth:`Gatekeeper.after_call` records it in the session and re-lists; it answers True when
   the visible set differs from the one last shown, and the server then sends
   ``notifications/tools/list_changed``.
-* **So can the world** (``watch: {interval_s: N}``). :meth:`Gates.recheck` is one pass of the
-  state watch: one batched state read per account over every tool's keys, then, for each
+* **So can the world** (``watch: {interval_s: N}``). :meth:`GatewayEngines.recheck` is one
+  pass of the state watch: one batched state read per account over every tool's keys, then, for each
   session that has listed, what :meth:`Gatekeeper.visible` *would* list on that snapshot,
   decided in memory by the same executability gate, each tool once per account
   (:meth:`Gatekeeper.refresh`). A session already found right for the same state content
@@ -153,7 +153,7 @@ class EveryTool:
         return [Candidate(s.name, i + 1, 1.0) for i, s in enumerate(self.catalog.skills[:k])]
 
 
-class Gates:
+class GatewayEngines:
     """The engines of one gateway, shared by all its sessions (see the module docstring).
 
     Args:
@@ -197,8 +197,8 @@ class Gates:
         config: GatewayConfig,
         tools: Mapping[str, Sequence[Mapping[str, Any]]],
         listed: Mapping[str, SurfaceNames] | None = None,
-    ) -> Gates:
-        """The gates for ``config`` over ``tools`` (upstream name -> what it listed at start;
+    ) -> GatewayEngines:
+        """The engines for ``config`` over ``tools`` (upstream name -> what it listed at start;
         an upstream that did not answer is absent, and its tools join later: :meth:`grown`).
 
         ``listed``: what each upstream listed besides tools, which its sidecar's ``resources``
@@ -226,8 +226,8 @@ class Gates:
         config: GatewayConfig,
         tools: Mapping[str, Sequence[Mapping[str, Any]]],
         listed: Mapping[str, SurfaceNames] | None = None,
-    ) -> Gates:
-        """New gates over ``tools`` (this catalog's upstreams and one that joined, or grew),
+    ) -> GatewayEngines:
+        """New engines over ``tools`` (this catalog's upstreams and one that joined, or grew),
         sharing this one's state provider, decision log and pins; nothing here changes.
 
         The new catalog passes every check :meth:`open` makes (sidecars against what their
@@ -236,10 +236,10 @@ class Gates:
         over by :meth:`Gatekeeper.rebase`. The new engines log under runs of their own.
 
         Raises:
-            ConfigError, ContractError: as :meth:`open`; the caller keeps serving these gates.
+            ConfigError, ContractError: as :meth:`open`; the caller keeps serving these engines.
         """
         joined = join_upstreams(config, tools, listed)
-        return Gates._build(
+        return GatewayEngines._build(
             config, joined, self.engine.provider, self.engine.log, self.pins, owns_log=False
         )
 
@@ -253,7 +253,7 @@ class Gates:
         pins: PinGuard | None,
         *,
         owns_log: bool = True,
-    ) -> Gates:
+    ) -> GatewayEngines:
         full, enforced, owners, sidecars = joined
         try:  # the same load-time checks as every engine: keys exist, predicates type-check
             check_against_state(full, provider)
@@ -405,33 +405,38 @@ def _listing_engine(
     return Maitred(pipeline, owns_log=owns_log and log is not None)
 
 
+#: the class's former name: "gate" names only the pipeline's two deciding stages (ARCHITECTURE.md,
+#: "Words"); kept while benchmarks/gateway_watch.py imports it
+Gates = GatewayEngines
+
+
 class Gatekeeper:
     """Visibility and call decisions for one gateway session (one account, fixed for its life).
 
-    Build it with :meth:`Gates.keeper`; the account comes from the launch (stdio) or from the
-    authenticated token (HTTP), never from a request, and so do the scopes its caller was
+    Build it with :meth:`GatewayEngines.keeper`; the account comes from the launch (stdio) or
+    from the authenticated token (HTTP), never from a request, and so do the scopes its caller was
     granted (:attr:`granted`), which every listing, check and ``find_tools`` passes with the
     call (:class:`~maitred.context.CallContext`) for the decision kernel's scope rule.
     """
 
     def __init__(
         self,
-        gates: Gates,
+        engines: GatewayEngines,
         account: str,
         *,
         tenant: str = "",
         granted: frozenset[str] | None = None,
         holder: str | None = None,
     ) -> None:
-        self.gates = gates
-        self.engine = gates.engine
+        self.engines = engines
+        self.engine = engines.engine
         self.account = account
         self.tenant = tenant
         self.granted = granted
         #: what every check of this session passes with the call: the caller's scopes
         self.context = CallContext(granted=granted)
         #: ``find_tools`` mode: the list is find_tools alone, its answers disclose
-        self.finds = gates.finder is not None
+        self.finds = engines.finder is not None
         sid = uuid.uuid4().hex[:16]
         self.session = self.engine.session(
             account,
@@ -439,7 +444,7 @@ class Gatekeeper:
             tenant=tenant,
             accumulates=self.finds,
         )
-        self.shadow = gates.shadow
+        self.shadow = engines.shadow
         self.shadow_session = self._shadow_session() if self.shadow else None
         self.listed: tuple[str, ...] | None = None
         self._listed_as_set: tuple[tuple[str, ...], frozenset[str]] = ((), frozenset())
@@ -449,9 +454,9 @@ class Gatekeeper:
         #: sessions run side by side, on the engine shared by all of them
         self.lock = threading.Lock()
 
-    def rebase(self, gates: Gates) -> None:
-        """Decide on ``gates`` from now on (the catalog grew: :meth:`Gates.grown`); call it
-        holding :attr:`lock`, so a request of this session runs wholly on the old gates or
+    def rebase(self, engines: GatewayEngines) -> None:
+        """Decide on ``engines`` from now on (the catalog grew: :meth:`GatewayEngines.grown`);
+        call it holding :attr:`lock`, so a request of this session runs wholly on the old engines or
         wholly on the new ones.
 
         The session itself is kept -- its offer, its reads and writes -- since
@@ -460,9 +465,9 @@ class Gatekeeper:
         the new catalog too. What the watch last found right is forgotten, so its next pass
         decides this session afresh, new tools included.
         """
-        self.gates = gates
-        self.engine = gates.engine
-        self.shadow = gates.shadow
+        self.engines = engines
+        self.engine = engines.engine
+        self.shadow = engines.shadow
         if self.shadow is not None and self.shadow_session is None:
             self.shadow_session = self._shadow_session()
         self.checked = None
@@ -478,15 +483,15 @@ class Gatekeeper:
 
     @property
     def tool_names(self) -> tuple[str, ...]:
-        return self.gates.tool_names
+        return self.engines.tool_names
 
     def upstream_of(self, name: str) -> str:
         """The upstream that lists ``name`` (``""``: none does)."""
-        return self.gates.owners.get(name, "")
+        return self.engines.owners.get(name, "")
 
     def _offerable(self) -> tuple[str, ...]:
         """The tools a listing may show: none held back."""
-        held = self.gates.held()
+        held = self.engines.held()
         if not held:
             return self.tool_names
         return tuple(n for n in self.tool_names if n not in held)
@@ -500,7 +505,7 @@ class Gatekeeper:
         if self.finds:
             self.listed = (FIND_TOOLS,)
             return self.listed
-        scope = self._offerable() if self.gates.held() else None
+        scope = self._offerable() if self.engines.held() else None
         exposed: tuple[str, ...] = ()
         if scope is None or scope:
             if self.shadow is not None and self.shadow_session is not None:
@@ -514,7 +519,7 @@ class Gatekeeper:
         self, engine: Maitred, scope: Collection[str] | None, session: Any
     ) -> tuple[str, ...]:
         context = CallContext(
-            run_id=self.gates.run_for(engine, self.tenant),
+            run_id=self.engines.run_for(engine, self.tenant),
             scope=None if scope is None else frozenset(scope),
             granted=self.granted,
         )
@@ -579,7 +584,7 @@ class Gatekeeper:
         call = ToolCall(name, dict(arguments or {}))
         if self.lists_first(name, hold) and self._shows_now(name):
             self.visible()
-        held = self.gates.held()
+        held = self.engines.held()
         if held and self.finds:  # a tool never disclosed stays TOOL_NOT_OFFERED, unnamed
             disclosed = self.engine.offered(self.session)
             held = {n: h for n, h in held.items() if n in disclosed}
@@ -594,7 +599,7 @@ class Gatekeeper:
         session may know of that its latest listing did not show): a read of fresh state,
         then, if the tool would be shown now, a logged turn over every tool, far longer than
         the check itself."""
-        listable = self.gates.knows(name) and not self.finds  # find_tools lists no tool
+        listable = self.engines.knows(name) and not self.finds  # find_tools lists no tool
         return hold is None and listable and name not in self._listed_set()
 
     def _shows_now(self, name: str) -> bool:
@@ -672,15 +677,15 @@ class Gatekeeper:
         Raises:
             ConfigError: the gateway does not run in ``find_tools`` mode.
         """
-        finder = self.gates.finder
+        finder = self.engines.finder
         if finder is None or not self.finds:
             raise ConfigError("find_tools needs 'disclosure: find_tools' in the gateway config")
         needs = (need,) if isinstance(need, str) else tuple(need)
         if not needs:
             raise ValueError("Gatekeeper.find needs at least one need")
-        held = self.gates.held()
+        held = self.engines.held()
         context = CallContext(
-            run_id=self.gates.run_for(finder, self.tenant),
+            run_id=self.engines.run_for(finder, self.tenant),
             scope=frozenset(n for n in self.tool_names if n not in held) if held else None,
             granted=self.granted,
         )

@@ -33,25 +33,24 @@ most once per ``initial_s`` each) and waits for it a moment (:data:`ON_DEMAND_WA
 listing that finds it back already holds its tools. A call to a serving upstream that fails has
 it listed again at once (:meth:`Upstreams.suspect`): only a listing that fails makes it down.
 
-**Joining** (:meth:`Upstreams._join`). When an upstream that was not serving answers, or a
-serving one lists a tool name it did not list before, the catalog grows: new
-:class:`~maitred.gateway.keeper.Gates` are built aside on a worker thread
-(:meth:`Gates.grown <maitred.gateway.keeper.Gates.grown>`, with every check a start makes, and
-the resources' and prompts' gate with them), while the old ones keep serving. If a check
-fails, the newcomer is refused (a grown listing of a serving upstream is only named on stderr;
-the upstream keeps serving what it served) and nothing changed. Otherwise, in one step on the
-event loop, the server gains the upstream's proxy, the gateway's middleware swaps its one
-reference to the new gates (:meth:`GateMiddleware.adopt
-<maitred.gateway.server.GateMiddleware.adopt>`), the pins judge the new tools, and the sessions
-move over, each under its own lock (:meth:`Gatekeeper.rebase
-<maitred.gateway.keeper.Gatekeeper.rebase>`): a call in flight finishes on the gates it began
-on, the next one runs on the new ones, and every session keeps its offer, its reads and its
+**Joining** (:meth:`Upstreams._join`). When an upstream that was not serving answers, or a serving
+one lists a tool name it did not list before, the catalog grows: new engines
+(:class:`~maitred.gateway.keeper.GatewayEngines`) are built aside on a worker thread
+(:meth:`GatewayEngines.grown <maitred.gateway.keeper.GatewayEngines.grown>`, with every check a
+start makes, and the resources' and prompts' gate with them), while the old ones keep serving. If a
+check fails, the newcomer is refused (a grown listing of a serving upstream is only named on stderr;
+the upstream keeps serving what it served) and nothing changed. Otherwise, in one step on the event
+loop, the server gains the upstream's proxy, the gateway's middleware swaps its one reference to the
+new engines (:meth:`GateMiddleware.adopt <maitred.gateway.server.GateMiddleware.adopt>`), the pins
+judge the new tools, and the sessions move over, each under its own lock (:meth:`Gatekeeper.rebase
+<maitred.gateway.keeper.Gatekeeper.rebase>`): a call in flight finishes on the engines it began on,
+the next one runs on the new ones, and every session keeps its offer, its reads and its
 ``find_tools`` disclosures. Then every session that can be told (the state watch's way out,
 :mod:`maitred.gateway.channels`) and would now see another list gets a logged listing and
 ``notifications/tools/list_changed``; a session that listed resources or prompts gets their
 ``list_changed`` when the newcomer lists some. Joins happen one at a time.
 
-Nothing here decides a call; it only changes which catalog the gates decide over.
+Nothing here decides a call; it only changes which catalog the engines decide over.
 """
 
 from __future__ import annotations
@@ -74,7 +73,7 @@ from maitred.contract.tool_sidecar import SurfaceNames
 from maitred.errors import ConfigError
 from maitred.gateway.channels import Channels, Key, ListKind, follow, speaks_listen
 from maitred.gateway.config import GatewayConfig, Upstream
-from maitred.gateway.keeper import Gatekeeper, Gates
+from maitred.gateway.keeper import Gatekeeper, GatewayEngines
 from maitred.gateway.metrics import GatewayMetrics
 from maitred.gateway.scan import warn_at_start
 from maitred.gateway.surfaces import SurfaceGate, SurfaceGuard
@@ -108,13 +107,13 @@ class Host(Protocol):
     """What :class:`Upstreams` needs of the gateway's middleware
     (:class:`~maitred.gateway.server.GateMiddleware`)."""
 
-    gates: Gates
+    engines: GatewayEngines
     channels: Channels
     metrics: GatewayMetrics
     surface_guard: SurfaceGuard | None
 
-    def adopt(self, gates: Gates, surfaces: SurfaceGate) -> list[Gatekeeper]:
-        """Decide with ``gates`` from now on; the sessions to move onto them."""
+    def adopt(self, engines: GatewayEngines, surfaces: SurfaceGate) -> list[Gatekeeper]:
+        """Decide with ``engines`` from now on; the sessions to move onto them."""
         ...
 
     def reachable(self) -> list[tuple[Key, Gatekeeper]]:
@@ -293,7 +292,7 @@ class Upstreams:
         auth: Advertiser | None = None,
         serving: Callable[[str], None] | None = None,
     ) -> None:
-        """Serve the upstreams that answered at start on ``server`` (their gates are
+        """Serve the upstreams that answered at start on ``server`` (their engines are
         ``host``'s) and keep both for later joins; ``auth`` advertises a joiner's scopes, and
         ``serving(name)`` is told of each upstream whose proxy the server serves from now on
         (at start, and when it joins)."""
@@ -510,18 +509,18 @@ class Upstreams:
                 self._set(life, "starting", "")
             every = {**self.tools, name: tools}
             listed = {**self.listed, name: surfaces}
-            current = host.gates
+            current = host.engines
             try:
-                gates, surfaced = await anyio.to_thread.run_sync(
+                engines, surfaced = await anyio.to_thread.run_sync(
                     lambda: self._build(current, every, listed)
                 )
             except Exception as exc:  # a check failed, or a broken sidecar: kept out
                 self._refuse(life, added, exc)
                 return
             with anyio.CancelScope(shield=True):  # from here on, all of it or none of it
-                self._commit(life, (gates, surfaced), tools, surfaces, added)
-                keepers = host.adopt(gates, surfaced)
-                await anyio.to_thread.run_sync(lambda: _rebase(keepers, gates))
+                self._commit(life, (engines, surfaced), tools, surfaces, added)
+                keepers = host.adopt(engines, surfaced)
+                await anyio.to_thread.run_sync(lambda: _rebase(keepers, engines))
                 self._set(life, "serving", "")
         new = [str(t.get("name")) for t in (added if added is not None else tools)]
         _say(f"upstream {name!r} joined: its tools {new} are in the catalog now")
@@ -535,40 +534,40 @@ class Upstreams:
     def _commit(
         self,
         life: UpstreamLife,
-        built: tuple[Gates, SurfaceGate],
+        built: tuple[GatewayEngines, SurfaceGate],
         tools: list[dict[str, Any]],
         surfaces: SurfaceNames,
         added: list[dict[str, Any]] | None,
     ) -> None:
-        """What a join changes besides the gates' reference: the pins judge the new tools
+        """What a join changes besides the engines' reference: the pins judge the new tools
         (before any session can list them), the scan reads them, the server serves a
         newcomer's proxy, the metadata advertises the scopes they require."""
-        gates, surfaced = built
+        engines, surfaced = built
         name = life.upstream.name
         new = added if added is not None else tools
-        if gates.pins is not None:
-            gates.pins.adopt(gates.owners)
+        if engines.pins is not None:
+            engines.pins.adopt(engines.owners)
             if added is None:
-                gates.pins.join(name, tools)
+                engines.pins.join(name, tools)
             else:
-                gates.pins.observe(name, added)
+                engines.pins.observe(name, added)
         warn_at_start(self.config, {name: new})
         if added is None:
             surfaced.warn_ungated({name: surfaces}, self.config.source)
             self._serve(name)
         if self._auth is not None:
-            self._auth.advertise(s for t in gates.engine.catalog for s in t.contract.scopes)
+            self._auth.advertise(s for t in engines.engine.catalog for s in t.contract.scopes)
         self._keep(name, tools, surfaces)
         life.answered(len(tools))
 
     def _build(
         self,
-        current: Gates,
+        current: GatewayEngines,
         tools: Mapping[str, Sequence[Mapping[str, Any]]],
         listed: Mapping[str, SurfaceNames],
-    ) -> tuple[Gates, SurfaceGate]:
-        gates = current.grown(self.config, tools, listed)
-        return gates, SurfaceGate.open(self.config, gates, listed, warn=False)
+    ) -> tuple[GatewayEngines, SurfaceGate]:
+        engines = current.grown(self.config, tools, listed)
+        return engines, SurfaceGate.open(self.config, engines, listed, warn=False)
 
     def _refuse(
         self, life: UpstreamLife, added: Sequence[Mapping[str, Any]] | None, exc: Exception
@@ -642,12 +641,12 @@ class Upstreams:
             )
 
 
-def _rebase(keepers: Sequence[Gatekeeper], gates: Gates) -> None:
-    """Move every session onto ``gates``, each under its own lock (a request of it in flight
+def _rebase(keepers: Sequence[Gatekeeper], engines: GatewayEngines) -> None:
+    """Move every session onto ``engines``, each under its own lock (a request of it in flight
     finishes first)."""
     for keeper in keepers:
         with keeper.lock:
-            keeper.rebase(gates)
+            keeper.rebase(engines)
 
 
 def _say(line: str) -> None:

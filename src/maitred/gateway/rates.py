@@ -99,8 +99,8 @@ async def admit(
     worker thread, the in-memory one at once."""
     if limiter is None:
         return ADMITTED
-    gates = keeper.gates
+    engines = keeper.engines
     # a name the gateway does not know is treated as a write: it fails closed
-    mutates = name != FIND_TOOLS and (not gates.knows(name) or keeper.mutates(name))
+    mutates = name != FIND_TOOLS and (not engines.knows(name) or keeper.mutates(name))
     charge = partial(limiter.admit, caller_of(keeper, stdio=stdio), name, mutates=mutates)
     return await anyio.to_thread.run_sync(charge) if limiter.blocking else charge()

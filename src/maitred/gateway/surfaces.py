@@ -71,7 +71,6 @@ from fastmcp.prompts import Prompt, PromptResult
 from fastmcp.resources import Resource, ResourceResult, ResourceTemplate
 from fastmcp.resources.template import match_uri_template
 from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
-from fastmcp.server.providers.proxy import ProxyProvider
 from fastmcp.tools import ToolResult
 from mcp.shared.exceptions import MCPError
 
@@ -84,8 +83,8 @@ from maitred.contract.tool_sidecar import SurfaceNames
 from maitred.errors import ConfigError, MaitredError
 from maitred.gate.executability import fetch_keys
 from maitred.gateway.channels import Channels, Key, ListKind
-from maitred.gateway.config import GatewayConfig, Upstream
-from maitred.gateway.keeper import Gatekeeper, Gates
+from maitred.gateway.config import GatewayConfig
+from maitred.gateway.keeper import Gatekeeper, GatewayEngines
 from maitred.gateway.metrics import GatewayMetrics
 from maitred.log.base import DecisionLog
 from maitred.skills.model import Catalog, Skill
@@ -170,7 +169,7 @@ class SurfaceGate:
         surfaces: every sidecar entry (a family and key appear once).
         ungated: what happens to what no entry governs: ``pass`` or ``hide``.
         provider: the state provider (the tools' one).
-        clock: the gates' clock.
+        clock: the engines' clock.
         log: where read and get decisions are written (``None``: nowhere).
         matches: ``matches(uri, template)``: whether a URI falls under a template.
     """
@@ -209,13 +208,13 @@ class SurfaceGate:
     def open(
         cls,
         config: GatewayConfig,
-        gates: Gates,
+        engines: GatewayEngines,
         listed: Mapping[str, SurfaceNames],
         *,
         warn: bool = True,
         skills: Sequence[Surface] = (),
     ) -> SurfaceGate:
-        """The gate over every upstream's sidecar entries (as :class:`Gates` read them) and
+        """The gate over every upstream's sidecar entries (as :class:`GatewayEngines` read them) and
         the gateway's own ``skills`` (:mod:`maitred.gateway.skillset`), naming on stderr what no
         entry governs (unless not ``warn``: the caller names it for an upstream that joins
         later, :meth:`warn_ungated`).
@@ -228,7 +227,7 @@ class SurfaceGate:
         surfaces: list[Surface] = []
         owner: dict[tuple[Family, str], str] = {}
         for up in config.upstreams:
-            sidecar = gates.sidecars.get(up.name)
+            sidecar = engines.sidecars.get(up.name)
             names = listed.get(up.name, SurfaceNames())
             if sidecar is None:
                 continue
@@ -247,7 +246,7 @@ class SurfaceGate:
                 owner[family, key] = up.name
                 surfaces.append(Surface(family, key, up.name, contract))
         surfaces += skills
-        engine = gates.engine
+        engine = engines.engine
         as_catalog = Catalog(
             tuple(
                 Skill(f"{s.family}:{s.key}", s.describe(), kind="tool", contract=s.contract)
@@ -532,27 +531,6 @@ def _refused(
     )
 
 
-async def upstream_surfaces(proxy: ProxyProvider, upstream: Upstream) -> SurfaceNames:
-    """What ``upstream`` lists besides tools, through ``proxy`` (before any gate): its
-    resources' URIs, its templates and its prompts' names (a server without the capability
-    lists none).
-
-    Raises:
-        ConfigError: the upstream failed to answer one of the three listings.
-    """
-    try:
-        resources = [str(r.uri) for r in await proxy.list_resources()]
-        templates = [str(t.uri_template) for t in await proxy.list_resource_templates()]
-        prompts = [str(p.name) for p in await proxy.list_prompts()]
-    except Exception as exc:
-        raise ConfigError(
-            f"upstream {upstream.name!r} ({upstream.where}): could not list its resources, "
-            f"resource templates and prompts ({type(exc).__name__}: {exc}); the gateway "
-            "needs them at start to gate them"
-        ) from None
-    return SurfaceNames(tuple(resources), tuple(templates), tuple(prompts))
-
-
 class Sessions(Protocol):
     """What :class:`SurfaceGuard` needs of the gateway's middleware: each request's session,
     the sessions it can reach outside a request, their ways out, and the metrics."""
@@ -797,5 +775,4 @@ __all__ = [
     "SurfaceGuard",
     "SurfaceView",
     "template_matches",
-    "upstream_surfaces",
 ]

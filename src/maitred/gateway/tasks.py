@@ -175,7 +175,7 @@ class TaskBook:
     Args:
         log: the gateway's decision log (``None``: none configured; records live in this
             process only, and a restart forgets them).
-        clock: the gates' clock.
+        clock: the engines' clock.
     """
 
     def __init__(self, log: DecisionLog | None, clock: Callable[[], float]) -> None:

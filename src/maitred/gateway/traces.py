@@ -98,7 +98,7 @@ def listing(keeper: Gatekeeper) -> Listing:
 
 def run_of(keeper: Gatekeeper, engine: Any) -> str:
     """The run ``engine`` logs ``keeper``'s turns under (already begun by its first turn)."""
-    return keeper.gates.run_for(engine, keeper.tenant) or str(engine.pipeline.run_id)
+    return keeper.engines.run_for(engine, keeper.tenant) or str(engine.pipeline.run_id)
 
 
 def note_session(span: Span, tracing: Tracing, keeper: Gatekeeper | None) -> None:
@@ -169,9 +169,9 @@ def note_result(span: Span, result: ToolResult) -> None:
 def note_found(span: Span, keeper: Gatekeeper, answer: Mapping[str, Any]) -> None:
     """A ``find_tools`` call: its turn's id (one need) or turns' ids (several, per need) and
     how many tools it disclosed and found blocked, each tool counted once."""
-    if not span.is_recording() or keeper.gates.finder is None:
+    if not span.is_recording() or keeper.engines.finder is None:
         return
-    run = run_of(keeper, keeper.gates.finder)  # begun by the turn: a lookup, no write
+    run = run_of(keeper, keeper.engines.finder)  # begun by the turn: a lookup, no write
     several = "needs" in answer
     entries: list[Mapping[str, Any]] = list(answer["needs"]) if several else [answer]
     ids = [str(e.get("turn_id", "")) for e in entries]

@@ -1,0 +1,420 @@
+"""The gate's ``tools/call`` path: a chain of small steps, traced once around the whole.
+
+:meth:`CallPath.on_call_tool` opens the request's span (``maitred.call``) and counts the call
+under its code; inside it :meth:`CallPath._call` runs the steps, each of which either answers
+the call (an :data:`Answer`: a refusal, or the result) or hands the next one what it found:
+refuse early (no identity, arguments that are not I-JSON) -> admit (rate limits;
+``find_tools`` answered here) -> hold (past a rate, or listed to the other era only) -> decide
+(an approval answered, else the check, ``maitred.check``) -> forward (straight to the
+upstream's tool, ``maitred.upstream``) -> after (a task handed over, the decision id in the
+result, the call recorded in the session, ``list_changed``). Every step runs on the request's
+own task: none suspends but for the work it does (a state read, the log, the upstream).
+
+:class:`CallPath` is the half of :class:`~maitred.gateway.server.GateMiddleware` that serves
+calls; the other half (sessions, listings, the state watch) finds each request's gatekeeper.
+The engine is synchronous: its calls run on worker threads (:meth:`CallPath._engine`), or on
+the event loop for a check that cannot wait on anything (:meth:`CallPath._decide`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar, cast
+
+import anyio
+import mcp_types as mt  # the MCP wire types (`mcp.types` re-exports them)
+from fastmcp.server.middleware import CallNext, MiddlewareContext
+from fastmcp.tools import ToolResult
+from opentelemetry.trace import SpanKind
+
+from maitred.actions.model import ApprovalAnswer, Decision, Hold, Rejection
+from maitred.errors import MaitredError
+from maitred.gateway import traces
+from maitred.gateway.approval import VIA, Approvals, awaits_person
+from maitred.gateway.finding import read_needs
+from maitred.gateway.keeper import FIND_TOOLS, Gatekeeper
+from maitred.gateway.lifecycle import Upstreams
+from maitred.gateway.limits import argument_fault
+from maitred.gateway.metrics import GatewayMetrics
+from maitred.gateway.passthrough import refuses_client
+from maitred.gateway.rates import admit
+from maitred.gateway.surfaces import (
+    DECISION_ID_META,  # the key of a result's _meta that carries the decision's log id
+    SurfaceGuard,
+)
+from maitred.gateway.tasks import CreatedTask, TaskBook, hand_over
+from maitred.gateway.upstreams import UpstreamTool, era_hold
+from maitred.ratelimit import Limiter, Refusal
+from maitred.tracing import Tracing
+
+T = TypeVar("T")
+#: a step of the call path answering the call: the code it is counted under, and its result
+Answer = tuple[str, ToolResult]
+
+
+def _text_result(payload: Mapping[str, Any], decision_id: str = "") -> ToolResult:
+    """An ``isError`` result whose text is ``payload`` (a :class:`Rejection`'s JSON); with a
+    ``decision_id``, also in ``_meta`` (:data:`DECISION_ID_META`)."""
+    text = json.dumps(payload, ensure_ascii=False, sort_keys=True)
+    meta = {DECISION_ID_META: decision_id} if decision_id else None
+    return ToolResult(content=[mt.TextContent(type="text", text=text)], meta=meta, is_error=True)
+
+
+def _with_decision_id(result: ToolResult, decision_id: str) -> ToolResult:
+    """The upstream's ``result`` with the decision id added to its ``_meta`` (kept otherwise)."""
+    result.meta = {**(result.meta or {}), DECISION_ID_META: decision_id}
+    return result
+
+
+#: the answer to a request that reached the gate without an identity
+AUTH_REQUIRED = Rejection(
+    "AUTH_REQUIRED",
+    "this gateway serves authenticated sessions only; connect with the bearer token you were "
+    "given. The call was not executed",
+    error="auth_required",
+).to_json()
+
+
+async def _list_changed(context: MiddlewareContext[Any]) -> None:
+    if context.fastmcp_context is not None:
+        await context.fastmcp_context.send_notification(mt.ToolListChangedNotification())
+
+
+class CallPath:
+    """Puts each ``tools/call`` through the session's gatekeeper (see the module docstring).
+
+    A base of :class:`~maitred.gateway.server.GateMiddleware`, which holds what it reads (the
+    attributes below, set up there) and finds each request's gatekeeper.
+    """
+
+    account: str | None
+    tracing: Tracing
+    metrics: GatewayMetrics
+    limiter: Limiter | None
+    approvals: Approvals
+    upstreams: Upstreams | None
+    tasks: TaskBook | None
+    surface_guard: SurfaceGuard | None
+
+    if TYPE_CHECKING:  # the gatekeepers are the sessions' (GateMiddleware)
+
+        def _keeper(self, context: MiddlewareContext[Any]) -> Gatekeeper | None: ...
+
+        def _known_keeper(self, context: MiddlewareContext[Any]) -> Gatekeeper | None: ...
+
+    @staticmethod
+    async def _engine(fn: Callable[[], T], keeper: Gatekeeper | None = None) -> T:
+        """Run ``fn`` on a worker thread: under ``keeper``'s own lock when it is one session's
+        request (the engine itself is shared by every session without a lock of ours)."""
+        if keeper is None:
+            return await anyio.to_thread.run_sync(fn)
+
+        def locked() -> T:
+            with keeper.lock:
+                return fn()
+
+        return await anyio.to_thread.run_sync(locked)
+
+    @classmethod
+    async def _decide(cls, fn: Callable[[], T], keeper: Gatekeeper, quick: bool) -> T:
+        """Run one check of ``keeper``'s session: on the event loop when it is ``quick`` (no
+        state read or listing afresh first: :meth:`Gatekeeper.lists_first`), touches only
+        memory and local files, and the session is not busy on a worker thread; else as
+        :meth:`_engine` does.
+
+        Such a check is a fraction of a millisecond of CPU (schema, predicates, policy, one
+        SQLite commit without a sync), about what the hop to a worker thread and back costs
+        in wake-ups; and under the GIL a worker's CPU holds the loop up anyway. A check that
+        may wait on a network (PostgreSQL state or log, a callable provider) always goes to a
+        worker thread, so one slow database never stalls the other sessions' requests.
+        """
+        if quick and keeper.in_process and keeper.lock.acquire(blocking=False):
+            try:
+                return fn()
+            finally:
+                keeper.lock.release()
+        return await cls._engine(fn, keeper)
+
+    async def on_call_tool(
+        self,
+        context: MiddlewareContext[mt.CallToolRequestParams],
+        call_next: CallNext[mt.CallToolRequestParams, ToolResult],
+    ) -> ToolResult:
+        with self.tracing.request("maitred.call", *traces.carriers(context)) as span:
+            code, result = await self._call(context, call_next)
+            if span.is_recording():
+                traces.note_session(span, self.tracing, self._known_keeper(context))
+                traces.note_call(span, context.message.name, code, result.meta, DECISION_ID_META)
+        self.metrics.count_call(code)
+        return result
+
+    async def _call(
+        self,
+        context: MiddlewareContext[mt.CallToolRequestParams],
+        call_next: CallNext[mt.CallToolRequestParams, ToolResult],
+    ) -> Answer:
+        """The call's result and the code it is counted under: the decision's own (``OK``
+        once it reached the upstream, whatever the upstream answered).
+
+        The call path, one step after another: each step either answers the call (an
+        :data:`Answer`, returned as it is) or hands the next one what it found.
+
+        1. :meth:`_refuse_early`: the session's gatekeeper (none: ``AUTH_REQUIRED``) and
+           arguments that are I-JSON (else refused, never decided);
+        2. :meth:`_admit`: the call charged to the caller's rate limits; a ``find_tools`` call
+           is answered here (:meth:`_find_tools`);
+        3. :meth:`_hold`: what refuses the call before the contracts are read (past a rate,
+           or listed to the other era only), for the check to decide and log;
+        4. :meth:`_decide_call`: an approval answered, else the check (``maitred.check``);
+           a person asked when the decision awaits one; a refusal answered;
+        5. :meth:`_forward_call`: the allowed call sent to its upstream (``maitred.upstream``;
+           :meth:`_forward`), a failure answered ``UPSTREAM_FAILED``;
+        6. :meth:`_after`: a task handed over, or the decision id put in the result, the call
+           recorded in the session and ``list_changed`` sent when it changed the list.
+        """
+        name, args = context.message.name, dict(context.message.arguments or {})
+        keeper = self._refuse_early(context, name, args)
+        if isinstance(keeper, tuple):
+            return keeper
+        limited = await self._admit(keeper, name)
+        if name == FIND_TOOLS and keeper.finds:
+            return await self._find_tools(context, keeper, args, limited)
+        hold = await self._hold(keeper, name, limited)
+        decision = await self._decide_call(context, keeper, name, args, hold, limited)
+        if isinstance(decision, tuple):
+            return decision
+        upstream = keeper.upstream_of(name)
+        result = await self._forward_call(context, call_next, name, upstream, decision)
+        if isinstance(result, tuple):
+            return result
+        return await self._after(context, keeper, name, args, upstream, decision, result)
+
+    def _refuse_early(
+        self, context: MiddlewareContext[Any], name: str, args: Mapping[str, Any]
+    ) -> Gatekeeper | Answer:
+        """The session's gatekeeper; or the answer to a call that reached the gate without
+        an identity, or whose name or arguments are not I-JSON (NaN, a lone surrogate...)."""
+        keeper = self._keeper(context)
+        if keeper is None:
+            return "AUTH_REQUIRED", _text_result(AUTH_REQUIRED)
+        refused = argument_fault(name, args)
+        if refused is not None:
+            return str(refused["code"]), _text_result(refused)
+        return keeper
+
+    async def _admit(self, keeper: Gatekeeper, name: str) -> Refusal | None:
+        """Charge the call to its caller's budgets (:mod:`.rates`): the rate it is past, if
+        any."""
+        admission = await admit(self.limiter, keeper, name, stdio=self.account is not None)
+        if admission.store_error:
+            self.metrics.rate_limit_store_errors.inc()
+        return admission.refusal
+
+    async def _find_tools(
+        self,
+        context: MiddlewareContext[mt.CallToolRequestParams],
+        keeper: Gatekeeper,
+        args: Mapping[str, Any],
+        limited: Refusal | None,
+    ) -> Answer:
+        """A ``find_tools`` call: refused past a rate (no action decision: its answers are
+        turns), else answered (:meth:`_find`)."""
+        if limited is not None:
+            self.metrics.count_limited(limited.scope)
+            return limited.code, _text_result(limited.rejection().to_json())
+        return "FIND_TOOLS", await self._find(context, keeper, args)
+
+    async def _hold(self, keeper: Gatekeeper, name: str, limited: Refusal | None) -> Hold | None:
+        """What refuses the call before its contracts are read: the rate it is past, or its
+        tool listed to the other era only (:func:`~.upstreams.era_hold`)."""
+        if limited is not None:
+            return limited.hold()
+        if self.upstreams is None:
+            return None
+        return await era_hold(self.upstreams.proxies.get(keeper.upstream_of(name)), name)
+
+    async def _decide_call(
+        self,
+        context: MiddlewareContext[mt.CallToolRequestParams],
+        keeper: Gatekeeper,
+        name: str,
+        args: Mapping[str, Any],
+        hold: Hold | None,
+        limited: Refusal | None,
+    ) -> Decision | Answer:
+        """The call's decision when it is allowed, else the answer refusing it: an approval
+        the client answered, else the check; a decision that awaits a person asked
+        (:mod:`.approval`); ``GATE_UNAVAILABLE`` when it could not be decided or logged."""
+        extra: Mapping[str, Any] = {}
+
+        async def answer_with(pending: Decision, answer: ApprovalAnswer) -> Decision:
+            return await self._engine(lambda: keeper.approve(pending, answer, VIA), keeper)
+
+        try:
+            decision = None  # a held call answers no question: it is refused first
+            if hold is None:
+                decision = await self.approvals.answered(context, keeper, answer_with)
+            if decision is None:
+                with self.tracing.span("maitred.check") as checking:
+                    decision = await self._decide(
+                        lambda: keeper.check(name, args, hold=hold),
+                        keeper,
+                        quick=not keeper.lists_first(name, hold),
+                    )
+                    traces.note_decision(checking, decision)
+            if awaits_person(decision):  # asked outside the session's lock (see .approval)
+                asked = await self.approvals.ask(context, keeper, decision, answer_with)
+                if isinstance(asked, ToolResult):  # the client asks, then calls again
+                    return "APPROVAL_ASKED", asked
+                decision, extra = asked
+        except MaitredError as exc:  # not decided, or not durable: the call must not run
+            refusal = Rejection(
+                "GATE_UNAVAILABLE",
+                f"the gateway could not decide or record this call ({type(exc).__name__}: "
+                f"{exc}); it was not executed. Try again later",
+                error="gate_unavailable",
+            )
+            return refusal.code, _text_result(refusal.to_json())
+        if decision.allow:
+            return decision
+        if limited is not None and decision.code == limited.code:  # not a prior refusal
+            self.metrics.count_limited(limited.scope)
+        payload = {**decision.tool_result(), **extra}
+        if keeper.finds and decision.code == "TOOL_NOT_OFFERED":
+            payload["hint"] = f"call {FIND_TOOLS} with what you need to do first"
+        return decision.code, _text_result(payload, decision.decision_id)
+
+    async def _forward_call(
+        self,
+        context: MiddlewareContext[mt.CallToolRequestParams],
+        call_next: CallNext[mt.CallToolRequestParams, ToolResult],
+        name: str,
+        upstream: str,
+        decision: Decision,
+    ) -> ToolResult | Answer:
+        """The allowed call's result from ``upstream`` (:meth:`_forward`); its failure
+        answered ``UPSTREAM_FAILED``, the upstream suspected and the gateway still up."""
+        forwarding = self.tracing.span(  # current while forwarded: the proxy puts it in _meta
+            "maitred.upstream",
+            kind=SpanKind.CLIENT,
+            attributes=traces.upstream_attributes(self.tracing, upstream, name),
+        )
+        try:
+            with forwarding as calling:
+                result = await self._forward(context, call_next, upstream)
+                if isinstance(result, ToolResult):
+                    traces.note_result(calling, result)
+        except Exception as exc:  # the upstream failed; the gateway must answer and stay up
+            if refuses_client(exc):  # the upstream's answer to this client: passed on as sent
+                raise
+            self.metrics.upstream_failures.labels(upstream).inc()
+            if self.upstreams is not None:
+                self.upstreams.suspect(upstream)  # listed again: does it answer at all?
+            failed = Rejection(
+                "UPSTREAM_FAILED",
+                f"the upstream MCP server {upstream!r} failed on {name}: "
+                f"{type(exc).__name__}: {exc}. The call may not have run; try again later "
+                "(the other tools still work)",
+                decision_id=decision.decision_id,
+                error="upstream_failed",
+                executed=None,
+            )
+            payload = {**failed.to_json(), "upstream": upstream}
+            return failed.code, _text_result(payload, decision.decision_id)
+        if self.upstreams is not None:
+            self.upstreams.answered(upstream)
+        return result
+
+    async def _forward(
+        self,
+        context: MiddlewareContext[mt.CallToolRequestParams],
+        call_next: CallNext[mt.CallToolRequestParams, ToolResult],
+        upstream: str,
+    ) -> ToolResult:
+        """An allowed call, sent to the upstream that lists its tool (in the client's era).
+
+        Straight to that upstream's tool, as the tasks extension's interceptor sends a call
+        that may become a task: FastMCP's own dispatch would look the tool up again across
+        every provider (a task group per call), apply session transforms and visibility the
+        gateway does not use, and run the inner middlewares, which pass a call on untouched
+        -- about two fifths of the Python calls the gateway adds to a forwarded call
+        (benchmarks/results/gateway.md). The upstream's errors reach the gate as they would
+        through that dispatch. With the tasks extension on, FastMCP dispatches (its
+        interceptor is on that path), and so does a tool no upstream lists any more.
+        """
+        proxies = self.upstreams.proxies if self.upstreams is not None else {}
+        proxy = proxies.get(upstream) if self.tasks is None else None
+        tool = await proxy.get_tool(context.message.name) if proxy is not None else None
+        if not isinstance(tool, UpstreamTool):
+            return await call_next(context)
+        result = await tool._run(dict(context.message.arguments or {}))
+        if self.surface_guard is not None:
+            return await self.surface_guard.after_call(context, result)
+        return result
+
+    async def _after(
+        self,
+        context: MiddlewareContext[mt.CallToolRequestParams],
+        keeper: Gatekeeper,
+        name: str,
+        args: Mapping[str, Any],
+        upstream: str,
+        decision: Decision,
+        result: ToolResult,
+    ) -> Answer:
+        """After the upstream answered: a task handed over (:meth:`_task`), or the result
+        with its decision id; a successful call recorded in the session, and
+        ``list_changed`` sent when that changed what it sees."""
+        if isinstance(result, CreatedTask):  # the upstream made a task of the call (.tasks)
+            return await self._task(keeper, decision, upstream, result)
+        result = _with_decision_id(result, decision.decision_id)
+        if result.is_error:
+            return decision.code, result
+        output = result.structured_content  # an object, so `records: {creates: ...}` can read it
+        if keeper.mutates(name) or not keeper.lock.acquire(blocking=False):
+            changed = await self._engine(lambda: keeper.after_call(name, args, output), keeper)
+        else:  # a read only updates the session in memory: no second hop to the worker thread
+            try:
+                changed = keeper.after_call(name, args, output)
+            finally:
+                keeper.lock.release()
+        if changed:
+            await _list_changed(context)
+        return decision.code, result
+
+    async def _task(
+        self, keeper: Gatekeeper, decision: Decision, upstream: str, task: CreatedTask
+    ) -> tuple[str, ToolResult]:
+        """The task handle, recorded as the caller's before the caller sees it."""
+        assert self.tasks is not None  # only the tasks extension, given this book, makes one
+        handed = await hand_over(self.tasks, keeper, decision, upstream, task, self._engine)
+        if isinstance(handed, Rejection):
+            return handed.code, _text_result(handed.to_json(), decision.decision_id)
+        return "ALLOWED", cast(ToolResult, handed)
+
+    async def _find(
+        self,
+        context: MiddlewareContext[mt.CallToolRequestParams],
+        keeper: Gatekeeper,
+        args: Mapping[str, Any],
+    ) -> ToolResult:
+        needs = read_needs(args)
+        if isinstance(needs, Rejection):  # nothing routed, nothing logged
+            return _text_result(needs.to_json())
+        try:
+            with self.tracing.span("maitred.find_tools") as finding:
+                answer = await self._engine(lambda: keeper.find(needs), keeper)
+                traces.note_found(finding, keeper, answer)
+        except MaitredError as exc:
+            return _text_result(
+                {
+                    "code": "GATE_UNAVAILABLE",
+                    "message": f"the gateway could not route this need ({type(exc).__name__}: "
+                    f"{exc}); no tool was disclosed. Try again later",
+                }
+            )
+        text = json.dumps(answer, ensure_ascii=False, sort_keys=True)
+        return ToolResult(
+            content=[mt.TextContent(type="text", text=text)], structured_content=answer
+        )
