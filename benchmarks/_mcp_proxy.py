@@ -19,7 +19,7 @@ does.
 
 With ``--http PORT`` it serves streamable HTTP on 127.0.0.1 instead (0: a free port), without
 auth, and prints ``serving http://127.0.0.1:N/mcp`` on stderr once the socket is bound; its
-socket is made as the gateway makes its own (:func:`maitred.gateway.server.listening_socket`),
+socket is made as the gateway makes its own (:func:`maitred.gateway.serve.listening_socket`),
 so both sides' connections have ``TCP_NODELAY``.
 """
 

@@ -1,12 +1,12 @@
 """What one pass of the gateway's state watch costs, against re-listing every session.
 
-In process, no MCP transport: the gateway's own :class:`~maitred.gateway.Gates` over the
+In process, no MCP transport: the gateway's own :class:`~maitred.gateway.GatewayEngines` over the
 generated tools of ``benchmarks/_mcp_upstream.py`` (every tool has an exit predicate, every
 fifth one is paid-plan only), a JSON state file of ``--accounts`` accounts on the free plan,
 a SQLite decision log, and ``--sessions`` gatekeepers spread over the accounts, each of which
 has listed once. Three ways to run one watch pass, timed in the same run:
 
-* **watch, state unchanged**: :meth:`Gates.recheck` (one state read per account, each tool
+* **watch, state unchanged**: :meth:`GatewayEngines.recheck` (one state read per account, each tool
   decided once per account in memory, nothing logged);
 * **naive re-list**: what a watch without the in-memory probe would do, a logged listing turn
   (:meth:`Gatekeeper.visible`) for every session on every pass;
@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _mcp_upstream import sidecar, tool_name
 
-from maitred.gateway import Gatekeeper, Gates, parse_config
+from maitred.gateway import Gatekeeper, GatewayEngines, parse_config
 
 
 def _tools(n: int) -> list[dict[str, Any]]:
@@ -78,7 +78,7 @@ def measure(root: Path, tools: int, sessions: int, accounts: int, passes: int) -
         "bench",
         base=root,
     )
-    gates = Gates.open(config, {"bench": _tools(tools)})
+    gates = GatewayEngines.open(config, {"bench": _tools(tools)})
     try:
         keepers: list[Gatekeeper] = [gates.keeper(f"acc-{s % accounts}") for s in range(sessions)]
         for keeper in keepers:

@@ -29,7 +29,6 @@ Only the CLI imports this package, and only this package imports fastmcp or mcp.
 
 from maitred.gateway.config import GatewayConfig, Token, Upstream, load_config, parse_config
 from maitred.gateway.keeper import Gatekeeper, GatewayEngines, catalog_from_tools
-from maitred.gateway.keeper import Gates as Gates  # the former name (benchmarks/)
 
 __all__ = [
     "Gatekeeper",

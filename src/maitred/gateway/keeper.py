@@ -405,11 +405,6 @@ def _listing_engine(
     return Maitred(pipeline, owns_log=owns_log and log is not None)
 
 
-#: the class's former name: "gate" names only the pipeline's two deciding stages (ARCHITECTURE.md,
-#: "Words"); kept while benchmarks/gateway_watch.py imports it
-Gates = GatewayEngines
-
-
 class Gatekeeper:
     """Visibility and call decisions for one gateway session (one account, fixed for its life).
 

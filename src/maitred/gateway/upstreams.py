@@ -27,7 +27,7 @@ decide, so here:
   catalog is their union) and in the client's era within one; :func:`era_hold` is how the
   gate learns that a tool is listed only to the other era.
 
-The gate decides on the components (:mod:`maitred.gateway.server`); nothing here decides.
+The gate decides on the components (:mod:`maitred.gateway.calls`); nothing here decides.
 """
 
 from __future__ import annotations
@@ -235,7 +235,7 @@ class ListingProxy(ProxyProvider):
     (:meth:`Eras.reach`), so each client sees what the upstream lists to its era; outside a
     request (at start, when an upstream joins) it lists in every era the upstream speaks --
     ``auto`` first (2026-07-28 when spoken), then the handshake era -- and returns their
-    union, each name once (the newest era's object): the catalog the gates are built on.
+    union, each name once (the newest era's object): the catalog the gateway's engines are built on.
     A stdio upstream is one session in one era: its one listing serves every client.
 
     Every fresh listing of the upstream's tools is handed to the ``listeners``
