@@ -18,15 +18,15 @@ What it does, in order:
    equal generation's for the same text), cached in float32 (``states32-*.npz``), so every
    figure is exactly what ``maitred native rollout`` gets from a fresh read.
 
-3. **Gates.** For each catalog, with untrained maps (top principal components of the
+3. **Firing rules.** For each catalog, with untrained maps (top principal components of the
    catalog's own skill tokens, what ``native-glance`` does without trained maps) and with
    trained maps (``--maps``): calibrates the threshold on val (most correct minus false fires)
    and reports val and test rates. With the trained maps also for each half-life (4 .. 32
-   tokens, and no decay) and two ablations at the default half-life: gating on the top
+   tokens, and no decay) and two ablations at the default half-life: firing on the top
    evidence instead of the lead (``evidence``), and the glance's own score, raw top-k votes
-   averaged, gated on its top value (``glance-average``). Last, the written-task mode that
+   averaged, fired on its top value (``glance-average``). Last, the written-task mode that
    ``generate_with_skills`` uses for the prompt: each whole test text read as one block
-   (uniform weights) and gated once (``prompt-block``).
+   (uniform weights) and fired on once (``prompt-block``).
 
 4. **Generates** with ``generate_with_skills`` (the full SmolLM2, greedy) on a few prompts at the
    calibrated sitecare threshold, printing the transcripts.
@@ -192,7 +192,7 @@ def glance_average(maps: GlanceMaps, bank: KeyBank, states: F32, decay: float) -
 
 
 def top_only(scores: F32) -> F32:
-    """Rows whose lead is their top score (others zeroed): gates on the top value itself."""
+    """Rows whose lead is their top score (others zeroed): fires on the top value itself."""
     out = np.zeros_like(scores)
     rows = np.arange(len(scores))
     top = scores.argmax(axis=1)
@@ -246,7 +246,7 @@ def run(setup: Setup, label: str, half_life: float, variant: str = "lead") -> di
 
 def prompt_block(setup: Setup, label: str, half_life: float) -> dict[str, Any]:
     """The written-task mode of generate_with_skills: each whole test text as one block (uniform
-    weights), gated once at the threshold calibrated on streamed val trajectories."""
+    weights), fired on once at the threshold calibrated on streamed val trajectories."""
     decay, names = decay_for(half_life), setup.bank.names
     threshold = calibrate_threshold(traces(setup, "val", decay), names).threshold
     counts = {"pos": 0, "neg": 0, "fired": 0, "correct": 0, "false": 0}
@@ -317,7 +317,7 @@ def main() -> None:
     backbone = Backbone.load(layer=24)
     all_setups = setups(backbone, args.maps, IndexStore(REPO / ".maitred-cache"))
     print(
-        "| set | maps | gate | half-life | val net | trigger | correct | correct/fired | early "
+        "| set | maps | rule | half-life | val net | trigger | correct | correct/fired | early "
         "| false-fire | latency |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- "
         "| --- |"
     )

@@ -197,8 +197,8 @@ class Maitred:
             log=log,
             clock=clock,
         )
-        policy = Rulebook.from_catalog(catalog, found.name, found.settings(settings))
-        return cls(pipeline, ActionGate(policy, clock=clock, log=log))
+        rulebook = Rulebook.from_catalog(catalog, found.name, found.settings(settings))
+        return cls(pipeline, ActionGate(rulebook, clock=clock, log=log))
 
     # -- what it holds ------------------------------------------------------------------------
 

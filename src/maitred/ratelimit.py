@@ -37,7 +37,7 @@ Windows are measured by each process's own clock: replicas need synchronised clo
 
 **When the shared store is down** (it does not answer within ``storage_timeout_s``): a
 mutating call fails closed, ``RATE_LIMIT_UNAVAILABLE`` ("the rate limit could not be
-checked"), like every gate of maitred that cannot decide. A read-only call is counted against
+checked"), like every check of maitred that cannot decide. A read-only call is counted against
 a budget of this process alone (the same rates, in memory), so a store outage neither stops
 every read nor lets a runaway client loose: each replica still holds it to the limit, at most
 the number of replicas times the limit in all. The outage and the recovery are reported once

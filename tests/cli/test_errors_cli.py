@@ -56,7 +56,7 @@ def _tables_not_a_mapping(site: Sitecare, tmp: Path) -> tuple[list[str], str]:
 def _tables_not_yaml(site: Sitecare, tmp: Path) -> tuple[list[str], str]:
     tables = tmp / "tables.yaml"
     tables.write_text("account: {table: [accounts\n", encoding="utf-8")
-    return _route(site, tables=str(tables)), f"{tables}:2: cannot read the tables mapping"
+    return _route(site, tables=str(tables)), f"{tables}:2: not valid YAML"
 
 
 def _tables_not_utf8(site: Sitecare, tmp: Path) -> tuple[list[str], str]:

@@ -229,14 +229,14 @@ def test_a_control_character_in_a_sidecar_is_a_contract_error_naming_the_file(
     """PyYAML's reader refuses such text before parsing starts; that is still bad input."""
     path = _write(tmp_path, "tools:\n  refund: {mutates: true}\x00\n")
     with pytest.raises(
-        ContractError, match=r"shop\.maitred\.yaml: not valid YAML: character #x0000"
+        ContractError, match=r"shop\.maitred\.yaml:2: not valid YAML: character #x0000"
     ):
         load_catalog([path], strict=True)
     skill = tmp_path / "skills" / "refund-help"
     skill.mkdir(parents=True)
     (skill / "SKILL.md").write_text("---\nname: refund-help\ndescription: d\n---\nb\n")
     (skill / "maitred.yaml").write_text("cost: 1\x00\n", encoding="utf-8")
-    with pytest.raises(ContractError, match=r"maitred\.yaml: not valid YAML: character #x0000"):
+    with pytest.raises(ContractError, match=r"maitred\.yaml:1: not valid YAML: character #x0000"):
         load_catalog([tmp_path / "skills"], strict=True)
 
 

@@ -83,6 +83,13 @@ def test_bad_yaml_names_the_line(tmp_path: Path) -> None:
         load_config(path)
 
 
+def test_a_key_given_twice_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "serve.yaml"
+    path.write_text("catalogs: [a]\nstate: x\nstate: y\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=rf"^{path}:3: key 'state' is given twice"):
+        load_config(path)
+
+
 def test_an_engine_that_cannot_open_names_the_config(tmp_path: Path) -> None:
     path = write_deployment(tmp_path, state="sqlite:///no/such.db")
     with pytest.raises(ConfigError, match=rf"^{path}: SQL state provider: no SQLite database"):

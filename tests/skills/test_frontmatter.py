@@ -95,7 +95,7 @@ def test_yaml_error_names_the_line_of_skill_md(text: str, line: int) -> None:
 
 
 def test_unprintable_character_names_its_line() -> None:
-    with pytest.raises(SkillParseError, match="character YAML does not allow") as info:
+    with pytest.raises(SkillParseError, match="character #x0007 is not allowed in YAML") as info:
         parse_skill_md("---\nname: demo\ndescription: a\x07b\n---\n", folder_name="demo")
     assert info.value.line == 3
 

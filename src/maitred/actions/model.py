@@ -10,7 +10,7 @@ the session it came from, the values each predicate read, their versions and the
 
 Gate-level codes (rule packs add their own, e.g. ``AIRLINE_CANCEL_NOT_ELIGIBLE``):
 
-* ``TOOL_UNKNOWN`` -- no tool of that name is known to the policy;
+* ``TOOL_UNKNOWN`` -- no tool of that name is known to the rulebook;
 * ``INSUFFICIENT_SCOPE`` -- the caller said which OAuth scopes it holds
   (:attr:`CallContext.granted <maitred.context.CallContext.granted>`) and lacks one the tool's
   contract requires: decided by the kernel's scope rule

@@ -1,4 +1,4 @@
-"""The action gate's policy: the tools it knows and the call policies attached to each.
+"""The action gate's rulebook: the tools it knows and the call policies attached to each.
 
 A :class:`Rulebook` is built from a catalog (:meth:`Rulebook.from_catalog`): every entry, its
 argument schema and its contract (``mutates``, exit predicates, call policies, records). The
@@ -7,7 +7,7 @@ policy predicates themselves -- named, versioned rules over ``args.*``, ``state.
 re-exported here because rule packs write them.
 
 Every predicate on a *mutating* tool must fail closed (``on_missing`` and ``on_stale`` are
-``"block"``): a policy refuses anything else, so a silent wrong state cannot come from a
+``"block"``): a rulebook refuses anything else, so a silent wrong state cannot come from a
 missing key.
 """
 
@@ -93,7 +93,7 @@ class Rulebook:
     from tools and free-standing predicates that name their tools (:meth:`build`).
 
     Attributes:
-        name: the policy's name (``tau2-airline``, or the catalog's).
+        name: the rulebook's name (``tau2-airline``, or the catalog's).
         tools: tool name -> :class:`ToolRules`.
         tracking: what sessions record (see :class:`Tracking`).
         settings: the settings the rules were built with (``now`` ...).
@@ -134,12 +134,12 @@ class Rulebook:
         attached = {t.name: list(t.contract.policies) for t in listed}
         for pred in predicates:
             if not pred.tools:
-                raise ContractError(f"policy {name!r}: predicate {pred.name!r} names no tools")
+                raise ContractError(f"rulebook {name!r}: predicate {pred.name!r} names no tools")
             for tool in pred.tools:
                 if tool not in by_tool:
                     raise ContractError(
-                        f"policy {name!r}: predicate {pred.name!r} names tool {tool!r}, which "
-                        f"the policy does not declare; choose one of {sorted(by_tool)}"
+                        f"rulebook {name!r}: predicate {pred.name!r} names tool {tool!r}, which "
+                        f"the rulebook does not declare; choose one of {sorted(by_tool)}"
                     )
                 attached[tool].append(pred)
         return cls._assemble(name, listed, attached, tracking or Tracking.of(listed), settings)
@@ -153,7 +153,7 @@ class Rulebook:
         tracking: Tracking,
         settings: Mapping[str, Any] | None,
     ) -> Rulebook:
-        """Refuse fail-open rules on writes, then freeze the policy and its version."""
+        """Refuse fail-open rules on writes, then freeze the rulebook and its version."""
         for tool in tools:
             for pred in attached[tool.name]:
                 if tool.contract.mutates and "offer" in (
@@ -161,7 +161,7 @@ class Rulebook:
                     pred.predicate.on_stale,
                 ):
                     raise ContractError(
-                        f"policy {name!r}: predicate {pred.name!r} fails open on the mutating "
+                        f"rulebook {name!r}: predicate {pred.name!r} fails open on the mutating "
                         f"tool {tool.name!r}; mutating calls fail closed: set on_missing and "
                         "on_stale to 'block'"
                     )
@@ -179,7 +179,7 @@ class Rulebook:
         """A copy in which ``tool`` also re-checks these executability predicates per call."""
         if tool not in self.tools:
             raise ContractError(
-                f"policy {self.name!r} has no tool {tool!r}; choose one of {sorted(self.tools)}"
+                f"rulebook {self.name!r} has no tool {tool!r}; choose one of {sorted(self.tools)}"
             )
         current = self.tools[tool]
         contract = replace(current.tool.contract, exit_predicates=tuple(predicates))

@@ -207,13 +207,6 @@ class FixtureSpace:
     def keys(self) -> tuple[str, ...]:
         return tuple(p.key for p in self.pools)
 
-    def pool_json(self) -> dict[str, dict[str, list[Any]]]:
-        """The pools as JSON, for reports: what the audit tried for each key."""
-        return {
-            p.key: {"typical": list(p.typical), "odd": list(p.odd), "ages": list(p.ages)}
-            for p in self.pools
-        }
-
     # -- seeded random draws ----------------------------------------------------------------
 
     def draw(self, rng: random.Random) -> Fixture:

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import typer
-import yaml
 from rich.console import Console
 from rich.progress import (
     BarColumn,
@@ -21,6 +20,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from maitred._yaml import read_yaml
 from maitred.errors import ConfigError, MaitredError
 
 console = Console()
@@ -88,16 +88,7 @@ def load_tables(path: Path | None) -> dict[str, Any] | None:
     """Read a tables mapping file, naming the file when it is wrong."""
     if path is None:
         return None
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.MarkedYAMLError as exc:  # str(exc) spans lines and names "<unicode string>"
-        mark = exc.problem_mark
-        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
-        what = "; ".join(filter(None, (exc.context, exc.problem))) or type(exc).__name__
-        column = f" at column {mark.column + 1}" if mark is not None else ""
-        raise ConfigError(f"{where}: cannot read the tables mapping: {what}{column}") from None
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise ConfigError(f"{path}: cannot read the tables mapping: {exc}") from None
+    data = read_yaml(path, "the tables mapping")
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: expected a mapping of key root -> table spec")
     return data

@@ -44,10 +44,10 @@ from maitred.lab.sim import make_executor
 from maitred.log.base import open_log
 
 
-def _load_db(path: Path, policy: Rulebook) -> dict[str, Any]:
-    """The state document at ``path``, refused unless it has every collection ``policy`` reads.
+def _load_db(path: Path, rulebook: Rulebook) -> dict[str, Any]:
+    """The state document at ``path``, refused unless it has every collection ``rulebook`` reads.
 
-    The required top-level collections are the ``state.<name>`` roots the pack's policy
+    The required top-level collections are the ``state.<name>`` roots the pack's rulebook
     predicates declare in their reads (``state.reservations[args.reservation_id]`` needs
     ``reservations``), each a JSON object of records by id; an empty or wrong-shaped document
     would otherwise replay with every lookup "not found", which reads like real verdicts.
@@ -64,7 +64,7 @@ def _load_db(path: Path, policy: Rulebook) -> dict[str, Any]:
     needed = sorted(
         {
             re.split(r"[.\[]", key[len("state.") :], maxsplit=1)[0]
-            for tool in policy.tools.values()
+            for tool in rulebook.tools.values()
             for pred in tool.predicates
             for key in pred.reads
             if key.startswith("state.")
@@ -73,7 +73,7 @@ def _load_db(path: Path, policy: Rulebook) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ConfigError(
             f"{path}: the database must be a JSON object with the collections {needed} "
-            f"(what pack {policy.name!r} reads), not a {type(data).__name__}"
+            f"(what pack {rulebook.name!r} reads), not a {type(data).__name__}"
         )
     missing = [name for name in needed if name not in data]
     wrong = [
@@ -84,7 +84,7 @@ def _load_db(path: Path, policy: Rulebook) -> dict[str, Any]:
     if missing or wrong:
         problems = ([f"missing {missing}"] if missing else []) + wrong
         raise ConfigError(
-            f"{path}: not a database for pack {policy.name!r}: {'; '.join(problems)}; it needs "
+            f"{path}: not a database for pack {rulebook.name!r}: {'; '.join(problems)}; it needs "
             f"the top-level collections {needed}, each an object of records by id "
             f'({{"{needed[0]}": {{"<id>": {{...}}}}, ...}})'
         )

@@ -68,7 +68,7 @@ def _report_bad(found: list[InputError], path: Path) -> None:
 
 
 def _exit_if_bad(bad: list[InputError]) -> None:
-    """One bad-input policy: the good records were used; any bad one makes the exit status 1."""
+    """One rule for bad input: the good records were used; any bad one makes the exit status 1."""
     if bad:
         err_console.print(f"{len(bad)} bad line(s) were skipped (exit status 1)")
         raise typer.Exit(1)

@@ -3,7 +3,7 @@
 Rules, in order:
 
 1. a declared key the snapshot lacks -> status ``missing``; the predicate holds iff its
-   ``on_missing`` policy is ``"block"``;
+   ``on_missing`` fail mode is ``"block"``;
 2. a declared key older than its ``max_age_s`` bound -> status ``stale``; holds iff
    ``on_stale == "block"``;
 3. otherwise the predicate runs; an exception of any kind (a CEL error, a Python bug, an

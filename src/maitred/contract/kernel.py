@@ -24,9 +24,9 @@ outcome                     rule                                                
                             account (``Snapshot.account_found is False``): no
                             predicate is asked, for the same reason
 predicate holds             its exit condition is true                               hidden
-missing key                 the predicate's ``on_missing``: ``block`` holds,         per policy
+missing key                 the predicate's ``on_missing``: ``block`` holds,         per fail mode
                             ``offer`` does not (and is kept in ``soft``)
-stale key                   the predicate's ``on_stale``, likewise                   per policy
+stale key                   the predicate's ``on_stale``, likewise                   per fail mode
 evaluation error            holds, always (an error never passes)                    hidden
 otherwise                   --                                                       executable
 ==========================  ======================================================  ==========
@@ -53,10 +53,10 @@ nothing is connected"); the sitecare and airline skills rely on it for writes. A
 missing for *every* account (a table mapping that lacks it) is refused when the engine is
 built (:func:`~maitred.gate.executability.require_coverage`), not decided here. Call policies
 over ``args``/``state``/``session`` are stricter: a fail-open one on a mutating tool is refused
-when the policy is built (:class:`~maitred.actions.Rulebook`).
+when the rulebook is built (:class:`~maitred.actions.Rulebook`).
 
 The verdict keeps every predicate outcome that decided it (``fired``) and every one that did not
-hold only because a fail-open policy decided (``soft``), so a log row can say exactly why.
+hold only because a fail-open mode (``offer``) decided (``soft``), so a log row can say exactly why.
 """
 
 from __future__ import annotations
@@ -120,7 +120,7 @@ class ExitVerdict:
         cause: set when it is hidden because the state itself could not be trusted; no
             predicate was asked then, so ``fired`` and ``soft`` are empty.
         fired: the outcomes that hold (why it is hidden), in declaration order.
-        soft: outcomes that did not hold only because a fail-open policy decided (logged).
+        soft: outcomes that did not hold only because a fail-open mode (``offer``) decided (logged).
         mutates: the contract's ``mutates``, kept so a caller can say how it fails.
         missing_scopes: the required scopes the caller lacks (then ``fired`` is the one
             :data:`SCOPES` outcome, and no state was asked).

@@ -164,10 +164,10 @@ def _check_common(
             raise ContractError(
                 f"predicate {name!r}: state key {key!r} must be a dotted path like 'account.plan'"
             )
-    for label, policy in (("on_missing", on_missing), ("on_stale", on_stale)):
-        if policy not in FAIL_MODES:
+    for label, mode in (("on_missing", on_missing), ("on_stale", on_stale)):
+        if mode not in FAIL_MODES:
             raise ContractError(
-                f"predicate {name!r}: {label} is {policy!r}; choose one of {list(FAIL_MODES)}"
+                f"predicate {name!r}: {label} is {mode!r}; choose one of {list(FAIL_MODES)}"
             )
     return keys
 

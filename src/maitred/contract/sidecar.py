@@ -33,6 +33,7 @@ from typing import Any
 
 import yaml
 
+from maitred._yaml import YamlProblem, parse_yaml
 from maitred.contract.model import Contract
 from maitred.contract.predicate import CelPredicate, Predicate, PythonPredicate
 from maitred.errors import (
@@ -144,30 +145,10 @@ def _read(
         )
         return {}, None
     try:
-        loader = yaml.SafeLoader(text)
-    except yaml.reader.ReaderError as exc:  # a control character: the reader refuses the text
-        problems.add(
-            None,
-            f"not valid YAML: character #x{exc.character:04x} at position {exc.position} is "
-            "not allowed in YAML; save the file as plain UTF-8 text",
-        )
+        data, node = parse_yaml(text, str(path))
+    except YamlProblem as exc:
+        problems.items.append((exc.line, exc.detail))
         return {}, None
-    try:
-        node = loader.get_single_node()
-        data = loader.construct_document(node) if node is not None else None
-    except yaml.MarkedYAMLError as exc:  # str(exc) would name "<unicode string>", not the file
-        mark = exc.problem_mark or exc.context_mark
-        what = "; ".join(p for p in (exc.context, exc.problem) if p) or "syntax error"
-        column = f" at column {mark.column + 1}" if mark is not None else ""
-        problems.items.append(
-            (mark.line + 1 if mark is not None else None, f"not valid YAML: {what}{column}")
-        )
-        return {}, None
-    except (yaml.YAMLError, ValueError, TypeError, RecursionError) as exc:
-        problems.add(None, f"cannot be loaded as YAML ({type(exc).__name__}: {exc})")
-        return {}, None
-    finally:
-        loader.dispose()
     if data is None:
         return {}, None
     if not isinstance(data, dict) or not isinstance(node, yaml.MappingNode):

@@ -55,7 +55,7 @@ class GateOutcome:
         visible: True when no exit predicate holds and the turn has no cause.
         fired: the outcomes that hold (why it is blocked); empty when visible or when it was
             blocked for the turn's cause (no predicate was asked then).
-        soft: outcomes that did not hold but were decided by a fail-open policy (logged).
+        soft: outcomes that did not hold but were decided by a fail-open mode (``offer``, logged).
         cause: set when the candidate was blocked because state could not be trusted.
         missing_scopes: the scopes its contract requires that the caller was not granted
             (then ``fired`` is the kernel's one :data:`~maitred.contract.kernel.SCOPES` outcome).

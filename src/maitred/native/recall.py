@@ -23,7 +23,7 @@ banks are rebuilt from them (a matrix product) so new maps never need a new forw
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Final
 
@@ -31,7 +31,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from maitred.native import require_torch
-from maitred.native.backbone import MAX_TOKENS, Backbone, Progress, native_cache_dir
+from maitred.native.backbone import Backbone, Progress, native_cache_dir
 from maitred.native.data import SKILL_TEXT_CHARS, skill_text
 from maitred.native.glance import DEFAULT_TOP_K, GlanceMaps, KeyBank
 from maitred.native.states import load_states, save_states
@@ -189,11 +189,3 @@ def build_recaller(
         maps = GlanceMaps.load(path, backbone_id=backbone.backbone_id, layer=backbone.layer)
     bank = KeyBank.build(catalog.names, states, maps, epsilon=epsilon)
     return NativeGlanceRecaller(catalog, backbone, maps, bank, top_k=top_k)
-
-
-def rank_many(
-    recaller: NativeGlanceRecaller, texts: Sequence[str], k: int, *, batch_size: int = 16
-) -> list[list[Candidate]]:
-    """:meth:`NativeGlanceRecaller.rank` for many texts, reading them in batches."""
-    states = recaller.backbone.states(texts, max_tokens=MAX_TOKENS, batch_size=batch_size)
-    return [recaller.rank_states(s, k) for s in states]

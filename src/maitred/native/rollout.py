@@ -17,7 +17,7 @@ O(skills) per token after the token's one sweep of the banks, never a pass over 
 It is a sum, not the glance's average: the average of one or two tokens is as high as that of
 a whole request, so a lone early token would look decisive, while evidence has to build up
 over several tokens (the ranking is the same: at any moment every skill would be divided by
-the same total weight). Gated the same way, the glance's own score (raw top-k votes,
+the same total weight). Fired by the same rule, the glance's own score (raw top-k votes,
 averaged) found no useful threshold on MetaTool's validation trajectories and loaded half as
 many right skills on sitecare's (docs/native.md, "Mid-rollout firing").
 
@@ -26,14 +26,14 @@ The written task (the user's prompt) enters this way, with *uniform* weights amo
 (the paper's weights for written tasks), and a total weight equal to what n streamed tokens
 would have by the time the last is read, ``(1 - decay**n) / (1 - decay)`` -- so a long prompt
 counts as at most one window of tokens. It then decays as a whole while the agent writes. For
-the gate a block is n observed tokens that share one score: its leader has led for n tokens,
+the firing rule a block is n observed tokens that share one score: its leader has led for n tokens,
 so a prompt whose leader clears the threshold fires at once, before the first generated token
 (patience guards against a one-token blip mid-stream, which a block average is not).
 
-**The gate.** After each observation the leader is checked: when the same skill leads, by a
+**The firing rule.** After each observation the leader is checked: when the same skill leads, by a
 *lead* (its evidence minus the runner-up's) above the threshold, for ``patience`` consecutive
 observed tokens (two, as in the paper), it fires. The lead rather than the evidence itself,
-because what makes a load safe is a clear winner: on the test trajectories gating on the lead
+because what makes a load safe is a clear winner: on the test trajectories firing on the lead
 loaded about as many right skills and fewer wrong ones (right when fired 0.67 vs 0.55 on
 MetaTool, 1.00 vs 0.88 on sitecare). A fired skill never fires again in the rollout, and
 while it still leads no other skill can fire (the streak restarts): only a skill that
@@ -77,7 +77,7 @@ the val-best 2 (a difference within noise) so that a need spread over a phrase i
 its last word or two."""
 
 DEFAULT_PATIENCE: Final = 2
-"""Consecutive tokens the same skill must lead above the threshold (the paper's gate)."""
+"""Consecutive tokens the same skill must lead above the threshold (the paper's firing rule)."""
 
 MARKER: Final = "\u2063MAITRED{}\u2063"
 """Placeholder contents used to cut the chat template around a message."""
@@ -136,7 +136,7 @@ def centred_votes(m: F32, top_k: int | None = DEFAULT_TOP_K) -> F32:
 
 
 class RollingGlance:
-    """Decayed evidence per skill over a growing context (no gate).
+    """Decayed evidence per skill over a growing context (no firing rule).
 
     Attributes:
         maps, bank: the glance.
@@ -202,7 +202,7 @@ class RollingGlance:
         self._tokens = 0
 
 
-class Gate:
+class FiringRule:
     """Fire the skill that leads by more than ``threshold`` for ``patience`` consecutive tokens.
 
     Attributes:
@@ -257,7 +257,7 @@ class SkillTrigger:
 
     Attributes:
         glance: the rolling evidence.
-        gate: the firing rule.
+        rule: the firing rule.
     """
 
     def __init__(
@@ -280,7 +280,7 @@ class SkillTrigger:
             top_k: skills each token votes for.
         """
         self.glance = RollingGlance(maps, bank, decay=decay, top_k=top_k)
-        self.gate = Gate(bank.names, threshold, patience)
+        self.rule = FiringRule(bank.names, threshold, patience)
 
     @property
     def layer(self) -> int:
@@ -295,7 +295,7 @@ class SkillTrigger:
     @property
     def fired(self) -> tuple[Fire, ...]:
         """What fired since the last reset."""
-        return self.gate.fired
+        return self.rule.fired
 
     def observe(self, state: F32) -> Fire | None:
         """Read one token's state (``[hidden]``) or a block of same-age tokens (``[n, hidden]``).
@@ -307,12 +307,12 @@ class SkillTrigger:
         scores = self.glance.push(state)
         if self.glance.tokens == before:
             return None
-        return self.gate.step(scores, self.glance.tokens - 1, self.glance.tokens - before)
+        return self.rule.step(scores, self.glance.tokens - 1, self.glance.tokens - before)
 
     def reset(self) -> None:
         """Start a new rollout."""
         self.glance.reset()
-        self.gate.reset()
+        self.rule.reset()
 
 
 # --------------------------------------------------------------------------- generation

@@ -51,7 +51,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from maitred.errors import ConfigError
-from maitred.recall._rank import top_k
+from maitred.recall._halves import mix_halves, read_halves
 from maitred.recall.base import Candidate
 from maitred.recall.bm25 import BM25Recaller
 from maitred.recall.dense import DenseRecaller
@@ -189,13 +189,9 @@ class AdaptiveRecaller:
     ) -> Evidence:
         """Both halves' standouts over the pool for one query (``query`` = its unit vector;
         ``power`` defaults to this recaller's)."""
-        depth = max(self.depth, k)
-        bm25 = self.bm25.scores(text)
-        rows, _ = self.dense.index.search(query, depth)
-        pool = np.union1d(rows, top_k(bm25, depth, min_score=0.0)).astype(np.intp)
-        cosines = self.dense.index.cosines(query, pool)
+        h = read_halves(self.bm25, self.dense, text, query, max(self.depth, k))
         mean, sd = self.cosine_moments(query)
-        return weigh(bm25, pool, cosines, mean, sd, self.power if power is None else power)
+        return weigh(h.bm25, h.pool, h.cosines, mean, sd, self.power if power is None else power)
 
     def mix(
         self, evidence: Evidence, k: int, lexical_weight: float | None = None
@@ -210,22 +206,9 @@ class AdaptiveRecaller:
         """
         a = self.lexical_weight if lexical_weight is None else lexical_weight
         e = evidence
-        score = a * e.lexical + (1.0 - a) * e.semantic
-        order = np.lexsort((e.pool, -e.cosines, -score))[:k]
-        names = self._names
-        return [
-            Candidate(
-                names[e.pool[j]],
-                r,
-                float(score[j]),
-                {
-                    "adaptive": float(score[j]),
-                    "bm25": float(e.bm25[j]),
-                    "dense": float(e.cosines[j]),
-                },
-            )
-            for r, j in enumerate(order, start=1)
-        ]
+        return mix_halves(
+            "adaptive", self._names, e.pool, e.lexical, e.semantic, a, e.bm25, e.cosines, k
+        )
 
     @property
     def settings(self) -> dict[str, str]:

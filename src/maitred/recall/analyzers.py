@@ -180,11 +180,6 @@ def _split_han(run: str) -> list[tuple[str, str]]:
     return [(p, "") if i % 2 else ("", p) for i, p in enumerate(_HAN_RUN.split(run)) if p]
 
 
-def has_cjk(text: str) -> bool:
-    """Whether ``text`` holds a Han, kana or Hangul character."""
-    return _HAS_CJK(text) is not None
-
-
 def analyzer_names() -> tuple[str, ...]:
     """Every analyzer name: built-ins and entry points, sorted."""
     return tuple(plugins.names("analyzer"))

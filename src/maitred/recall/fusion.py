@@ -35,7 +35,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from maitred.errors import ConfigError
-from maitred.recall._rank import top_k
+from maitred.recall._halves import mix_halves, read_halves
 from maitred.recall.base import Candidate
 from maitred.recall.bm25 import BM25Recaller
 from maitred.recall.dense import DenseRecaller
@@ -128,27 +128,15 @@ class FusedRecaller:
     def _fuse(self, text: str, query: NDArray[np.float32] | None, k: int) -> list[Candidate]:
         if query is None or k <= 0:
             return []
-        depth = max(self.depth, k)
-        lexical = self.bm25.scores(text)
-        rows, cosines = self.dense.index.search(query, depth)
-        ref = float(cosines[-1]) if len(cosines) else 0.0
-        pool = np.union1d(rows, top_k(lexical, depth, min_score=0.0))
-        pool_cos = self.dense.index.cosines(query, pool)
-        a = np.float32(self.lexical_weight)
-        fused = a * lexical_scale(lexical)[pool] + (1 - a) * semantic_scale(pool_cos, ref)
-        # ties: higher cosine first, then catalog order (top_k breaks ties by position)
-        order = np.lexsort((pool, -pool_cos, -fused))[:k]
-        names = self._names
-        return [
-            Candidate(
-                names[pool[j]],
-                r,
-                float(fused[j]),
-                {
-                    "fused": float(fused[j]),
-                    "bm25": float(lexical[pool[j]]),
-                    "dense": float(pool_cos[j]),
-                },
-            )
-            for r, j in enumerate(order, start=1)
-        ]
+        h = read_halves(self.bm25, self.dense, text, query, max(self.depth, k))
+        return mix_halves(
+            "fused",
+            self._names,
+            h.pool,
+            lexical_scale(h.bm25)[h.pool],
+            semantic_scale(h.cosines, h.ref),
+            np.float32(self.lexical_weight),
+            h.bm25[h.pool],
+            h.cosines,
+            k,
+        )

@@ -18,10 +18,10 @@ siblings the inner method did not rank come in at ``beta``), while a strong tool
 server keeps its place above a weak sibling. When no server dominates, the inner ranking is
 returned unchanged.
 
-The gate is what keeps single-tool requests safe: on a catalog of near-duplicate servers (three
-map servers, two browser drivers) the head is split between servers, no server dominates, and
-the ranking is left alone; on a request whose head one server holds, lifting its siblings costs
-little (the best tool stays first) and finds the tools a multi-step task needs.
+The dominance test is what keeps single-tool requests safe: on a catalog of near-duplicate
+servers (three map servers, two browser drivers) the head is split between servers, no server
+dominates, and the ranking is left alone; on a request whose head one server holds, lifting its
+siblings costs little (the best tool stays first) and finds the tools a multi-step task needs.
 
 By construction:
 

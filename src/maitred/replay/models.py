@@ -20,7 +20,6 @@ replay, which records them and carries on.
 from __future__ import annotations
 
 import json
-import urllib.error
 import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
@@ -196,6 +195,3 @@ def make_model(spec: str, *, base_url: str | None = None, api_key: str = "") -> 
             "--model local for the embedded SmolLM2"
         )
     return OpenAICompatibleModel(base_url, spec, api_key=api_key)
-
-
-TRANSPORT_ERRORS = (urllib.error.URLError, TimeoutError, OSError, ValueError, KeyError)

@@ -52,11 +52,9 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
-
+from maitred._yaml import YamlProblem, read_yaml
 from maitred.build import PipelineOptions
 from maitred.config_reader import ConfigReader, resolve_log, resolve_path, resolve_state
-from maitred.errors import ConfigError
 from maitred.ratelimit import RateLimitOptions, read_rate_limits
 from maitred.state.answer import DEFAULT_CLOCK_SKEW_S
 from maitred.tracing import TracingOptions, read_tracing
@@ -164,16 +162,8 @@ def load_config(path: str | Path) -> ServeConfig:
         ConfigError: the file cannot be read, is not YAML, or a field is wrong (the message
             names the file, the field and what to write).
     """
-    where = str(path)
-    try:
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark
-        line = f":{mark.line + 1}" if mark is not None else ""
-        raise ConfigError(f"{where}{line}: not valid YAML: {exc.problem}") from None
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise ConfigError(f"{where}: cannot read the server config: {exc}") from None
-    return parse_config(data, where, base=Path(path).resolve().parent)
+    data = read_yaml(path, "the server config")
+    return parse_config(data, str(path), base=Path(path).resolve().parent)
 
 
 def parse_config(data: Any, source: str, *, base: Path | None = None) -> ServeConfig:
@@ -279,9 +269,9 @@ def _tenants(r: ConfigReader, value: Any) -> dict[str, Tenant]:
 def _tables_file(r: ConfigReader, path: Path) -> dict[str, Any]:
     """A key root -> table mapping kept in its own YAML/JSON file (``maitred demo`` writes one)."""
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        r.fail("tables", f"names {str(path)!r}, which cannot be read as YAML/JSON: {exc}")
+        data = read_yaml(path, "the tables mapping")
+    except YamlProblem as exc:
+        r.fail("tables", f"names a file that cannot be read as YAML/JSON: {exc}")
     return r.mapping(data, f"tables ({path})")
 
 

@@ -23,6 +23,7 @@ from typing import Any
 
 import yaml
 
+from maitred._yaml import YamlProblem, parse_yaml
 from maitred.errors import SkillParseError
 from maitred.skills.report import Diagnostics
 
@@ -133,34 +134,11 @@ def node_line(node: yaml.Node) -> int:
 
 
 def _load_yaml(frontmatter: str, path: str) -> tuple[dict[Any, Any], yaml.MappingNode]:
-    try:
-        loader = yaml.SafeLoader(frontmatter)  # checks for unprintable characters up front
-        try:
-            node = loader.get_single_node()
-            data = None if node is None else loader.construct_document(node)
-        finally:
-            loader.dispose()
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        what = "; ".join(p for p in (exc.context, exc.problem) if p) or "syntax error"
-        line = mark.line + LINE_OFFSET if mark else None
-        column = f", column {mark.column + 1}" if mark else ""
-        raise SkillParseError(
-            path, f"frontmatter is not valid YAML ({what}{column}): {_FIX_YAML}", line=line
-        ) from None
-    except yaml.reader.ReaderError as exc:
-        line = frontmatter.count("\n", 0, exc.position) + LINE_OFFSET
-        raise SkillParseError(
-            path,
-            f"frontmatter holds a character YAML does not allow ({exc.character!r}): remove it",
-            line=line,
-        ) from None
-    except (yaml.YAMLError, ValueError, TypeError, OverflowError, RecursionError) as exc:
-        # The safe constructor raises ValueError for impossible dates, RecursionError for
-        # absurd nesting: both mean "this YAML cannot be loaded".
-        raise SkillParseError(
-            path, f"frontmatter cannot be loaded as YAML ({type(exc).__name__}: {exc}): {_FIX_YAML}"
-        ) from None
+    try:  # a repeated field is a deviation here (_check_repeated), not a refusal
+        data, node = parse_yaml(frontmatter, path, first_line=LINE_OFFSET, unique_keys=False)
+    except YamlProblem as exc:
+        fix = "" if exc.kind == "character" else f"; {_FIX_YAML}"
+        raise SkillParseError(path, f"frontmatter: {exc.detail}{fix}", line=exc.line) from None
     if not isinstance(data, dict) or not isinstance(node, yaml.MappingNode):
         got = "nothing" if data is None else f"a {type(data).__name__}"
         raise SkillParseError(

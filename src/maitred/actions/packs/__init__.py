@@ -82,8 +82,8 @@ class Pack:
     def make_gate(self, overrides: Mapping[str, Any] | None = None) -> ActionGate:
         """An :class:`ActionGate` for the pack, on the pack's clock."""
         clock = self.now(overrides)
-        policy = self.rulebook(overrides)
-        return ActionGate(policy) if clock is None else ActionGate(policy, clock=clock)
+        rulebook = self.rulebook(overrides)
+        return ActionGate(rulebook) if clock is None else ActionGate(rulebook, clock=clock)
 
 
 def pack_names() -> list[str]:

@@ -81,8 +81,8 @@ class LLMAgent:
         self.domain, self.base_url, self.model = domain, base_url.rstrip("/"), model
         self.api_key, self.max_steps, self.timeout_s = api_key, max_steps, timeout_s
         self.tools = tool_schemas(domain)
-        policy = domain.make_gate().rulebook
-        self.read_tools = {n for n, t in policy.tools.items() if not t.mutates}
+        rulebook = domain.make_gate().rulebook
+        self.read_tools = {n for n, t in rulebook.tools.items() if not t.mutates}
 
     def run(self, task: EvalTask, tools: GatedRegistry, rng: random.Random) -> None:
         messages: list[dict[str, Any]] = [

@@ -12,7 +12,7 @@ that need begins (a positive needs both); a negative has an empty ``gold`` and n
 **Teacher forcing.** A trajectory's text is read once by the backbone as a user message
 (:meth:`Backbone.states`: each token's state is causal, the same a token-by-token read gives)
 and streamed into a :class:`~maitred.native.rollout.RollingGlance` one token at a time; the
-resulting *trace* (the rolling scores after every token) can then be gated at any threshold
+resulting *trace* (the rolling scores after every token) can then be fired on at any threshold
 without reading the text again.
 
 **Judging.** A fire is *correct* when it names a gold skill and comes at or after the onset
@@ -47,7 +47,7 @@ from maitred.errors import ConfigError, InputError
 from maitred.jsonl import parse_object, read_labelled
 from maitred.native.backbone import Backbone, Progress
 from maitred.native.glance import DEFAULT_TOP_K, GlanceMaps, KeyBank
-from maitred.native.rollout import DEFAULT_PATIENCE, Fire, Gate, RollingGlance, leads
+from maitred.native.rollout import DEFAULT_PATIENCE, Fire, FiringRule, RollingGlance, leads
 
 F32 = NDArray[np.float32]
 
@@ -177,11 +177,11 @@ def read_traces(
 def replay(
     trace: Trace, names: tuple[str, ...], threshold: float, patience: int = DEFAULT_PATIENCE
 ) -> tuple[Fire, ...]:
-    """The fires of the gate over a trace (each token one step)."""
-    gate = Gate(names, threshold, patience)
+    """The fires of the firing rule over a trace (each token one step)."""
+    rule = FiringRule(names, threshold, patience)
     for i, row in enumerate(trace.scores):
-        gate.step(row, i)
-    return gate.fired
+        rule.step(row, i)
+    return rule.fired
 
 
 def _correct(trace: Trace, fire: Fire) -> bool:
@@ -194,7 +194,7 @@ class FiringReport:
     """Firing on a set of trajectories at one threshold (rates in [0, 1]).
 
     Attributes:
-        threshold, patience: the gate.
+        threshold, patience: the firing rule.
         n_positive, n_negative: trajectories of each kind.
         trigger_rate: positives with at least one fire.
         correct_rate: positives whose first fire is a gold skill at or after the onset.
@@ -231,7 +231,7 @@ def evaluate_firing(
     threshold: float,
     patience: int = DEFAULT_PATIENCE,
 ) -> FiringReport:
-    """Gate every trace at ``threshold`` and judge the fires (see the module docstring)."""
+    """Fire on every trace at ``threshold`` and judge the fires (see the module docstring)."""
     pos = neg = triggered = first_ok = early = neg_fired = good = bad = 0
     latencies: list[int] = []
     for trace in traces:

@@ -127,7 +127,7 @@ PACK = Pack(NAME, TOOLS_FILE)
 """The pack (entry point ``retail-control`` of ``maitred.policy_packs``); it has no settings."""
 
 
-def build_policy(overrides: Mapping[str, Any] | None = None) -> Rulebook:
+def build_rulebook(overrides: Mapping[str, Any] | None = None) -> Rulebook:
     """The pack as a :class:`Rulebook` (it has no settings)."""
     return PACK.rulebook(overrides)
 

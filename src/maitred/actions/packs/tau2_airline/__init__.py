@@ -64,7 +64,7 @@ def load_tools(overrides: Mapping[str, Any] | None = None) -> Catalog:
     return PACK.catalog(overrides)
 
 
-def build_policy(overrides: Mapping[str, Any] | None = None) -> Rulebook:
+def build_rulebook(overrides: Mapping[str, Any] | None = None) -> Rulebook:
     """The pack as a :class:`Rulebook` (settings as in :func:`settings_with`)."""
     return PACK.rulebook(overrides)
 
@@ -76,12 +76,12 @@ def make_gate(overrides: Mapping[str, Any] | None = None) -> ActionGate:
 
 def tracking() -> Tracking:
     """What sessions record for the airline tools (from the tools' contracts)."""
-    return build_policy().tracking
+    return build_rulebook().tracking
 
 
 def codes() -> list[str]:
     """Every rule code of the pack, sorted."""
-    return sorted({p.code for t in build_policy().tools.values() for p in t.predicates})
+    return sorted({p.code for t in build_rulebook().tools.values() for p in t.predicates})
 
 
 __all__ = [
@@ -90,7 +90,7 @@ __all__ = [
     "NAME",
     "PACK",
     "TOOLS_FILE",
-    "build_policy",
+    "build_rulebook",
     "codes",
     "load_tools",
     "make_gate",

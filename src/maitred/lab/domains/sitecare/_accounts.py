@@ -2,7 +2,7 @@
 
 Each ``_<root>(rng, ...)`` function draws one account's row for one table, or ``None`` when the
 account has no row there (missing state: the gate then applies each predicate's ``on_missing``
-policy). The draws are correlated the way a website builder's data is:
+fail mode). The draws are correlated the way a website builder's data is:
 
 * the plan drives everything: free accounts mostly have no billing, subscription, domain or
   mailbox rows; paid accounts almost always have billing and a subscription;
@@ -13,7 +13,7 @@ policy). The draws are correlated the way a website builder's data is:
 
 ``updated_at`` is when the row was last synced from its system of record. Most rows are
 recent; a few per cent lag behind (a stalled sync), beyond the freshness bounds that the
-sidecars declare, so the gate's ``on_stale`` policies are exercised too.
+sidecars declare, so the gate's ``on_stale`` fail modes are exercised too.
 
 Timestamps are int unix seconds; ``last_payment_amount`` is in cents (CEL does not mix int and
 double, so no float ever reaches a predicate). Booleans are Python ``bool`` here and are
