@@ -3,6 +3,7 @@ even when no further write comes; a batch the background thread cannot commit is
 
 from __future__ import annotations
 
+import threading
 import time
 from pathlib import Path
 
@@ -73,3 +74,27 @@ def test_a_turn_id_repeated_within_a_batch_fails_alone(tmp_path: Path) -> None:
 def test_a_bound_that_cannot_work_is_refused(tmp_path: Path, bad: float) -> None:
     with pytest.raises(ConfigError, match="max_batch_seconds must be a positive number"):
         open_log(tmp_path / "log.db", max_batch_seconds=bad)
+
+
+def test_a_background_commit_that_fails_outside_any_row_is_raised_at_the_next_flush(
+    tmp_path: Path,
+) -> None:
+    """The flusher's own failure (not a row the database refused: those are raised to the
+    thread that wrote them) is never swallowed: the next flush raises it, once."""
+    log = open_log(tmp_path / "log.db", max_batch_seconds=0.05)
+    log.begin_run(make_run())
+    tried = threading.Event()
+
+    def broken() -> None:
+        tried.set()
+        raise LogError("the background commit broke")
+
+    log._flusher._flush = broken  # type: ignore[attr-defined]
+    log.write(make_turn(0))
+    assert tried.wait(DEADLINE_S)
+    with pytest.raises(LogError, match="the background commit broke"):
+        log.flush()
+    log.flush()  # raised once (the flush that raised it had committed the row)
+    log.close()
+    with open_log(tmp_path / "log.db", read_only=True) as reader:
+        assert [t["message_id"] for t in reader.iter_turns()] == ["m0"]

@@ -105,12 +105,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
-
+from maitred._yaml import read_yaml
 from maitred.config_reader import ConfigReader, resolve_log, resolve_path, resolve_state
 from maitred.contract.sidecar import SCOPE_PATTERN
 from maitred.contract.tool_sidecar import SUFFIX
-from maitred.errors import ConfigError
 from maitred.gateway.http_config import HttpServer, read_server
 from maitred.ratelimit import RateLimitOptions, read_rate_limits
 from maitred.tracing import TracingOptions, read_tracing
@@ -371,16 +369,8 @@ def load_config(path: str | Path, *, account: str | None = None) -> GatewayConfi
         ConfigError: the file cannot be read, is not YAML, or a field is wrong (the message
             names the file, the line or the field, and what to write).
     """
-    where = str(path)
-    try:
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark
-        line = f":{mark.line + 1}" if mark is not None else ""
-        raise ConfigError(f"{where}{line}: not valid YAML: {exc.problem}") from None
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise ConfigError(f"{where}: cannot read the gateway config: {exc}") from None
-    return parse_config(data, where, base=Path(path).resolve().parent, account=account)
+    data = read_yaml(path, "the gateway config")  # a key given twice is refused there too
+    return parse_config(data, str(path), base=Path(path).resolve().parent, account=account)
 
 
 def parse_config(

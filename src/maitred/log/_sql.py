@@ -374,6 +374,7 @@ class SqlLog(SqlReads):
         if target > self._settled:
             self._commit(upto=target)
         self._raise_mine()
+        self._flusher.raise_pending()  # the background commit's own failure, not a row's
 
     def _buffer(self, unit: Unit) -> None:
         """Append a unit, and remember it as this thread's (call with the buffer lock held)."""
