@@ -186,6 +186,7 @@ def test_baggage_rules(gate: ActionGate, db: Any) -> None:
     assert _bags(gate, db, "ECO", 2, 1, "gift_card_99").code == "AIRLINE_BAGGAGE_PAYMENT"
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(
     membership=st.sampled_from(sorted(FREE_BAGS)),

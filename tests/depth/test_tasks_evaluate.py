@@ -65,6 +65,7 @@ def test_flip_required_rate(train_tasks: list[DepthTask]) -> None:
     assert 0.05 < changed / total < 0.15
 
 
+@pytest.mark.slow
 def test_evaluate_depth_reports_every_rule(
     train_tasks: list[DepthTask], test_tasks: list[DepthTask]
 ) -> None:

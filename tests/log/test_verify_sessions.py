@@ -11,6 +11,8 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
+import pytest
+
 from maitred.actions.model import Decision, ToolCall
 from maitred.decision import RunInfo
 from maitred.log import DecisionLog
@@ -86,6 +88,7 @@ def _writer(log: DecisionLog, stop: threading.Event, written: list[int]) -> Call
     return write
 
 
+@pytest.mark.slow
 def test_verify_while_another_connection_commits_finds_nothing(opener: Opener) -> None:
     writer_log = opener()
     reader = opener(read_only=True)

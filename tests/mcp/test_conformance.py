@@ -185,6 +185,7 @@ def gateway_in_front(root: Path, reference: str) -> Iterator[str]:
         served.stop()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("suite", SUITES, ids=str)
 def test_every_check_that_passes_directly_passes_through_the_gateway(
     node: Path,

@@ -272,6 +272,7 @@ async def _refused(url: str, state: str) -> int:
     return refused.value.error.code
 
 
+@pytest.mark.slow
 def test_a_round_started_on_one_replica_is_finished_on_another_sharing_the_keys_file(
     upstream: str, gateway: Path, tmp_path: Path
 ) -> None:

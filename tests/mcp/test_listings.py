@@ -105,6 +105,7 @@ async def _other(url: str, step: Step) -> None:
             await client.list_tools()
 
 
+@pytest.mark.slow
 def test_no_interleaving_of_other_requests_changes_the_next_listing(gateway: Deployment) -> None:
     baseline = anyio.run(_listings, gateway.url)
     assert baseline["acme/2026-07-28"] == baseline["acme/handshake"]

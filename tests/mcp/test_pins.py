@@ -127,6 +127,7 @@ def refusal(result: Any) -> dict[str, Any]:
     return payload
 
 
+@pytest.mark.slow
 def test_a_changed_description_is_hidden_and_refused_until_it_is_approved_again(
     pinsite: PinSite, capfd: pytest.CaptureFixture[str]
 ) -> None:
@@ -279,6 +280,7 @@ def test_a_missing_pin_file_stops_the_start_and_says_how_to_write_it(pinsite: Pi
         anyio.run(main)
 
 
+@pytest.mark.slow
 def test_pin_names_what_it_cannot_do(tmp_path: Path) -> None:
     site = write_site(tmp_path)
     unknown = pin(site, "--tool", "nope")

@@ -124,6 +124,7 @@ def _serve(config: Path, replicas: int) -> list[Process]:
     return started
 
 
+@pytest.mark.slow
 def test_a_sequence_spread_over_two_replicas_is_decided_as_by_one_process(
     tmp_path: Path, pg_schema: tuple[str, str]
 ) -> None:
@@ -162,6 +163,7 @@ def test_a_sequence_spread_over_two_replicas_is_decided_as_by_one_process(
     assert len(got["two_served"]) == 2 and min(got["two_served"].values()) >= 5
 
 
+@pytest.mark.slow
 def test_killing_a_replica_under_load_loses_no_acknowledged_call(
     tmp_path: Path, pg_schema: tuple[str, str]
 ) -> None:

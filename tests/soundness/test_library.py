@@ -32,6 +32,7 @@ def test_the_whole_promise_holds_under_random_interleavings() -> None:
     run_state_machine_as_test(FullMachine, settings=settings(SOUNDNESS, max_examples=examples()))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "backend", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
 )

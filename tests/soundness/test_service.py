@@ -49,6 +49,7 @@ def test_the_whole_promise_holds_over_http() -> None:
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "backend", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
 )
