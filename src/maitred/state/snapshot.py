@@ -7,7 +7,7 @@ knows the account at all, and a content hash of all of it. The hash is what the 
 keeps so a turn can be replayed and audited.
 
 "A key is missing" and "the account does not exist" are different facts: the first is data for
-a predicate's ``on_missing`` policy (a customer with no domain record yet), the second means
+a predicate's ``on_missing`` fail mode (a customer with no domain record yet), the second means
 every value the gate would read is unknown, so the gate fails closed with its own cause
 (``account_not_found``) instead of letting ``on_missing: offer`` predicates pass.
 """

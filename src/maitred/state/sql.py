@@ -55,7 +55,7 @@ Invariants:
 * **Freshness comes from the table.** With ``updated_column`` set, every key of that root gets
   ``key_as_of`` from it (unix seconds, ISO-8601 text or a date/time; naive times are UTC). A
   NULL there means "unknown", recorded as ``0.0`` -- infinitely old -- so predicates with a
-  freshness bound apply their ``on_stale`` policy instead of trusting it. The snapshot
+  freshness bound apply their ``on_stale`` fail mode instead of trusting it. The snapshot
   ``version`` is ``"max-updated:<seconds>"``, the newest such value read (empty without one).
 
 Thread-safety: **one connection per thread**, opened on that thread's first fetch and kept;
