@@ -5,7 +5,7 @@ under its code; inside it :meth:`CallPath._call` runs the steps, each of which e
 the call (an :data:`Answer`: a refusal, or the result) or hands the next one what it found:
 refuse early (no identity, arguments that are not I-JSON) -> admit (rate limits;
 ``find_tools`` answered here) -> hold (past a rate, or listed to the other era only) -> decide
-(an approval answered, else the check, ``maitred.check``) -> forward (straight to the
+(an approval answered, else the check, noted on the call's span) -> forward (straight to the
 upstream's tool, ``maitred.upstream``) -> after (a task handed over, the decision id in the
 result, the call recorded in the session, ``list_changed``). Every step runs on the request's
 own task: none suspends but for the work it does (a state read, the log, the upstream).
@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
+from time import perf_counter
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import anyio
@@ -166,7 +167,7 @@ class CallPath:
            is answered here (:meth:`_find_tools`);
         3. :meth:`_hold`: what refuses the call before the contracts are read (past a rate,
            or listed to the other era only), for the check to decide and log;
-        4. :meth:`_decide_call`: an approval answered, else the check (``maitred.check``);
+        4. :meth:`_decide_call`: an approval answered, else the check (noted on the span);
            a person asked when the decision awaits one; a refusal answered;
         5. :meth:`_forward_call`: the allowed call sent to its upstream (``maitred.upstream``;
            :meth:`_forward`), a failure answered ``UPSTREAM_FAILED``;
@@ -256,13 +257,14 @@ class CallPath:
             if hold is None:
                 decision = await self.approvals.answered(context, keeper, answer_with)
             if decision is None:
-                with self.tracing.span("maitred.check") as checking:
-                    decision = await self._decide(
-                        lambda: keeper.check(name, args, hold=hold),
-                        keeper,
-                        quick=not keeper.lists_first(name, hold),
-                    )
-                    traces.note_decision(checking, decision)
+                started = perf_counter()
+                decision = await self._decide(
+                    lambda: keeper.check(name, args, hold=hold),
+                    keeper,
+                    quick=not keeper.lists_first(name, hold),
+                )
+                if self.tracing.enabled:  # on the call's own span (see .traces)
+                    traces.note_decision(decision, perf_counter() - started)
             if awaits_person(decision):  # asked outside the session's lock (see .approval)
                 asked = await self.approvals.ask(context, keeper, decision, answer_with)
                 if isinstance(asked, ToolResult):  # the client asks, then calls again

@@ -1,12 +1,12 @@
 """The gateway's spans (``tracing:`` in its config; :mod:`maitred.tracing` says what a span may
-hold): one per MCP request, and one per decision or upstream call inside it.
+hold): one per MCP request, and one per listing turn or upstream call inside it.
 
 ::
 
     maitred.list                 tools/list (SERVER; INTERNAL under a span already open here)
       maitred.turn               the listing turn: turn and run ids, tools listed and visible
-    maitred.call                 tools/call: tool, the code it is counted under, decision id
-      maitred.check              the gate's decision: decision id, code, verdict, turn id
+    maitred.call                 tools/call: tool, the code it is counted under; the gate's
+                                 decision (id, code, verdict, turn id, time it took)
       maitred.upstream           the forwarded call (CLIENT): upstream, tool; tool_error
       maitred.find_tools         find_tools mode: the turn(s) that routed the need(s)
 
@@ -137,8 +137,10 @@ def note_call(
         failed(span, code)
 
 
-def note_decision(span: Span, decision: Decision) -> None:
-    """The gate's decision on a call."""
+def note_decision(decision: Decision, took_s: float) -> None:
+    """The gate's decision on a call, on the call's span (the current one): its id, code,
+    verdict and turn, and how long deciding and logging it took."""
+    span = trace.get_current_span()
     if not span.is_recording():
         return
     span.set_attributes(
@@ -146,7 +148,7 @@ def note_decision(span: Span, decision: Decision) -> None:
             "maitred.decision.id": decision.decision_id,
             "maitred.decision.code": decision.code,
             "maitred.decision.verdict": decision.verdict,
-            "gen_ai.tool.name": decision.call.name,
+            "maitred.check.duration_ms": round(took_s * 1000, 3),
         }
     )
     if decision.turn_id:
