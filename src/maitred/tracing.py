@@ -212,10 +212,10 @@ class Tracing:
             provider.add_span_processor(SimpleSpanProcessor(ConsoleSpanExporter(out=sys.stderr)))
         elif options.exporter == "otlp":
             try:
-                from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+                from maitred._otlp import OtlpExporter
             except ImportError:
                 raise MissingExtraError("exporter: otlp", "otlp", OTLP_MODULE) from None
-            otlp = OTLPSpanExporter(endpoint=options.endpoint, headers=dict(options.headers))
+            otlp = OtlpExporter(endpoint=options.endpoint, headers=dict(options.headers))
             provider.add_span_processor(BatchSpanProcessor(otlp))
         return cls(provider, account=options.account)
 
