@@ -42,7 +42,19 @@ from maitred.skills.model import Catalog, Skill
 from maitred.state.memory import MemoryStateProvider
 
 REPO = Path(__file__).resolve().parents[1]
-DATA = REPO / ".." / "shared" / "data" / "metatool"
+
+
+def _shared_metatool() -> Path:
+    """MetaTool's data: ``shared/data/metatool`` beside the checkout, or beside a folder
+    above it (a git worktree of the checkout lives a level or two further down)."""
+    for above in REPO.parents:
+        found = above / "shared" / "data" / "metatool"
+        if found.is_dir():
+            return found
+    return REPO.parent / "shared" / "data" / "metatool"  # named in the error when it is missing
+
+
+DATA = _shared_metatool()
 NOW = 1_760_000_000
 DAY = 86_400
 
