@@ -72,7 +72,6 @@ from maitred.actions.session import Session
 from maitred.actions.sink import DecisionSink
 from maitred.contract.evaluate import PredicateOutcome, evaluate
 from maitred.contract.kernel import (
-    PROVIDER_ERROR_VERSION,
     ExitVerdict,
     decide_exit,
     missing_scopes,
@@ -465,9 +464,11 @@ class ActionGate:
     ) -> ExitVerdict:
         """The kernel's verdict on ``tool`` over one snapshot of its exit-predicate keys.
 
-        The snapshot keeps what the state read knew about the read itself: a provider's
-        ``account_found``, and its failure (the provider-error marker), so the kernel sees
-        the same cause stage 2 saw on the same state.
+        The provider's own read (:class:`SnapshotState`, from
+        :func:`~maitred.gate.executability.fetch_keys`) is decided as it is: it keeps what the
+        read knew about itself -- a provider's ``account_found``, and its failure (the
+        provider-error marker) -- so the kernel sees the same cause stage 2 saw on the same
+        state. Any other state (a document the caller passed) is a record of values only.
         """
         contract = tool.tool.contract
         if not contract.exit_predicates and not missing_scopes(contract, granted):
@@ -484,19 +485,14 @@ class ActionGate:
                 stamp = state.as_of(path)
                 if stamp is not None:
                     key_as_of[key] = stamp
-        found = state.snapshot.account_found if isinstance(state, SnapshotState) else None
-        down = bool(getattr(state, "unavailable", "")) or (
-            isinstance(state, SnapshotState) and state.snapshot.version == PROVIDER_ERROR_VERSION
-        )
         snap = Snapshot(
-            state.snapshot.account if isinstance(state, SnapshotState) else "",
+            "",
             values,
             at,
             key_as_of,
             frozenset(contract.reads - values.keys()),
-            PROVIDER_ERROR_VERSION if down else "action-gate",
+            "action-gate",
             _DEFERRED_HASH,
-            found,
         )
         return decide_exit(contract, snap, at, granted)
 
