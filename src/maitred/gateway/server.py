@@ -8,9 +8,10 @@
 * ``tools/call`` (the steps of :mod:`maitred.gateway.calls`): the gatekeeper checks the call
   first (logged and flushed); a rejected call never reaches the upstream and the client gets
   an ``isError`` result whose text is ``decision.tool_result()`` as JSON (the one model-facing
-  :class:`~maitred.actions.model.Rejection`: code, message for the model, offending fields,
+  :class:`~maitred.actions.refusals.Rejection`: code, message for the model, offending fields,
   decision id); a call the gatekeeper could not decide or log is refused too
-  (``GATE_UNAVAILABLE``, the same payload with no decision id). Every decided call's result,
+  (``GATE_UNAVAILABLE``, the same payload with no decision id), and so is one that reached
+  the gate without a principal (``AUTH_REQUIRED``, likewise). Every decided call's result,
   rejected or forwarded from the upstream, carries its decision-log id in ``_meta`` under
   ``maitred/decision_id``, so an operator can match what the model saw to the log row. An allowed
   call goes to the upstream that lists the tool; if that fails (the server crashed, the URL
