@@ -431,6 +431,32 @@ class Maitred:
             self.log.flush()
         return decision
 
+    def refuse(
+        self,
+        call: ToolCall,
+        hold: Hold,
+        *,
+        session: Session,
+        durable: bool = True,
+        mutates: bool | None = None,
+    ) -> Decision:
+        """Log the refusal of a call its adapter answers before the gate can be asked (the
+        gateway: arguments that are not I-JSON, ``find_tools``' needs, ``find_tools`` past a
+        rate), so that it has a decision id and a row like every refusal
+        (:meth:`ActionGate.refuse <maitred.actions.gate.ActionGate.refuse>`). The decision
+        names the session's latest committed turn, as a check's does.
+
+        ``call`` is what may be stored: arguments the log cannot hold are the caller's to
+        withhold (and to say so in the hold's ``reason``).
+        """
+        check_ids(f"a call of session {session.id!r}",
+                  {"session_id": session.id, "account_id": session.account})  # fmt: skip
+        _, turn_id = self._offer(session)
+        decision = self.action_gate.refuse(call, hold, session, turn_id=turn_id, mutates=mutates)
+        if durable and self.log is not None:
+            self.log.flush()
+        return decision
+
     def approve(
         self,
         pending: Decision,

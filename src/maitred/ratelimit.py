@@ -61,6 +61,7 @@ from limits.storage import MemoryStorage, RedisStorage, Storage
 from limits.strategies import STRATEGIES, RateLimiter
 
 from maitred.actions.model import Hold, Rejection
+from maitred.actions.refusals import rate_limited
 from maitred.config_reader import ConfigReader, join
 
 Scope = Literal["per_token", "per_tenant", "per_tool"]
@@ -244,15 +245,10 @@ class Refusal:
         return Hold(self.code, self.message, self.reason, self.retry_after_s)
 
     def rejection(self, error: str = "rate_limited") -> Rejection:
-        """The model-facing payload when no decision is logged (the service's 429 body,
-        the gateway's ``find_tools``)."""
-        return Rejection(
-            self.code,
-            f"Rejected ({self.code}): {self.message}. The call was not executed and nothing "
-            "was changed.",
-            error=error,
-            retry_after_s=self.retry_after_s,
-        )
+        """The model-facing payload for a caller that logs no decision for it
+        (:func:`maitred.actions.refusals.rate_limited`); the gateway logs its refusals
+        through :meth:`hold` instead."""
+        return rate_limited(self.code, self.message, self.retry_after_s, error=error)
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,7 @@
 """Arguments a client cannot mean, through the gateway's ``tools/call``: a rejection naming the
-argument (``isError``, ``ARGS_INVALID``), nothing decided, logged or sent upstream, and the
-gateway keeps serving -- never a crash of the gateway or of its decision log."""
+argument (``isError``, ``ARGS_INVALID``), logged like every refusal with the arguments withheld
+(the log never holds the bad value), nothing sent upstream, and the gateway keeps serving --
+never a crash of the gateway or of its decision log."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from tests.mcp.test_http import ACME, Deployment, deploy
 
 from maitred.gateway.limits import argument_fault
 from maitred.log.base import open_log
+from maitred.log.storable import text_fault
 
 BAD = {
     # a client in the same process hands the string over unparsed (was a UnicodeEncodeError)
@@ -49,26 +51,51 @@ def test_an_argument_outside_json_is_refused_and_the_gateway_keeps_serving(
     payload = rejection(got["bad"])
     assert payload["code"] == "ARGS_INVALID" and payload["executed"] is False
     assert f"argument {where!r}" in payload["message"] and what in payload["message"]
-    assert payload["fields"] == [where.split("[")[0]]
+    assert payload["fields"] == [where.split("[")[0].replace("\x00", "\\x00")]  # storable
     assert not got["good"].is_error
     assert site.upstream_calls() == ["get_plan"]  # only the good call went upstream
     with open_log(str(site.log)) as log:
-        decisions = [(r["tool"], r["code"]) for r in log.iter_action_decisions()]
-    assert decisions == [("get_plan", "OK")]  # the bad call decided nothing
+        rows = {r["code"]: r for r in log.iter_action_decisions()}
+    assert sorted(rows) == ["ARGS_INVALID", "OK"] and rows["OK"]["tool"] == "get_plan"
+    refused = json.loads(rows["ARGS_INVALID"]["decision_json"])
+    assert refused["decision_id"] == payload["decision_id"]  # what the model saw is findable
+    assert refused["call"]["name"] == "get_plan" and refused["call"]["arguments"] == {}
+    assert "withheld" in refused["message"] and f"argument {where!r}" in refused["message"]
 
 
-def test_a_tool_name_with_a_lone_surrogate_is_refused() -> None:
-    payload = argument_fault("upgr\ud800ade", {})
-    assert payload is not None and payload["code"] == "TOOL_UNKNOWN"
-    assert "\\ud800" in payload["message"]
+def test_a_tool_name_with_a_lone_surrogate_is_refused_and_recorded_escaped() -> None:
+    found = argument_fault("upgr\ud800ade", {"a": 1})
+    assert found is not None
+    call, hold = found
+    assert hold.code == "TOOL_UNKNOWN" and "\\ud800" in hold.message_for_model
+    assert call.name == "upgr\\ud800ade" and call.arguments == {}  # storable: no surrogate
     nul = argument_fault("upgr\x00ade", {})
-    assert nul is not None and nul["code"] == "TOOL_UNKNOWN" and "NUL" in nul["message"]
+    assert nul is not None and nul[1].code == "TOOL_UNKNOWN" and "NUL" in nul[1].message_for_model
+    assert nul[0].name == "upgr\\x00ade"
     deep: Any = 1
     for _ in range(40):
         deep = [deep]
     nested = argument_fault("upgrade", {"x": deep})
-    assert nested is not None and "deeper than 32" in nested["message"]
+    assert nested is not None and "deeper than 32" in nested[1].message_for_model
+    assert nested[0].arguments == {} and "withheld" in nested[1].reason
     assert argument_fault("upgrade", {"x": [1.5, "caf\u00e9 \U0001f600", {"y": None}]}) is None
+
+
+def test_what_an_argument_fault_records_can_be_stored() -> None:
+    """The call, the reason and the fields a fault is logged with hold no NUL and no lone
+    surrogate, whatever the client sent (a key holding one included)."""
+    for name, arguments in [
+        ("upgr\ud800ade", {}),
+        ("upgr\x00ade", {}),
+        ("upgrade", {"a\x00": 1}),
+        ("upgrade", {"a\ud800": 1}),
+        ("upgrade", {"n": ["ok", "\udfff"]}),
+    ]:
+        found = argument_fault(name, arguments)
+        assert found is not None, (name, arguments)
+        call, hold = found
+        texts = [call.name, hold.reason, hold.message_for_model, *hold.fields]
+        assert not [t for t in texts if text_fault(t)], (name, arguments)
 
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "mcp-time"
@@ -137,7 +164,11 @@ def test_a_non_finite_number_on_the_wire_is_args_invalid_not_gate_unavailable(
     assert payload["code"] == "ARGS_INVALID", payload  # was GATE_UNAVAILABLE (a LogError)
     assert payload["fields"] == ["n"] and "not a finite number" in payload["message"]
     with open_log(str(tmp_path / "gateway.sqlite")) as log:
-        assert list(log.iter_action_decisions()) == []
+        rows = list(log.iter_action_decisions())
+    assert [(r["code"], r["decision_id"]) for r in rows] == [
+        ("ARGS_INVALID", payload["decision_id"])
+    ]  # logged, with its arguments withheld (a NaN cannot be stored)
+    assert json.loads(rows[0]["decision_json"])["call"]["arguments"] == {}
 
 
 @pytest.fixture

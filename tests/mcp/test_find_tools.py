@@ -98,6 +98,44 @@ def test_find_tools_needs_a_need(site: Site) -> None:
     run_gateway(site, scenario)
 
 
+def test_a_refused_find_tools_call_is_a_logged_decision_the_model_can_quote(site: Site) -> None:
+    """Needs it cannot take (``ARGS_INVALID``) and a call past a rate (``RATE_LIMITED``) are
+    refused like every call: a logged action decision whose id is in the payload and in
+    ``_meta``, found in the log with the call, and nothing routed."""
+    _find_mode(site)
+    text = site.config.read_text(encoding="utf-8")
+    site.config.write_text(text + "rate_limits: {per_tool: {find_tools: 2/minute}}\n")
+    got: dict[str, Any] = {}
+
+    async def scenario(client: Any, seen: list[Any]) -> None:
+        got["bad"] = await client.call_tool("find_tools", {"needs": []}, raise_on_error=False)
+        got["found"] = await find(client, "which plan is my account on")
+        got["limited"] = await client.call_tool(
+            "find_tools", {"need": "which plan is my account on"}, raise_on_error=False
+        )
+
+    run_gateway(site, scenario)
+    bad, limited = rejection(got["bad"]), rejection(got["limited"])
+    assert (bad["code"], bad["fields"]) == ("ARGS_INVALID", ["needs"])
+    assert "'needs' is an empty list" in bad["message"] and ".." not in bad["message"]
+    assert limited["code"] == "RATE_LIMITED" and limited["retry_after_s"] >= 1
+    for result, payload in ((got["bad"], bad), (got["limited"], limited)):
+        assert (
+            payload["decision_id"] and result.meta["maitred/decision_id"] == payload["decision_id"]
+        )
+    with open_log(str(site.log), read_only=True) as log:
+        rows = {r["decision_id"]: r for r in log.iter_action_decisions()}
+        turns = [t["message_text"] for t in log.iter_turns()]
+        assert verify(log).ok
+    for payload in (bad, limited):
+        row = rows[payload["decision_id"]]
+        assert (row["tool"], row["code"], row["mutates"]) == ("find_tools", payload["code"], False)
+    assert json.loads(rows[bad["decision_id"]]["decision_json"])["call"]["arguments"] == {
+        "needs": []
+    }
+    assert turns.count("which plan is my account on") == 1  # the refused calls routed nothing
+
+
 def test_without_find_tools_mode_there_is_no_find_tools(site: Site) -> None:
     async def scenario(client: Any, seen: list[Any]) -> None:
         assert "find_tools" not in names(await client.list_tools())

@@ -14,6 +14,7 @@ import pytest
 from fastmcp.server.middleware import MiddlewareContext
 from fastmcp.tools import ToolResult
 
+from maitred.actions.model import Decision, ToolCall
 from maitred.errors import ConfigError, LogError
 from maitred.gateway import parse_config
 from maitred.gateway.build import open_gateway
@@ -78,8 +79,7 @@ class _ThreadKeeper(_BrokenLogKeeper):
 
     def check(self, name: str, arguments: Any, *, hold: Any = None) -> Any:
         self.threads.append(threading.current_thread())
-        return SimpleNamespace(allow=False, code="TOOL_NOT_OFFERED", decision_id="d-1",
-                               tool_result=lambda: {"code": "TOOL_NOT_OFFERED"})  # fmt: skip
+        return Decision(ToolCall(name, {}), "reject", "TOOL_NOT_OFFERED", decision_id="d-1")
 
 
 @pytest.mark.parametrize(

@@ -560,7 +560,7 @@ def test_two_upstreams_giving_one_resource_a_contract_is_an_error_naming_both(
 ) -> None:
     from maitred.contract.tool_sidecar import SurfaceNames
     from maitred.gateway.keeper import GatewayEngines
-    from maitred.gateway.surfaces import SurfaceGate
+    from maitred.gateway.surfaces import open_surfaces
 
     (tmp_path / "accounts.json").write_text('{"acc-1": {"account": {"plan": "free"}}}')
     for name in ("a", "b"):
@@ -578,7 +578,7 @@ def test_two_upstreams_giving_one_resource_a_contract_is_an_error_naming_both(
     engines = GatewayEngines.open(loaded, tools, listed)
     try:
         with pytest.raises(ConfigError) as raised:
-            SurfaceGate.open(loaded, engines, listed)
+            open_surfaces(loaded, engines, listed)
     finally:
         engines.close()
     assert str(raised.value).startswith(f"{config}: the sidecars of upstreams 'a' and 'b'")

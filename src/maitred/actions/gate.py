@@ -66,12 +66,12 @@ from maitred.actions.model import (
     ToolCall,
     new_call_id,
 )
+from maitred.actions.refusals import refusal_text
 from maitred.actions.rules import PolicyPredicate, Rulebook, ToolRules
 from maitred.actions.session import Session
 from maitred.actions.sink import DecisionSink
 from maitred.contract.evaluate import PredicateOutcome, evaluate
 from maitred.contract.kernel import (
-    PROVIDER_ERROR_VERSION,
     ExitVerdict,
     decide_exit,
     missing_scopes,
@@ -210,6 +210,31 @@ class ActionGate:
             decision = self._decide(call, state, session, offered, now, approval, granted)
         if approval is not None and hold is None:
             decision = replace(decision, approval=approval)
+        return self._logged(decision, session, turn_id)
+
+    def refuse(
+        self,
+        call: ToolCall,
+        hold: Hold,
+        session: Session | None = None,
+        *,
+        now: float | None = None,
+        turn_id: str = "",
+        mutates: bool | None = None,
+    ) -> Decision:
+        """Refuse ``call`` for ``hold``, a reason its adapter found before the gate could be
+        asked (arguments the log cannot store, ``find_tools``' needs): decided and logged like
+        a held tool's call, whatever the tool (one this rulebook does not know included).
+
+        ``mutates``: whether the call could have changed anything (``None``: the rulebook's
+        word, a tool it does not know counted as one that does).
+        """
+        if self.log is not None and not call.id:
+            call = replace(call, id=new_call_id())
+        return self._logged(self._held(call, hold, now, mutates), session, turn_id)
+
+    def _logged(self, decision: Decision, session: Session | None, turn_id: str) -> Decision:
+        """``decision`` with its session's id, tenant and ``turn_id``, written to the log."""
         if (session is not None and session.id) or turn_id:
             tenant = session.tenant if session else ""
             decision = replace(
@@ -287,12 +312,16 @@ class ActionGate:
         outcome = scope_outcome(tool.tool.contract, lacking, granted)
         return self._reject(call, INSUFFICIENT_SCOPE, why, (), tool.mutates, at, (outcome,))
 
-    def _held(self, call: ToolCall, hold: Hold, now: float | None) -> Decision:
+    def _held(
+        self, call: ToolCall, hold: Hold, now: float | None, mutates: bool | None = None
+    ) -> Decision:
         """The refusal of a call to a tool the caller holds back (its words for the model,
         its reason for people)."""
-        tool = self.rulebook.tools[call.name]
+        if mutates is None:
+            tool = self.rulebook.tools.get(call.name)
+            mutates = True if tool is None else tool.mutates
         at = self.clock() if now is None else now
-        decision = self._reject(call, hold.code, hold.message_for_model, (), tool.mutates, at)
+        decision = self._reject(call, hold.code, hold.message_for_model, hold.fields, mutates, at)
         reason = hold.reason or hold.message_for_model
         return replace(
             decision,
@@ -361,9 +390,11 @@ class ActionGate:
         )
         return replace(
             decision,
-            message_for_model=(
-                f"Not run yet ({APPROVAL_REQUIRED}): {why}. The call was not executed and "
-                "nothing was changed; it can run once the user approves it."
+            message_for_model=refusal_text(
+                APPROVAL_REQUIRED,
+                why,
+                then="it can run once the user approves it",
+                lead="Not run yet",
             ),
             approval_message=shown,
         )
@@ -378,9 +409,8 @@ class ActionGate:
         )
         return replace(
             decision,
-            message_for_model=(
-                f"Rejected ({APPROVAL_DECLINED}): {why}. The call was not executed and "
-                "nothing was changed; do not try it again unless the user asks for it."
+            message_for_model=refusal_text(
+                APPROVAL_DECLINED, why, then="do not try it again unless the user asks for it"
             ),
         )
 
@@ -434,9 +464,11 @@ class ActionGate:
     ) -> ExitVerdict:
         """The kernel's verdict on ``tool`` over one snapshot of its exit-predicate keys.
 
-        The snapshot keeps what the state read knew about the read itself: a provider's
-        ``account_found``, and its failure (the provider-error marker), so the kernel sees
-        the same cause stage 2 saw on the same state.
+        The provider's own read (:class:`SnapshotState`, from
+        :func:`~maitred.gate.executability.fetch_keys`) is decided as it is: it keeps what the
+        read knew about itself -- a provider's ``account_found``, and its failure (the
+        provider-error marker) -- so the kernel sees the same cause stage 2 saw on the same
+        state. Any other state (a document the caller passed) is a record of values only.
         """
         contract = tool.tool.contract
         if not contract.exit_predicates and not missing_scopes(contract, granted):
@@ -453,19 +485,14 @@ class ActionGate:
                 stamp = state.as_of(path)
                 if stamp is not None:
                     key_as_of[key] = stamp
-        found = state.snapshot.account_found if isinstance(state, SnapshotState) else None
-        down = bool(getattr(state, "unavailable", "")) or (
-            isinstance(state, SnapshotState) and state.snapshot.version == PROVIDER_ERROR_VERSION
-        )
         snap = Snapshot(
-            state.snapshot.account if isinstance(state, SnapshotState) else "",
+            "",
             values,
             at,
             key_as_of,
             frozenset(contract.reads - values.keys()),
-            PROVIDER_ERROR_VERSION if down else "action-gate",
+            "action-gate",
             _DEFERRED_HASH,
-            found,
         )
         return decide_exit(contract, snap, at, granted)
 
@@ -516,8 +543,7 @@ class ActionGate:
             "reject",
             code,
             f"{call.name} rejected{who}: {code}: {why}",
-            f"Rejected ({code}): {why}. The call was not executed and nothing was changed; "
-            "re-plan with the user.",
+            refusal_text(code, why),
             fields,
             outcomes,
             mutates,

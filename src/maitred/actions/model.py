@@ -56,9 +56,11 @@ kernel's cause when it had one.
 **What the model is told** is one type, :class:`Rejection` (``Decision.tool_result()``): the
 code, a message for the model, the argument paths at fault and the decision id, so an operator
 can find the log row behind what the model saw. The library, the HTTP service and the MCP
-gateway hand the model exactly this. A message for the model never names a tool the
-conversation was not offered: an unknown or unoffered tool is "not available in this
-conversation", never a list of the catalog, and a rejection does not repeat the tool's name.
+gateway hand the model exactly this. It, :class:`Hold` and every refusal's words live in
+:mod:`maitred.actions.refusals` (re-exported here), the one place refusals are built. A
+message for the model never names a tool the conversation was not offered: an unknown or
+unoffered tool is "not available in this conversation", never a list of the catalog, and a
+rejection does not repeat the tool's name.
 """
 
 from __future__ import annotations
@@ -70,6 +72,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from maitred._canonical import content_hash
+from maitred.actions.refusals import Hold as Hold  # the refusals' home, re-exported here
+from maitred.actions.refusals import Rejection as Rejection
+from maitred.actions.refusals import decided
 from maitred.contract.evaluate import PredicateOutcome
 from maitred.contract.policy import APPROVAL_DECLINED as APPROVAL_DECLINED  # the contract's
 from maitred.contract.policy import APPROVAL_REQUIRED as APPROVAL_REQUIRED  # codes, re-exported
@@ -141,74 +146,6 @@ class Approval:
 
 
 @dataclass(frozen=True)
-class Hold:
-    """Why an adapter holds a tool back from calls, for a reason outside its contract.
-
-    The action gate refuses a call to a held tool with ``code`` (before the offer and the
-    contract are consulted) and logs it like every decision, so the refusal has a decision id
-    and a row; the hold is passed with the call, never set on the gate.
-
-    Attributes:
-        code: the stable reason code (``TOOL_DEFINITION_CHANGED``).
-        message_for_model: what the model is told; it must not repeat what the operator has
-            not approved (a changed tool's new description stays unsaid).
-        reason: for people, stored in the decision's ``message``: what the adapter found.
-        retry_after_s: whole seconds after which the same call may pass (a rate limit);
-            ``None`` when waiting will not help.
-    """
-
-    code: str
-    message_for_model: str
-    reason: str = ""
-    retry_after_s: int | None = None
-
-
-@dataclass(frozen=True)
-class Rejection:
-    """What the model receives instead of a tool's output when a call does not run.
-
-    The one model-facing payload of the library, the HTTP service and the MCP gateway.
-
-    Attributes:
-        code: the stable reason code (``TOOL_NOT_OFFERED``, ``ARGS_INVALID``, a rule's code...).
-        message: for the model: what was wrong, that nothing ran, what to do next. Never
-            names a tool the conversation was not offered.
-        fields: the argument paths at fault (``"payment_methods[1].amount"``).
-        decision_id: the decision-log id of the decision (``""`` when none was logged: the
-            gate itself could not decide).
-        error: the kind of refusal: ``"rejected_by_policy"`` for a gate decision, or the
-            adapter's own (``"gate_unavailable"``, ``"upstream_failed"``, ``"auth_required"``).
-        executed: always False for a gate rejection; None when it is not known (an upstream
-            that failed mid-call).
-        retry_after_s: whole seconds after which the same call may pass (``RATE_LIMITED``);
-            ``None`` (and absent from the JSON) otherwise.
-    """
-
-    code: str
-    message: str
-    fields: tuple[str, ...] = ()
-    decision_id: str = ""
-    error: str = "rejected_by_policy"
-    executed: bool | None = False
-    retry_after_s: int | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        """The payload as JSON (the tool result's text, the service's ``tool_result``)."""
-        out: dict[str, Any] = {
-            "error": self.error,
-            "code": self.code,
-            "message": self.message,
-            "fields": list(self.fields),
-            "decision_id": self.decision_id,
-        }
-        if self.executed is not None:
-            out["executed"] = self.executed
-        if self.retry_after_s is not None:
-            out["retry_after_s"] = self.retry_after_s
-        return out
-
-
-@dataclass(frozen=True)
 class Decision:
     """The action gate's verdict on one call.
 
@@ -277,14 +214,9 @@ class Decision:
         return {o.predicate: o.version for o in self.outcomes}
 
     def rejection(self) -> Rejection:
-        """The model-facing payload of this decision (see :class:`Rejection`)."""
-        return Rejection(
-            self.code,
-            self.message_for_model,
-            self.fields,
-            self.decision_id,
-            retry_after_s=self.retry_after_s,
-        )
+        """The model-facing payload of this decision (see :class:`Rejection`;
+        :func:`maitred.actions.refusals.decided`)."""
+        return decided(self)
 
     def tool_result(self) -> dict[str, Any]:
         """What the model receives instead of the tool's output when the call is rejected:

@@ -39,6 +39,7 @@ from maitred.contract.kernel import (
     missing_scopes,
     snapshot_cause,
 )
+from maitred.contract.kernel import SCOPES as SCOPES  # the scope rule's outcome, for adapters
 from maitred.decision import Cause, cause_of_text, cause_text
 from maitred.errors import ConfigError, MaitredError
 from maitred.skills.model import Catalog

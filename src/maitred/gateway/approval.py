@@ -184,19 +184,20 @@ class Approvals:
         session: object,
         pending: Decision,
         answer_with: AnswerWith,
-    ) -> tuple[Decision, Mapping[str, Any]] | ToolResult:
+    ) -> tuple[Decision, str] | ToolResult:
         """Ask the person about ``pending``'s call (a decision of ``session``, the gatekeeper).
 
         Returns:
-            The decision that stands and what to add to a refusal's payload (asked on a
-            handshake-era connection, or not askable), or the ``InputRequiredResult`` to
-            answer a 2026-07-28 call with (the client asks, then calls again).
+            The decision that stands and the ``hint`` to add to a refusal's payload (``""``:
+            none; asked on a handshake-era connection, or not askable), or the
+            ``InputRequiredResult`` to answer a 2026-07-28 call with (the client asks, then
+            calls again).
         """
         key = self._key(session, pending.call.name, pending.call.arguments)
         if self._continues(context, session, key):
-            return await answer_with(pending, "approve"), {}
+            return await answer_with(pending, "approve"), ""
         if not can_ask(context):
-            return pending, {"hint": CANNOT_ASK}
+            return pending, CANNOT_ASK
         text = question(pending)
         if _modern(context):
             self.open[key] = (session, pending)
@@ -211,7 +212,7 @@ class Approvals:
         try:
             got = await ctx.elicit(text, bool, response_title="Approve")
         except Exception:  # the client failed to answer: nobody said yes
-            return await answer_with(pending, "cancel"), {}
+            return await answer_with(pending, "cancel"), ""
         data = getattr(got, "data", None)
         answer = _answer(got.action, {"value": data} if got.action == "accept" else None)
-        return await answer_with(pending, answer), {}
+        return await answer_with(pending, answer), ""

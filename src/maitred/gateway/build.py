@@ -47,7 +47,7 @@ from maitred.gateway.passthrough import EraMethods, Passthrough
 from maitred.gateway.rates import open_limiter
 from maitred.gateway.server import GateMiddleware, tool_json
 from maitred.gateway.skillset import GatedSkills, load_skills
-from maitred.gateway.surfaces import SurfaceGate
+from maitred.gateway.surfaces import open_surfaces
 from maitred.gateway.tasks import TaskBook, TasksExtension, Who, offers_tasks
 from maitred.gateway.upstreams import proxy_for
 from maitred.tracing import Tracing
@@ -181,9 +181,7 @@ async def open_gateway(
     engines = await anyio.to_thread.run_sync(lambda: GatewayEngines.open(config, tools, listed))
     try:
         skills = load_skills(config)
-        surfaces = SurfaceGate.open(
-            config, engines, listed, skills=skills.surfaces if skills else ()
-        )
+        surfaces = open_surfaces(config, engines, listed, skills=skills.surfaces if skills else ())
     except BaseException:
         engines.close()
         raise

@@ -29,7 +29,14 @@ from fastmcp.server.middleware import CallNext, MiddlewareContext
 from fastmcp.tools import ToolResult
 from opentelemetry.trace import SpanKind
 
-from maitred.actions.model import ApprovalAnswer, Decision, Hold, Rejection
+from maitred.actions.model import TOOL_NOT_OFFERED, ApprovalAnswer, Decision, Hold, ToolCall
+from maitred.actions.refusals import (
+    Rejection,
+    auth_required,
+    decided,
+    gate_unavailable,
+    upstream_failed,
+)
 from maitred.errors import MaitredError
 from maitred.gateway import traces
 from maitred.gateway.approval import VIA, Approvals, awaits_person
@@ -54,27 +61,19 @@ T = TypeVar("T")
 Answer = tuple[str, ToolResult]
 
 
-def _text_result(payload: Mapping[str, Any], decision_id: str = "") -> ToolResult:
-    """An ``isError`` result whose text is ``payload`` (a :class:`Rejection`'s JSON); with a
-    ``decision_id``, also in ``_meta`` (:data:`DECISION_ID_META`)."""
-    text = json.dumps(payload, ensure_ascii=False, sort_keys=True)
-    meta = {DECISION_ID_META: decision_id} if decision_id else None
-    return ToolResult(content=[mt.TextContent(type="text", text=text)], meta=meta, is_error=True)
+def _refusal(refusal: Rejection) -> Answer:
+    """The answer refusing a call: an ``isError`` result whose text is ``refusal`` as JSON, its
+    decision id (if any) also in ``_meta`` (:data:`DECISION_ID_META`), counted under its code."""
+    text = json.dumps(refusal.to_json(), ensure_ascii=False, sort_keys=True)
+    meta = {DECISION_ID_META: refusal.decision_id} if refusal.decision_id else None
+    content = [mt.TextContent(type="text", text=text)]
+    return refusal.code, ToolResult(content=content, meta=meta, is_error=True)
 
 
 def _with_decision_id(result: ToolResult, decision_id: str) -> ToolResult:
     """The upstream's ``result`` with the decision id added to its ``_meta`` (kept otherwise)."""
     result.meta = {**(result.meta or {}), DECISION_ID_META: decision_id}
     return result
-
-
-#: the answer to a request that reached the gate without an identity
-AUTH_REQUIRED = Rejection(
-    "AUTH_REQUIRED",
-    "this gateway serves authenticated sessions only; connect with the bearer token you were "
-    "given. The call was not executed",
-    error="auth_required",
-).to_json()
 
 
 async def _list_changed(context: MiddlewareContext[Any]) -> None:
@@ -175,7 +174,7 @@ class CallPath:
            recorded in the session and ``list_changed`` sent when it changed the list.
         """
         name, args = context.message.name, dict(context.message.arguments or {})
-        keeper = self._refuse_early(context, name, args)
+        keeper = await self._refuse_early(context, name, args)
         if isinstance(keeper, tuple):
             return keeper
         limited = await self._admit(keeper, name)
@@ -191,18 +190,28 @@ class CallPath:
             return result
         return await self._after(context, keeper, name, args, upstream, decision, result)
 
-    def _refuse_early(
+    async def _refuse_early(
         self, context: MiddlewareContext[Any], name: str, args: Mapping[str, Any]
     ) -> Gatekeeper | Answer:
         """The session's gatekeeper; or the answer to a call that reached the gate without
-        an identity, or whose name or arguments are not I-JSON (NaN, a lone surrogate...)."""
+        an identity (not logged: there is no session to log it under), or whose name or
+        arguments are not I-JSON (NaN, a lone surrogate...: logged, arguments withheld)."""
         keeper = self._keeper(context)
         if keeper is None:
-            return "AUTH_REQUIRED", _text_result(AUTH_REQUIRED)
-        refused = argument_fault(name, args)
-        if refused is not None:
-            return str(refused["code"]), _text_result(refused)
+            return _refusal(auth_required())
+        fault = argument_fault(name, args)
+        if fault is not None:
+            return await self._refuse(keeper, *fault)
         return keeper
+
+    async def _refuse(self, keeper: Gatekeeper, call: ToolCall, hold: Hold) -> Answer:
+        """The gateway's own refusal of ``call``, logged (:meth:`Gatekeeper.refuse`) and
+        answered with its decision id; ``GATE_UNAVAILABLE`` when it could not be logged."""
+        try:
+            decision = await self._engine(lambda: keeper.refuse(call, hold), keeper)
+        except MaitredError as exc:
+            return _refusal(gate_unavailable(exc, undone="The call was not executed"))
+        return _refusal(decided(decision))
 
     async def _admit(self, keeper: Gatekeeper, name: str) -> Refusal | None:
         """Charge the call to its caller's budgets (:mod:`.rates`): the rate it is past, if
@@ -219,12 +228,12 @@ class CallPath:
         args: Mapping[str, Any],
         limited: Refusal | None,
     ) -> Answer:
-        """A ``find_tools`` call: refused past a rate (no action decision: its answers are
-        turns), else answered (:meth:`_find`)."""
+        """A ``find_tools`` call: refused past a rate (a logged decision on the call, like
+        every refusal), else answered (:meth:`_find`)."""
         if limited is not None:
             self.metrics.count_limited(limited.scope)
-            return limited.code, _text_result(limited.rejection().to_json())
-        return "FIND_TOOLS", await self._find(context, keeper, args)
+            return await self._refuse(keeper, ToolCall(FIND_TOOLS, args), limited.hold())
+        return await self._find(context, keeper, args)
 
     async def _hold(self, keeper: Gatekeeper, name: str, limited: Refusal | None) -> Hold | None:
         """What refuses the call before its contracts are read: the rate it is past, or its
@@ -247,7 +256,7 @@ class CallPath:
         """The call's decision when it is allowed, else the answer refusing it: an approval
         the client answered, else the check; a decision that awaits a person asked
         (:mod:`.approval`); ``GATE_UNAVAILABLE`` when it could not be decided or logged."""
-        extra: Mapping[str, Any] = {}
+        hint = ""  # what the payload adds: the client cannot ask the user (.approval)
 
         async def answer_with(pending: Decision, answer: ApprovalAnswer) -> Decision:
             return await self._engine(lambda: keeper.approve(pending, answer, VIA), keeper)
@@ -269,23 +278,16 @@ class CallPath:
                 asked = await self.approvals.ask(context, keeper, decision, answer_with)
                 if isinstance(asked, ToolResult):  # the client asks, then calls again
                     return "APPROVAL_ASKED", asked
-                decision, extra = asked
+                decision, hint = asked
         except MaitredError as exc:  # not decided, or not durable: the call must not run
-            refusal = Rejection(
-                "GATE_UNAVAILABLE",
-                f"the gateway could not decide or record this call ({type(exc).__name__}: "
-                f"{exc}); it was not executed. Try again later",
-                error="gate_unavailable",
-            )
-            return refusal.code, _text_result(refusal.to_json())
+            return _refusal(gate_unavailable(exc, undone="The call was not executed"))
         if decision.allow:
             return decision
         if limited is not None and decision.code == limited.code:  # not a prior refusal
             self.metrics.count_limited(limited.scope)
-        payload = {**decision.tool_result(), **extra}
-        if keeper.finds and decision.code == "TOOL_NOT_OFFERED":
-            payload["hint"] = f"call {FIND_TOOLS} with what you need to do first"
-        return decision.code, _text_result(payload, decision.decision_id)
+        if keeper.finds and decision.code == TOOL_NOT_OFFERED:
+            hint = f"call {FIND_TOOLS} with what you need to do first"
+        return _refusal(decided(decision, hint=hint))
 
     async def _forward_call(
         self,
@@ -313,17 +315,7 @@ class CallPath:
             self.metrics.upstream_failures.labels(upstream).inc()
             if self.upstreams is not None:
                 self.upstreams.suspect(upstream)  # listed again: does it answer at all?
-            failed = Rejection(
-                "UPSTREAM_FAILED",
-                f"the upstream MCP server {upstream!r} failed on {name}: "
-                f"{type(exc).__name__}: {exc}. The call may not have run; try again later "
-                "(the other tools still work)",
-                decision_id=decision.decision_id,
-                error="upstream_failed",
-                executed=None,
-            )
-            payload = {**failed.to_json(), "upstream": upstream}
-            return failed.code, _text_result(payload, decision.decision_id)
+            return _refusal(upstream_failed(upstream, name, exc, decision.decision_id))
         if self.upstreams is not None:
             self.upstreams.answered(upstream)
         return result
@@ -392,7 +384,7 @@ class CallPath:
         assert self.tasks is not None  # only the tasks extension, given this book, makes one
         handed = await hand_over(self.tasks, keeper, decision, upstream, task, self._engine)
         if isinstance(handed, Rejection):
-            return handed.code, _text_result(handed.to_json(), decision.decision_id)
+            return _refusal(handed)
         return "ALLOWED", cast(ToolResult, handed)
 
     async def _find(
@@ -400,23 +392,22 @@ class CallPath:
         context: MiddlewareContext[mt.CallToolRequestParams],
         keeper: Gatekeeper,
         args: Mapping[str, Any],
-    ) -> ToolResult:
+    ) -> Answer:
         needs = read_needs(args)
-        if isinstance(needs, Rejection):  # nothing routed, nothing logged
-            return _text_result(needs.to_json())
+        if isinstance(needs, Hold):  # nothing routed; the refusal logged like any
+            return await self._refuse(keeper, ToolCall(FIND_TOOLS, args), needs)
         try:
             with self.tracing.span("maitred.find_tools") as finding:
                 answer = await self._engine(lambda: keeper.find(needs), keeper)
                 traces.note_found(finding, keeper, answer)
         except MaitredError as exc:
-            return _text_result(
-                {
-                    "code": "GATE_UNAVAILABLE",
-                    "message": f"the gateway could not route this need ({type(exc).__name__}: "
-                    f"{exc}); no tool was disclosed. Try again later",
-                }
+            return _refusal(
+                gate_unavailable(
+                    exc,
+                    what="the gateway could not route this need",
+                    undone="No tool was disclosed",
+                )
             )
         text = json.dumps(answer, ensure_ascii=False, sort_keys=True)
-        return ToolResult(
-            content=[mt.TextContent(type="text", text=text)], structured_content=answer
-        )
+        content = [mt.TextContent(type="text", text=text)]
+        return "FIND_TOOLS", ToolResult(content=content, structured_content=answer)

@@ -5,7 +5,9 @@ what it answers. The routing itself is :meth:`maitred.gateway.keeper.Gatekeeper.
 at most :data:`MAX_NEEDS` in all); each need holds text and at most :data:`MAX_NEED_CHARS`
 characters. :data:`FIND_TOOLS_SCHEMA` says so to the model, and :func:`read_needs` enforces it
 before anything is routed: a call that breaks it is refused (``ARGS_MISSING`` when no need is
-given at all, ``ARGS_INVALID`` otherwise), the field at fault named, nothing logged.
+given at all, ``ARGS_INVALID`` otherwise), the field at fault named, nothing routed; the refusal
+is a logged decision on the ``find_tools`` call, like every refusal
+(:meth:`~maitred.gateway.keeper.Gatekeeper.refuse`).
 
 **What it answers.** One need (``need`` alone) is answered as it always was (:func:`answer_for`):
 the tools it disclosed -- each with what the model needs to call it: name, description, the
@@ -24,8 +26,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from maitred.actions.model import ARGS_INVALID, ARGS_MISSING, Rejection
-from maitred.contract.kernel import SCOPES
+from maitred.actions.model import ARGS_INVALID, ARGS_MISSING, Hold
+from maitred.actions.refusals import invalid_arguments
+from maitred.gate.executability import SCOPES
 from maitred.pipeline import Turn
 from maitred.skills.model import Catalog
 
@@ -67,7 +70,7 @@ FIND_TOOLS_SCHEMA: dict[str, Any] = {
 }
 
 
-def read_needs(arguments: Mapping[str, Any]) -> str | tuple[str, ...] | Rejection:
+def read_needs(arguments: Mapping[str, Any]) -> str | tuple[str, ...] | Hold:
     """The needs a ``find_tools`` call carries, or the refusal of a call that breaks
     :data:`FIND_TOOLS_SCHEMA`.
 
@@ -111,13 +114,12 @@ def _need_fault(need: Any) -> str:
     return ""
 
 
-def _refusal(what: str, *fields: str, code: str = ARGS_INVALID) -> Rejection:
-    return Rejection(
-        code,
-        f"{FIND_TOOLS}: {what}. Give 'need' (a sentence saying what you need to do) or "
-        f"'needs' (1 to {MAX_NEEDS} such sentences, one per step); nothing was searched",
-        fields=fields,
-        error="invalid_arguments",
+def _refusal(what: str, *fields: str, code: str = ARGS_INVALID) -> Hold:
+    return invalid_arguments(
+        f"{FIND_TOOLS}: {what}; give 'need' (a sentence saying what you need to do) or "
+        f"'needs' (1 to {MAX_NEEDS} such sentences, one per step)",
+        fields,
+        code=code,
     )
 
 

@@ -589,6 +589,14 @@ class Gatekeeper:
             self.shadow.check(call, session=self.shadow_session, held=held, context=self.context)
         return self.engine.check(call, session=self.session, held=held, context=self.context)
 
+    def refuse(self, call: ToolCall, hold: Hold) -> Decision:
+        """Log the gateway's own refusal of ``call`` (what may be stored of it), made before
+        any check (:meth:`Maitred.refuse <maitred.Maitred.refuse>`): arguments that are not
+        I-JSON, ``find_tools``' needs, ``find_tools`` past a rate. ``find_tools`` changes
+        nothing; any other name is the rulebook's to say."""
+        mutates = False if call.name == FIND_TOOLS else None
+        return self.engine.refuse(call, hold, session=self.session, mutates=mutates)
+
     def lists_first(self, name: str, hold: Hold | None = None) -> bool:
         """Whether :meth:`check` of ``name`` may list afresh before it decides (a tool the
         session may know of that its latest listing did not show): a read of fresh state,

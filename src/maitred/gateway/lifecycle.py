@@ -71,12 +71,13 @@ from fastmcp.server.providers.proxy import ProxyProvider
 
 from maitred.contract.tool_sidecar import SurfaceNames
 from maitred.errors import ConfigError
+from maitred.gate.surfaces import SurfaceContracts
 from maitred.gateway.channels import Channels, Key, ListKind, follow, speaks_listen
 from maitred.gateway.config import GatewayConfig, Upstream
 from maitred.gateway.keeper import Gatekeeper, GatewayEngines
 from maitred.gateway.metrics import GatewayMetrics
 from maitred.gateway.scan import warn_at_start
-from maitred.gateway.surfaces import SurfaceGate, SurfaceGuard
+from maitred.gateway.surfaces import SurfaceGuard, open_surfaces, warn_ungated
 from maitred.gateway.upstreams import ListingProxy
 
 #: what an upstream is doing now (see the module docstring)
@@ -112,7 +113,7 @@ class Host(Protocol):
     metrics: GatewayMetrics
     surface_guard: SurfaceGuard | None
 
-    def adopt(self, engines: GatewayEngines, surfaces: SurfaceGate) -> list[Gatekeeper]:
+    def adopt(self, engines: GatewayEngines, surfaces: SurfaceContracts) -> list[Gatekeeper]:
         """Decide with ``engines`` from now on; the sessions to move onto them."""
         ...
 
@@ -534,7 +535,7 @@ class Upstreams:
     def _commit(
         self,
         life: UpstreamLife,
-        built: tuple[GatewayEngines, SurfaceGate],
+        built: tuple[GatewayEngines, SurfaceContracts],
         tools: list[dict[str, Any]],
         surfaces: SurfaceNames,
         added: list[dict[str, Any]] | None,
@@ -553,7 +554,7 @@ class Upstreams:
                 engines.pins.observe(name, added)
         warn_at_start(self.config, {name: new})
         if added is None:
-            surfaced.warn_ungated({name: surfaces}, self.config.source)
+            warn_ungated(surfaced, {name: surfaces}, self.config.source)
             self._serve(name)
         if self._auth is not None:
             self._auth.advertise(s for t in engines.engine.catalog for s in t.contract.scopes)
@@ -565,9 +566,9 @@ class Upstreams:
         current: GatewayEngines,
         tools: Mapping[str, Sequence[Mapping[str, Any]]],
         listed: Mapping[str, SurfaceNames],
-    ) -> tuple[GatewayEngines, SurfaceGate]:
+    ) -> tuple[GatewayEngines, SurfaceContracts]:
         engines = current.grown(self.config, tools, listed)
-        return engines, SurfaceGate.open(self.config, engines, listed, warn=False)
+        return engines, open_surfaces(self.config, engines, listed, warn=False)
 
     def _refuse(
         self, life: UpstreamLife, added: Sequence[Mapping[str, Any]] | None, exc: Exception

@@ -6,8 +6,11 @@ nesting past 32 levels) or hold a NUL, which the decision log cannot store. MCP'
 accepts ``NaN`` and ``1e400``, and a client in the same process hands Python strings over
 unparsed, so such a value would otherwise reach the
 decision log and fail there -- a crash, or a "gate unavailable" that is no outage. The refusal
-is the tool result an invalid call gets (``isError``, ``ARGS_INVALID``, the argument named);
-nothing is decided, logged or sent upstream.
+is the tool result an invalid call gets (``isError``, ``ARGS_INVALID``, the argument named,
+``TOOL_UNKNOWN`` for a name that is no text). It is logged like every refusal, as a decision on
+the call with its arguments *withheld* (``{}``; the decision's message names the argument at
+fault and says they were withheld) and a name that is no text escaped, so the bad value itself
+is never stored; nothing is sent upstream.
 
 **JSON that is not I-JSON, over HTTP.** The body, once read (for its size), is parsed as
 I-JSON too: a key twice in one object (the SDK keeps the last, so the log and a proxy in front
@@ -34,6 +37,8 @@ from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from typing import Any
 
 from maitred._ijson import NotIJson, fault, is_text, loads, surely_ijson
+from maitred.actions.model import TOOL_UNKNOWN, Hold, ToolCall
+from maitred.actions.refusals import invalid_arguments
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -42,27 +47,33 @@ Send = Callable[[Message], Awaitable[None]]
 App = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
-def argument_fault(name: str, arguments: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The rejection payload for a call whose name or arguments are not I-JSON, else ``None``."""
+def argument_fault(name: str, arguments: Mapping[str, Any]) -> tuple[ToolCall, Hold] | None:
+    """For a call whose name or arguments are not I-JSON: what of it the log may store (its
+    arguments withheld, a name that is no text escaped) and the refusal to log it with;
+    else ``None``."""
+    withheld = "The call's arguments are withheld from this record (the log cannot store them)"
     if not is_text(name) or "\x00" in name:
-        shown = name.encode("utf-8", "backslashreplace").decode("utf-8")
-        return {
-            "code": "TOOL_UNKNOWN",
-            "message": f"the tool name {shown!r} holds a lone surrogate or a NUL (not a "
-            "character a name may hold); the call was not executed",
-            "fields": [],
-            "executed": False,
-        }
+        why = (
+            f"the tool name {name!r} holds a lone surrogate or a NUL (not a character a name "
+            "may hold)"
+        )
+        reason = f"{why}; it is recorded escaped. {withheld}"
+        return ToolCall(_storable(name), {}), invalid_arguments(
+            why, reason=reason, code=TOOL_UNKNOWN
+        )
     found = fault(dict(arguments))
     if found is None:
         return None
-    top = found.where.split(".", 1)[0].split("[", 1)[0]
-    return {
-        "code": "ARGS_INVALID",
-        "message": f"argument {found.where!r} {found.what}; the call was not executed",
-        "fields": [top] if top else [],
-        "executed": False,
-    }
+    top = _storable(found.where).split(".", 1)[0].split("[", 1)[0]
+    why = f"argument {found.where!r} {found.what}"
+    return ToolCall(name, {}), invalid_arguments(
+        why, (top,) if top else (), reason=f"{why}. {withheld}"
+    )
+
+
+def _storable(text: str) -> str:
+    """``text`` with what the log cannot store (a lone surrogate, a NUL) escaped."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8").replace("\x00", "\\x00")
 
 
 class BodyLimit:

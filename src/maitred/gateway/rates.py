@@ -10,8 +10,9 @@ and a row in the log like every refusal, reads no state, never reaches the upstr
 not re-listed first. The model's payload carries ``retry_after_s``. A tool held back for its
 definition (``TOOL_DEFINITION_CHANGED``) keeps that reason, and a name no upstream lists stays
 ``TOOL_UNKNOWN`` (both are charged all the same). ``find_tools`` counts like any call; its
-refusal is the same payload without a decision id (``find_tools`` answers are not action
-decisions). Listings (``tools/list``) are not charged.
+refusal is the same payload, logged as a decision on the ``find_tools`` call
+(:meth:`~maitred.gateway.keeper.Gatekeeper.refuse`). Listings (``tools/list``) are not
+charged.
 
 **When the shared store is down**, a call to a tool that ``mutates`` is refused
 ``RATE_LIMIT_UNAVAILABLE`` (also a logged decision), and a read-only call is counted by this

@@ -8,9 +8,10 @@
 * ``tools/call`` (the steps of :mod:`maitred.gateway.calls`): the gatekeeper checks the call
   first (logged and flushed); a rejected call never reaches the upstream and the client gets
   an ``isError`` result whose text is ``decision.tool_result()`` as JSON (the one model-facing
-  :class:`~maitred.actions.model.Rejection`: code, message for the model, offending fields,
+  :class:`~maitred.actions.refusals.Rejection`: code, message for the model, offending fields,
   decision id); a call the gatekeeper could not decide or log is refused too
-  (``GATE_UNAVAILABLE``, the same payload with no decision id). Every decided call's result,
+  (``GATE_UNAVAILABLE``, the same payload with no decision id), and so is one that reached
+  the gate without a principal (``AUTH_REQUIRED``, likewise). Every decided call's result,
   rejected or forwarded from the upstream, carries its decision-log id in ``_meta`` under
   ``maitred/decision_id``, so an operator can match what the model saw to the log row. An allowed
   call goes to the upstream that lists the tool; if that fails (the server crashed, the URL
@@ -87,16 +88,18 @@ from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from maitred.actions.refusals import auth_required
+from maitred.gate.surfaces import SurfaceContracts
 from maitred.gateway import traces
 from maitred.gateway.approval import Approvals
 from maitred.gateway.auth import Identity
-from maitred.gateway.calls import AUTH_REQUIRED, CallPath
+from maitred.gateway.calls import CallPath
 from maitred.gateway.channels import Channels
 from maitred.gateway.keeper import Gatekeeper, GatewayEngines
 from maitred.gateway.lifecycle import Upstreams
 from maitred.gateway.listings import in_catalog_order
 from maitred.gateway.metrics import GatewayMetrics
-from maitred.gateway.surfaces import SurfaceGate, SurfaceGuard
+from maitred.gateway.surfaces import SurfaceGuard
 from maitred.gateway.tasks import TaskBook
 from maitred.gateway.upstreams import ListingProxy
 from maitred.ratelimit import Limiter
@@ -135,7 +138,7 @@ class GateMiddleware(CallPath, Middleware):
         account: str | None,
         max_sessions: int = 1000,
         tracing: Tracing = OFF,
-        surfaces: SurfaceGate | None = None,
+        surfaces: SurfaceContracts | None = None,
         limiter: Limiter | None = None,
         upstreams: Upstreams | None = None,
         tasks: TaskBook | None = None,
@@ -159,7 +162,7 @@ class GateMiddleware(CallPath, Middleware):
         if limiter is not None:
             self.metrics.limits_on(limiter.options.scopes)
 
-    def adopt(self, engines: GatewayEngines, surfaces: SurfaceGate) -> list[Gatekeeper]:
+    def adopt(self, engines: GatewayEngines, surfaces: SurfaceContracts) -> list[Gatekeeper]:
         """Decide with ``engines`` (and ``surfaces``) from now on: the catalog grew
         (:mod:`.lifecycle`). Returns the sessions kept now, for the caller to move onto them
         (:meth:`Gatekeeper.rebase`); a session opened from here on is on ``engines`` already."""
@@ -265,7 +268,7 @@ class GateMiddleware(CallPath, Middleware):
         state watch's ``list_changed`` for it arrives on this stream."""
         found = self._identity("")  # a listen stream is 2026-07-28: no session id
         if found is None:
-            raise MCPError(mt.INVALID_REQUEST, str(AUTH_REQUIRED["message"]))
+            raise MCPError(mt.INVALID_REQUEST, auth_required("No stream was opened").message)
         self._keeper_for(*found)
         return await self.channels.listen(found[0], ctx, params)
 

@@ -16,8 +16,8 @@ account's state the same as a tool's. The sidecar is maitred's, not the skill's:
 served, nor in the manifest.
 
 **One mechanism with resources and prompts.** Each skill becomes a
-:class:`~maitred.gateway.surfaces.Surface` of the family ``skills`` in the gateway's
-:class:`~maitred.gateway.surfaces.SurfaceGate`, keyed by the URI of its ``SKILL.md``, and
+:class:`~maitred.gate.surfaces.Surface` of the family ``skills`` in the gateway's
+:class:`~maitred.gate.surfaces.SurfaceContracts`, keyed by the URI of its ``SKILL.md``, and
 governs every file under its folder's URI. So the one kernel decides all of it, per session,
 on state read afresh:
 
@@ -27,7 +27,7 @@ on state read afresh:
   extension has no list notification of its own);
 * ``skills/get`` is decided and written to the decision log as an action decision
   (``skills/get {"uri": ...}``), flushed before it is answered; a refused one is ``-32602``
-  with the one model-facing :class:`~maitred.actions.model.Rejection` as ``data``
+  with the one model-facing :class:`~maitred.actions.refusals.Rejection` as ``data``
   (``SKILL_NOT_AVAILABLE``), which names nothing the session was not shown: a skill it never
   listed is refused exactly as a URI that is no skill at all (both logged, both with a
   decision id), and only a skill it was shown gets the predicates' reason;
@@ -72,13 +72,15 @@ from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from maitred.actions.model import Rejection, ToolCall, new_call_id
+from maitred.actions.model import ToolCall, new_call_id
+from maitred.actions.refusals import GATE_UNAVAILABLE, NOTHING_READ, auth_required, gate_unavailable
 from maitred.contract.sidecar import SIDECAR
 from maitred.errors import ConfigError, MaitredError
+from maitred.gate.surfaces import Surface
 from maitred.gateway.config import GatewayConfig
 from maitred.gateway.keeper import Gatekeeper
 from maitred.gateway.metrics import GatewayMetrics
-from maitred.gateway.surfaces import Surface, SurfaceGuard
+from maitred.gateway.surfaces import SurfaceGuard
 from maitred.gateway.upstreams import ListingProxy, declaring
 from maitred.skills.catalog import load_catalog_report
 from maitred.skills.model import Skill
@@ -192,14 +194,6 @@ class Serving(Protocol):
         ...
 
 
-_AUTH_REQUIRED = Rejection(
-    "AUTH_REQUIRED",
-    "this gateway serves authenticated sessions only; connect with the bearer token you were "
-    "given. Nothing was read",
-    error="auth_required",
-)
-
-
 class GatedSkills(ServerExtension):
     """``skills/list`` and ``skills/get`` for the gateway's own skills, each decided by the
     surfaces' gate for the caller (see the module docstring).
@@ -236,12 +230,15 @@ class GatedSkills(ServerExtension):
         keeper = self.serving.keeper_now()
         guard = self.serving.surface_guard
         if keeper is None or guard is None:
-            raise MCPError(mt.INVALID_REQUEST, _AUTH_REQUIRED.message, _AUTH_REQUIRED.to_json())
+            refusal = auth_required(NOTHING_READ)
+            raise MCPError(mt.INVALID_REQUEST, refusal.message, refusal.to_json())
         return keeper, guard
 
     def _skilled(self, guard: SurfaceGuard) -> list[ListingProxy]:
         """The upstreams whose sidecar gives some skill an entry, in the config's order."""
-        named = {s.upstream for s in guard.gate.skill_roots.values() if s.family == "resources"}
+        named = {
+            s.upstream for s in guard.contracts.skill_roots.values() if s.family == "resources"
+        }
         return [p for name, p in self.upstreams.items() if name in named]
 
     async def list_skills(
@@ -257,7 +254,7 @@ class GatedSkills(ServerExtension):
         uris = list(entries)
         shown = set(
             await anyio.to_thread.run_sync(
-                lambda: guard.gate.visible(keeper.account, "skills", uris, keeper.granted)
+                lambda: guard.contracts.visible(keeper.account, "skills", uris, keeper.granted)
             )
         )
         guard.view_of(keeper).remember("skills", uris, shown)
@@ -274,15 +271,16 @@ class GatedSkills(ServerExtension):
         view = guard.views.get(keeper)
         try:
             decision = await anyio.to_thread.run_sync(
-                lambda: guard.gate.check(keeper, "skills", uri, call, view)
+                lambda: guard.contracts.check(
+                    keeper.session, "skills", uri, call, view, keeper.granted
+                )
             )
         except MaitredError as exc:  # not decided, or not durable: it must not be answered
-            count.labels("skills/get", "GATE_UNAVAILABLE").inc()
-            refusal = Rejection(
-                "GATE_UNAVAILABLE",
-                f"the gateway could not decide or record this request ({type(exc).__name__}: "
-                f"{exc}); nothing was read. Try again later",
-                error="gate_unavailable",
+            count.labels("skills/get", GATE_UNAVAILABLE).inc()
+            refusal = gate_unavailable(
+                exc,
+                what="the gateway could not decide or record this request",
+                undone=NOTHING_READ,
             )
             raise MCPError(mt.INTERNAL_ERROR, refusal.message, refusal.to_json()) from None
         count.labels("skills/get", decision.code if decision.reject else "ALLOWED").inc()

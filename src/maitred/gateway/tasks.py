@@ -67,6 +67,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ConfigDict, Field
 
 from maitred.actions.model import OK, Decision, Rejection, ToolCall, new_call_id
+from maitred.actions.refusals import gate_unavailable, refusal_text
 from maitred.errors import MaitredError
 from maitred.gateway.config import Upstream
 from maitred.gateway.keeper import Gatekeeper
@@ -280,8 +281,12 @@ class TaskBook:
                 "reject",
                 TASK_NOT_FOUND,
                 f"{method} of task {task_id}: {whose}: {TASK_NOT_FOUND}",
-                f"Rejected ({TASK_NOT_FOUND}): no task with that id is known to you; use the "
-                "id a call of yours returned. Nothing was done.",
+                refusal_text(
+                    TASK_NOT_FOUND,
+                    "no task with that id is known to you",
+                    undone="Nothing was done",
+                    then="use the id a call of yours returned",
+                ),
                 **common,
             )
         if self.log is not None:
@@ -429,13 +434,12 @@ async def hand_over(
     try:
         record = await engine(lambda: book.created(keeper, allowed, upstream, task))
     except MaitredError as exc:
-        return Rejection(
-            "GATE_UNAVAILABLE",
-            f"the upstream {upstream!r} made a task of this call, but the gateway could not "
-            f"record whose it is ({type(exc).__name__}: {exc}), so it is not handed out. Try "
-            "again later",
+        return gate_unavailable(
+            exc,
+            what=f"the upstream {upstream!r} made a task of this call, but the gateway could "
+            "not record whose it is",
+            undone="The task is not handed out, and whether it runs is not known",
             decision_id=allowed.decision_id,
-            error="gate_unavailable",
             executed=None,
         )
     fields = task.model_dump(by_alias=True, exclude_none=True)
