@@ -122,6 +122,32 @@ def test_a_token_past_its_rate_is_refused_with_a_retry_after_and_served_once_it_
     assert _count(metrics, 'maitred_gateway_rate_limited_total{scope="per_token"}') == 1
 
 
+def test_calls_with_arguments_the_log_cannot_store_are_charged_too(site: Site) -> None:
+    """Their refusal is a log write like any other, so they count against the caller's rate:
+    a client cannot make the gateway write without limit by sending a NUL."""
+    _limit(site, "{per_token: 2/hour}")
+    got: dict[str, Any] = {}
+
+    async def scenario(client: Client[Any]) -> None:
+        bad = {"account": "acc-\x001"}
+        got["bad"] = [
+            _payload(await client.call_tool("get_plan", bad, raise_on_error=False))
+            for _ in range(3)
+        ]
+        got["good"] = _payload(await client.call_tool("get_plan", PLAN, raise_on_error=False))
+
+    metrics = _run(site, scenario)
+    codes = [p["code"] for p in got["bad"]]
+    assert codes == ["ARGS_INVALID", "ARGS_INVALID", "RATE_LIMITED"]
+    assert got["good"]["code"] == "RATE_LIMITED"  # the budget the bad calls spent is gone
+    assert site.upstream_calls() == []
+    logged = [d["code"] for d in _decisions(site.log)]
+    assert logged == ["ARGS_INVALID", "ARGS_INVALID", "RATE_LIMITED", "RATE_LIMITED"]
+    limited = _decisions(site.log)[2]
+    assert limited["call"]["arguments"] == {}  # withheld, like the fault's own record
+    assert _count(metrics, 'maitred_gateway_rate_limited_total{scope="per_token"}') == 2
+
+
 def test_a_tool_rate_refuses_that_tool_only(site: Site) -> None:
     site.set_plan("pro")  # export_report is visible
     _limit(site, "{per_tool: {export_report: 1/minute}}")

@@ -161,7 +161,8 @@ class CallPath:
         :data:`Answer`, returned as it is) or hands the next one what it found.
 
         1. :meth:`_refuse_early`: the session's gatekeeper (none: ``AUTH_REQUIRED``) and
-           arguments that are I-JSON (else refused, never decided);
+           arguments that are I-JSON (else refused and logged, the arguments withheld,
+           charged to the caller's rates like any call);
         2. :meth:`_admit`: the call charged to the caller's rate limits; a ``find_tools`` call
            is answered here (:meth:`_find_tools`);
         3. :meth:`_hold`: what refuses the call before the contracts are read (past a rate,
@@ -195,14 +196,21 @@ class CallPath:
     ) -> Gatekeeper | Answer:
         """The session's gatekeeper; or the answer to a call that reached the gate without
         an identity (not logged: there is no session to log it under), or whose name or
-        arguments are not I-JSON (NaN, a lone surrogate...: logged, arguments withheld)."""
+        arguments are not I-JSON (NaN, a lone surrogate...: logged, arguments withheld, and
+        charged to the caller's rate limits like any call, since its refusal is a log write;
+        past a rate it is refused as such)."""
         keeper = self._keeper(context)
         if keeper is None:
             return _refusal(auth_required())
         fault = argument_fault(name, args)
-        if fault is not None:
-            return await self._refuse(keeper, *fault)
-        return keeper
+        if fault is None:
+            return keeper
+        call, hold = fault
+        limited = await self._admit(keeper, call.name)
+        if limited is not None:
+            self.metrics.count_limited(limited.scope)
+            hold = limited.hold()
+        return await self._refuse(keeper, call, hold)
 
     async def _refuse(self, keeper: Gatekeeper, call: ToolCall, hold: Hold) -> Answer:
         """The gateway's own refusal of ``call``, logged (:meth:`Gatekeeper.refuse`) and

@@ -10,7 +10,8 @@ is the tool result an invalid call gets (``isError``, ``ARGS_INVALID``, the argu
 ``TOOL_UNKNOWN`` for a name that is no text). It is logged like every refusal, as a decision on
 the call with its arguments *withheld* (``{}``; the decision's message names the argument at
 fault and says they were withheld) and a name that is no text escaped, so the bad value itself
-is never stored; nothing is sent upstream.
+is never stored; nothing is sent upstream. Being a log write, it is charged to the caller's
+rate limits like any call (past a rate, the refusal is ``RATE_LIMITED``).
 
 **JSON that is not I-JSON, over HTTP.** The body, once read (for its size), is parsed as
 I-JSON too: a key twice in one object (the SDK keeps the last, so the log and a proxy in front
