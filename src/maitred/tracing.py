@@ -296,8 +296,9 @@ def parent_of(*carriers: Mapping[str, Any] | None) -> Context | None:
 class _Current:
     """One span, current for a ``with`` block: what ``Tracer.start_as_current_span`` does, as
     a plain object rather than a generator wrapped twice (that is most of a span's cost on
-    the hot path, two spans per forwarded gateway call). An exception leaving the block is recorded
-    by its type only (:func:`failed`), then the context is restored and the span ended."""
+    the hot path, two spans per forwarded gateway call). An exception leaving the block is
+    recorded by its type only (:func:`failed`), then the context is restored and the span
+    ended."""
 
     __slots__ = ("_attributes", "_kind", "_name", "_parent", "_span", "_token", "_tracer")
 
