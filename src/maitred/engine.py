@@ -52,6 +52,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
@@ -123,11 +124,11 @@ class Maitred:
     def open(
         cls,
         catalogs: Catalog | Sequence[str | Path],
-        state: StateProvider | str,
+        state: StateProvider | str | os.PathLike[str],
         options: PipelineOptions | None = None,
         *,
         tables: Mapping[str, Any] | None = None,
-        log: DecisionLog | str | None = None,
+        log: DecisionLog | str | os.PathLike[str] | None = None,
         cache_dir: str | Path | None = None,
         settings: Mapping[str, Any] | None = None,
         progress: Progress | None = None,
@@ -139,7 +140,8 @@ class Maitred:
         Args:
             catalogs: skill folders and tools files (or a loaded catalog).
             state: a provider, or a spec for :func:`maitred.state.open_provider`
-                (``"sqlite:///accounts.db"``, ``"postgresql://..."``, ``"accounts.json"``).
+                (``"sqlite:///accounts.db"``, ``"postgresql://..."``, ``"accounts.json"``, or a
+                ``Path`` to a JSON file).
             options: recall method, cut-off, family mode, depth rule, menu format.
             tables: key root -> table, for a SQL provider spec.
             log: an open decision log, or a path / URL to open (closed with the engine).
@@ -155,11 +157,12 @@ class Maitred:
             if isinstance(catalogs, Catalog)
             else load_catalog(list(catalogs), settings=settings)
         )
-        handle = open_log(log) if isinstance(log, str) else log
+        owns_log = isinstance(log, (str, os.PathLike))
+        handle = open_log(log) if isinstance(log, (str, os.PathLike)) else log
         try:
             pipeline = build_pipeline(
                 catalog,
-                state,
+                os.fspath(state) if isinstance(state, os.PathLike) else state,
                 options,
                 tables=tables,
                 cache_dir=cache_dir,
@@ -169,10 +172,10 @@ class Maitred:
                 clock_skew_s=clock_skew_s,
             )
         except BaseException:
-            if isinstance(log, str) and handle is not None:
+            if owns_log and handle is not None:
                 handle.close()
             raise
-        return cls(pipeline, owns_log=isinstance(log, str))
+        return cls(pipeline, owns_log=owns_log)
 
     @classmethod
     def for_pack(

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from maitred import Maitred, PipelineOptions, ToolCall
-from maitred.errors import ConfigError
+from maitred.errors import ConfigError, LogError
 from maitred.log import open_log
 
 TOOLS_LIST = {
@@ -75,6 +75,21 @@ def shop(tmp_path: Path) -> dict[str, Path]:
 def _engine(shop: dict[str, Path]) -> Maitred:
     options = PipelineOptions(method="bm25", top_k=5)
     return Maitred.open([shop["tools"]], str(shop["accounts"]), options, log=str(shop["log"]))
+
+
+def test_paths_open_the_log_and_the_state_and_the_engine_closes_the_log_it_opened(
+    shop: dict[str, Path],
+) -> None:
+    """``Path`` objects are taken where strings are (was an AttributeError on ``log=``)."""
+    options = PipelineOptions(method="bm25", top_k=5)
+    engine = Maitred.open([shop["tools"]], shop["accounts"], options, log=shop["log"])
+    with engine:
+        turn = engine.turn("connect my custom domain name", session=engine.session("acc-1"))
+    assert engine.log is not None
+    with pytest.raises(LogError, match="closed"):  # opened by the engine, closed by it
+        engine.log.committed_turn("", "any")
+    with open_log(str(shop["log"]), read_only=True) as log:
+        assert [t["turn_id"] for t in log.iter_turns()] == [turn.turn_id]
 
 
 def test_hidden_tool_is_not_offered_and_its_call_is_rejected_and_linked(
