@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import threading
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
@@ -119,6 +120,8 @@ class Maitred:
             Rulebook.from_catalog(pipeline.catalog), clock=pipeline.clock, log=pipeline.log
         )
         self._owns_log = owns_log
+        self._tenant_runs: dict[str, str] = {}
+        self._tenant_runs_lock = threading.Lock()
 
     @classmethod
     def open(
@@ -256,6 +259,23 @@ class Maitred:
         gate = self.pipeline.executability_gate
         return gate.decide(name, snapshot, at, context.granted).visible
 
+    def run_for(self, tenant: str, *, fallback: str = "run") -> str:
+        """The run this engine logs ``tenant``'s turns under: ``""`` (its own run) for no
+        tenant, else one run per tenant, ``<run>-<tenant>``, recorded with the tenant on first
+        use, so every turn and decision of a tenant's sessions is stored with that tenant and
+        found again by the session's checks (``fallback`` stands for ``<run>`` while the engine
+        has begun no run of its own). A turn of a session with a tenant and no ``run_id`` in
+        its context is logged under it."""
+        if not tenant:
+            return ""
+        with self._tenant_runs_lock:
+            run = self._tenant_runs.get(tenant)
+            if run is None:
+                base = self.pipeline.run_id or fallback
+                run = self.begin_run(f"{base}-{tenant}", tenant=tenant)
+                self._tenant_runs[tenant] = run
+        return run
+
     def begin_run(self, run_id: str | None = None, *, tenant: str = "") -> str:
         """Record a run in the log and return its id, without making it the engine's own run:
         a caller that serves several runs at once (the service: one per tenant) names the run
@@ -315,6 +335,9 @@ class Maitred:
                 see :class:`~maitred.context.CallContext`.
         """
         message = self._message(message, session, account, id)
+        if session is not None and session.tenant and not context.run_id and self.log is not None:
+            # logged with its tenant, where the session's checks look for it
+            context = replace(context, run_id=self.run_for(session.tenant))
         check_ids(  # a bad id is the caller's error, refused before any work
             f"turn {message.id!r}",
             {"message_id": message.id, "account_id": message.account,

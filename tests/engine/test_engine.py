@@ -92,6 +92,28 @@ def test_paths_open_the_log_and_the_state_and_the_engine_closes_the_log_it_opene
         assert [t["turn_id"] for t in log.iter_turns()] == [turn.turn_id]
 
 
+def test_a_tenants_session_is_logged_with_its_tenant_and_its_offer_is_found_again(
+    shop: dict[str, Path],
+) -> None:
+    """A session opened for a tenant: its turns are logged under a run of that tenant, so its
+    checks find the turn that offered the tool (was TOOL_NOT_OFFERED: the turn went to the
+    engine's own run, without the tenant the checks look under)."""
+    with _engine(shop) as engine:
+        session = engine.session("acc-1", tenant="acme")
+        turn = engine.turn("connect my custom domain name", session=session)
+        offered = turn.exposed[0]
+        decision = engine.check(ToolCall(offered, {}), session=session)
+        assert decision.code == "OK" and decision.tenant == "acme"
+        again = engine.session("acc-1", id=session.id, tenant="acme")  # a restart, say
+        assert engine.check(ToolCall(offered, {}), session=again).code == "OK"
+        other = engine.session("acc-1", id=session.id, tenant="globex")  # another tenant's
+        assert engine.check(ToolCall(offered, {}), session=other).code == "TOOL_NOT_OFFERED"
+        assert engine.run_for("acme") == engine.run_for("acme") != engine.run_for("globex")
+    with open_log(str(shop["log"]), read_only=True) as log:
+        [row] = list(log.iter_turns())
+    assert row["tenant"] == "acme" and row["run_id"] == engine.run_for("acme")
+
+
 def test_hidden_tool_is_not_offered_and_its_call_is_rejected_and_linked(
     shop: dict[str, Path],
 ) -> None:

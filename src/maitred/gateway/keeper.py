@@ -184,8 +184,6 @@ class GatewayEngines:
         self.shadow = shadow
         #: some exit predicate has a freshness bound, so time alone can change a verdict and
         #: the watch may never skip a session whose account's state looks the same
-        self._runs: dict[tuple[int, str], str] = {}
-        self._runs_lock = threading.Lock()
         self._named: tuple[object, tuple[str, ...], frozenset[str]] | None = None
         self.timed = any(
             p.max_age_s is not None for s in engine.catalog for p in s.contract.exit_predicates
@@ -342,19 +340,9 @@ class GatewayEngines:
         return changed
 
     def run_for(self, engine: Maitred, tenant: str) -> str:
-        """The run ``engine`` logs ``tenant``'s turns under: its own run for no tenant, else one
-        run per tenant (``<run>-<tenant>``, recorded with the tenant on first use), so every
-        turn and decision of a tenant's sessions is stored with that tenant."""
-        if not tenant:
-            return ""
-        key = (id(engine), tenant)
-        with self._runs_lock:
-            run = self._runs.get(key)
-            if run is None:
-                base = engine.pipeline.run_id or "mcp"
-                run = engine.begin_run(f"{base}-{tenant}", tenant=tenant)
-                self._runs[key] = run
-        return run
+        """The run ``engine`` logs ``tenant``'s turns under (:meth:`Maitred.run_for`: its own
+        run for no tenant, else one run per tenant, ``<run>-<tenant>``)."""
+        return engine.run_for(tenant, fallback="mcp")
 
     def keeper(
         self,
