@@ -62,7 +62,11 @@ def test_openai_loop_helper(gate: ActionGate, db: Any) -> None:
     assert [m["tool_call_id"] for m in msgs] == ["c1", "c2", "c3"]
     assert json.loads(msgs[0]["content"])["code"] == "AIRLINE_MUST_READ_RESERVATION"
     assert json.loads(msgs[1]["content"])["membership"] == "gold"
-    assert "not a JSON object" in msgs[2]["content"]
+    refused = json.loads(msgs[2]["content"])  # refused like any call, and recorded
+    assert refused["code"] == "ARGS_INVALID" and "not a JSON object" in refused["message"]
+    assert refused["executed"] is False and "not json" not in msgs[2]["content"]
+    assert refused["decision_id"] == reg.decisions[-1].decision_id != ""
+    assert reg.decisions[-1].call.arguments == {}  # withheld
     assert ran == ["get_user_details"]
 
 
@@ -76,6 +80,9 @@ def test_anthropic_loop_helper(gate: ActionGate, db: Any) -> None:
     (result,) = reg.anthropic_tool_results(blocks)
     assert result["tool_use_id"] == "t1" and result["is_error"] is True
     assert "AIRLINE_MUST_READ_RESERVATION" in result["content"]
+    odd = [{"type": "tool_use", "id": "t2", "name": "get_user_details", "input": ["gold"]}]
+    (refused,) = reg.anthropic_tool_results(odd)  # was a ValueError from dict(["gold"])
+    assert refused["is_error"] is True and json.loads(refused["content"])["code"] == "ARGS_INVALID"
 
 
 def test_gate_tool_wraps_a_plain_function(gate: ActionGate, db: Any) -> None:

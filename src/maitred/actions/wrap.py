@@ -8,7 +8,10 @@ goes through the gate like any other and is rejected by it (``TOOL_UNKNOWN``,
 ``TOOL_NOT_OFFERED``, ``TOOL_NOT_EXECUTABLE``): hiding a tool from the menu is not what stops it.
 
 The OpenAI and Anthropic helpers take the provider's tool-call objects (SDK objects or plain
-dicts) and return the messages/blocks to append to the conversation; they import no SDK.
+dicts) and return the messages/blocks to append to the conversation; they import no SDK. A
+call whose arguments are not a JSON object (a model's malformed output) is refused
+``ARGS_INVALID`` and recorded like any refusal, its arguments withheld
+(:meth:`GatedRegistry.refuse_arguments`).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from typing import Any
 from maitred.actions.document import ActionState
 from maitred.actions.gate import ActionGate
 from maitred.actions.model import Decision, ToolCall
+from maitred.actions.refusals import invalid_arguments
 from maitred.actions.session import Session
 from maitred.actions.sink import DecisionSink
 from maitred.errors import ConfigError
@@ -107,6 +111,18 @@ class GatedRegistry:
         self.session.record(tc, result, self.gate.rulebook.tracking)
         return Outcome(decision, result)
 
+    def refuse_arguments(self, name: str, call_id: str = "") -> Outcome:
+        """A call whose arguments are not a JSON object (a model's malformed output): refused
+        (``ARGS_INVALID``) and recorded like any refusal, the arguments withheld (they are no
+        JSON object the log could hold as one); the tool never runs."""
+        why = "the arguments are not a JSON object; send them as one object of named values"
+        hold = invalid_arguments(why, reason=f"{why}. The arguments as sent are withheld")
+        decision = self.gate.refuse(ToolCall(name, {}, call_id), hold, self.session)
+        self.decisions.append(decision)
+        if self.log is not None:
+            self.log.write_decisions((decision,))
+        return Outcome(decision)
+
     def openai_tool_messages(self, tool_calls: Any) -> list[dict[str, Any]]:
         """Run an OpenAI chat message's ``tool_calls``; return the ``role: tool`` messages."""
         out = []
@@ -115,12 +131,13 @@ class GatedRegistry:
             raw = _get(fn, "arguments") or "{}"
             args = _decode(raw)
             cid = str(_get(tc, "id") or "")
-            content = (
-                self.call(str(_get(fn, "name")), args, cid).content()
+            name = str(_get(fn, "name"))
+            outcome = (
+                self.call(name, args, cid)
                 if isinstance(args, dict)
-                else {"error": f"arguments are not a JSON object: {raw!r}"}
+                else self.refuse_arguments(name, cid)
             )
-            out.append({"role": "tool", "tool_call_id": cid, "content": _text(content)})
+            out.append({"role": "tool", "tool_call_id": cid, "content": _text(outcome.content())})
         return out
 
     def anthropic_tool_results(self, content_blocks: Any) -> list[dict[str, Any]]:
@@ -131,7 +148,12 @@ class GatedRegistry:
             if _get(block, "type") != "tool_use":
                 continue
             cid = str(_get(block, "id") or "")
-            outcome = self.call(str(_get(block, "name")), dict(_get(block, "input") or {}), cid)
+            name, given = str(_get(block, "name")), _get(block, "input")
+            outcome = (
+                self.call(name, dict(given or {}), cid)
+                if given is None or isinstance(given, Mapping)
+                else self.refuse_arguments(name, cid)
+            )
             out.append(
                 {
                     "type": "tool_result",
