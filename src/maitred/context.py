@@ -34,12 +34,22 @@ class CallContext:
             (``INSUFFICIENT_SCOPE``), by the one kernel
             (:func:`~maitred.contract.kernel.decide_exit`). ``None``: the caller did not say,
             and contracts' ``scopes`` are not asked (a library call, a stdio launch).
+        subject: the credential's subject (a JWT's ``sub``, a static token's id; ``""``:
+            none), stamped on the call's decision so the log names who asked, not only whose
+            account it was (:class:`~maitred.conversation.Principal`).
+        upstream: where an allowed call goes (the gateway's upstream that lists the tool;
+            ``""``: the caller runs it itself), stamped on the call's decision.
+        era: the protocol revision the client spoke (``"2026-07-28"``, ``"2025-11-25"``;
+            ``""``: none, a library or HTTP-service call), stamped on the call's decision.
     """
 
     run_id: str = ""
     menu_format: str | None = None
     scope: frozenset[str] | None = None
     granted: frozenset[str] | None = None
+    subject: str = ""
+    upstream: str = ""
+    era: str = ""
 
     @classmethod
     def scoped(cls, names: Collection[str] | None) -> CallContext:

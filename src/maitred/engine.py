@@ -452,6 +452,7 @@ class Maitred:
             approval=approval,
             held=held,
             granted=context.granted,
+            origin=context,
         )
         if durable and self.log is not None:
             self.log.flush()
@@ -465,6 +466,7 @@ class Maitred:
         session: Session,
         durable: bool = True,
         mutates: bool | None = None,
+        context: CallContext = DEFAULT,
     ) -> Decision:
         """Log the refusal of a call its adapter answers before the gate can be asked (the
         gateway: arguments that are not I-JSON, ``find_tools``' needs, ``find_tools`` past a
@@ -478,7 +480,9 @@ class Maitred:
         check_ids(f"a call of session {session.id!r}",
                   {"session_id": session.id, "account_id": session.account})  # fmt: skip
         _, turn_id = self._offer(session)
-        decision = self.action_gate.refuse(call, hold, session, turn_id=turn_id, mutates=mutates)
+        decision = self.action_gate.refuse(
+            call, hold, session, turn_id=turn_id, mutates=mutates, origin=context
+        )
         if durable and self.log is not None:
             self.log.flush()
         return decision

@@ -70,6 +70,7 @@ from maitred.actions.refusals import refusal_text
 from maitred.actions.rules import PolicyPredicate, Rulebook, ToolRules
 from maitred.actions.session import Session
 from maitred.actions.sink import DecisionSink
+from maitred.context import DEFAULT, CallContext
 from maitred.contract.evaluate import PredicateOutcome, evaluate
 from maitred.contract.kernel import (
     ExitVerdict,
@@ -186,12 +187,14 @@ class ActionGate:
         approval: Approval | None = None,
         held: Mapping[str, Hold] | None = None,
         granted: Collection[str] | None = None,
+        origin: CallContext = DEFAULT,
     ) -> Decision:
         """Allow or reject ``call`` (see the module docstring for the order of checks).
 
         ``held`` maps the tools the caller holds back now to why (see
         :class:`~maitred.actions.model.Hold`); ``granted`` is the OAuth scopes the caller holds
-        (``None``: not said, and contracts' ``scopes`` are not asked).
+        (``None``: not said, and contracts' ``scopes`` are not asked); ``origin`` is the
+        request's context, whose subject, upstream and era the decision carries.
 
         The decision carries ``session.id`` and ``turn_id`` (the logged turn whose menu offered
         the call); with a ``log``, it is recorded before it is returned (a log that fails
@@ -210,7 +213,7 @@ class ActionGate:
             decision = self._decide(call, state, session, offered, now, approval, granted)
         if approval is not None and hold is None:
             decision = replace(decision, approval=approval)
-        return self._logged(decision, session, turn_id)
+        return self._logged(decision, session, turn_id, origin)
 
     def refuse(
         self,
@@ -221,6 +224,7 @@ class ActionGate:
         now: float | None = None,
         turn_id: str = "",
         mutates: bool | None = None,
+        origin: CallContext = DEFAULT,
     ) -> Decision:
         """Refuse ``call`` for ``hold``, a reason its adapter found before the gate could be
         asked (arguments the log cannot store, ``find_tools``' needs): decided and logged like
@@ -231,14 +235,28 @@ class ActionGate:
         """
         if self.log is not None and not call.id:
             call = replace(call, id=new_call_id())
-        return self._logged(self._held(call, hold, now, mutates), session, turn_id)
+        return self._logged(self._held(call, hold, now, mutates), session, turn_id, origin)
 
-    def _logged(self, decision: Decision, session: Session | None, turn_id: str) -> Decision:
-        """``decision`` with its session's id, tenant and ``turn_id``, written to the log."""
+    def _logged(
+        self,
+        decision: Decision,
+        session: Session | None,
+        turn_id: str,
+        origin: CallContext = DEFAULT,
+    ) -> Decision:
+        """``decision`` with its session's id, tenant and account, its ``turn_id``, and who
+        asked and where the call goes (``origin``), written to the log."""
         if (session is not None and session.id) or turn_id:
-            tenant = session.tenant if session else ""
             decision = replace(
-                decision, session_id=session.id if session else "", turn_id=turn_id, tenant=tenant
+                decision,
+                session_id=session.id if session else "",
+                turn_id=turn_id,
+                tenant=session.tenant if session else "",
+                account=session.account if session else "",
+            )
+        if origin.subject or origin.upstream or origin.era:
+            decision = replace(
+                decision, subject=origin.subject, upstream=origin.upstream, era=origin.era
             )
         if self.log is not None:
             self.log.write_decisions((decision,))

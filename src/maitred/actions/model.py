@@ -172,6 +172,11 @@ class Decision:
         approval: the person's answer this decision was made with (``None``: none).
         retry_after_s: for a refusal that waiting lifts (``RATE_LIMITED``): whole seconds
             until the same call may pass; ``None`` otherwise.
+        account: whose state the call was decided on (the session's account; ``""``: a
+            decision made without a session).
+        subject: the credential's subject of the principal that asked (``""``: none said).
+        upstream: where the call goes if allowed (the gateway's upstream; ``""``: none).
+        era: the protocol revision the client spoke (``""``: none said).
     """
 
     call: ToolCall
@@ -192,6 +197,10 @@ class Decision:
     approval_message: str = ""
     approval: Approval | None = None
     retry_after_s: int | None = None
+    account: str = ""
+    subject: str = ""
+    upstream: str = ""
+    era: str = ""
 
     @property
     def allow(self) -> bool:
@@ -259,6 +268,10 @@ class Decision:
             out["approval"] = self.approval.to_json()
         if self.retry_after_s is not None:  # likewise: only refusals that waiting lifts
             out["retry_after_s"] = self.retry_after_s
+        for key in ("account", "subject", "upstream", "era"):  # likewise: only when known
+            value = getattr(self, key)
+            if value:
+                out[key] = value
         return out
 
 

@@ -65,6 +65,7 @@ from __future__ import annotations
 import threading
 import uuid
 from collections.abc import Collection, Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from maitred.actions.model import ApprovalAnswer, Decision, Hold, ToolCall
@@ -105,7 +106,7 @@ class Conversation:
         self.granted = principal.granted
         tenant, account = principal.tenant, principal.account
         #: what every check of this conversation passes with the call: the caller's scopes
-        self.context = CallContext(granted=principal.granted)
+        self.context = CallContext(granted=principal.granted, subject=principal.subject)
         #: ``find_tools`` mode: the list is find_tools alone, its answers disclose
         self.finds = engines.finder is not None
         sid = uuid.uuid4().hex[:16]
@@ -235,7 +236,12 @@ class Conversation:
         return self.visible() != before
 
     def check(
-        self, name: str, arguments: Mapping[str, Any] | None, *, hold: Hold | None = None
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None,
+        *,
+        hold: Hold | None = None,
+        era: str = "",
     ) -> Decision:
         """May ``name(arguments)`` reach the upstream now? (logged, flushed, then returned).
 
@@ -251,6 +257,8 @@ class Conversation:
         ``hold`` is the front end's own reason to refuse this one call (a rate limit
         reached): the call is decided and logged with it, reading no
         state and listing nothing afresh; a definition hold on the same tool comes first.
+        ``era`` is the protocol revision the client spoke; the decision names it, the
+        principal's subject and the upstream the call goes to (:meth:`origin`).
         """
         call = ToolCall(name, dict(arguments or {}))
         if self.lists_first(name, hold) and self._shows_now(name):
@@ -261,17 +269,29 @@ class Conversation:
             held = {n: h for n, h in held.items() if n in disclosed}
         if hold is not None and name not in held:
             held = {**held, name: hold}
+        context = self.origin(name, era)
         if self.shadow is not None and self.shadow_session is not None:
-            self.shadow.check(call, session=self.shadow_session, held=held, context=self.context)
-        return self.engine.check(call, session=self.session, held=held, context=self.context)
+            self.shadow.check(call, session=self.shadow_session, held=held, context=context)
+        return self.engine.check(call, session=self.session, held=held, context=context)
 
-    def refuse(self, call: ToolCall, hold: Hold) -> Decision:
+    def origin(self, name: str, era: str = "") -> CallContext:
+        """The context a decision on a call to ``name`` is made with: the principal's scopes
+        and subject, the upstream the call goes to, the client's protocol ``era``."""
+        upstream = self.upstream_of(name)
+        if not upstream and not era:
+            return self.context
+        return replace(self.context, upstream=upstream, era=era)
+
+    def refuse(self, call: ToolCall, hold: Hold, *, era: str = "") -> Decision:
         """Log the front end's own refusal of ``call`` (what may be stored of it), made before
         any check (:meth:`Maitred.refuse <maitred.Maitred.refuse>`): arguments that are not
         I-JSON, ``find_tools``' needs, ``find_tools`` past a rate. ``find_tools`` changes
         nothing; any other name is the rulebook's to say."""
         mutates = False if call.name == FIND_TOOLS else None
-        return self.engine.refuse(call, hold, session=self.session, mutates=mutates)
+        context = self.origin(call.name, era)
+        return self.engine.refuse(
+            call, hold, session=self.session, mutates=mutates, context=context
+        )
 
     def lists_first(self, name: str, hold: Hold | None = None) -> bool:
         """Whether :meth:`check` of ``name`` may list afresh before it decides (a tool the
@@ -298,15 +318,16 @@ class Conversation:
             self._listed_as_set = (listed, frozenset(listed))
         return self._listed_as_set[1]
 
-    def approve(self, pending: Decision, answer: ApprovalAnswer, via: str = "") -> Decision:
+    def approve(
+        self, pending: Decision, answer: ApprovalAnswer, via: str = "", *, era: str = ""
+    ) -> Decision:
         """Decide ``pending``'s call again with the person's ``answer`` (logged, flushed):
         the decision that lets the call run, or its refusal (:meth:`Maitred.approve`).
 
         The shadow run keeps only its own first decision on the call: the person answered the
         enforced run's question, not the shadow's."""
-        return self.engine.approve(
-            pending, answer, session=self.session, via=via, context=self.context
-        )
+        context = self.origin(pending.call.name, era)
+        return self.engine.approve(pending, answer, session=self.session, via=via, context=context)
 
     @property
     def in_process(self) -> bool:

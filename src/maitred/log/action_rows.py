@@ -9,7 +9,8 @@ A row is derived from the decision's JSON alone (:meth:`maitred.actions.Decision
 * the query columns (decision id, session, tool, verdict, code, fields, policy, predicate
   versions, mutates, the gate's clock, and the id of the turn whose menu the call came from,
   ``turn_id``, added by ``0007_action_turn_link``, and its ``tenant``, added by
-  ``0009_tenants_sessions``) -- copies of JSON values, which ``verify`` checks
+  ``0009_tenants_sessions``, and its ``account_id``, added by ``0014_decision_accounts``) --
+  copies of JSON values, which ``verify`` checks
   against the JSON with :func:`decision_columns`, so a column edited alone is caught too;
 * ``logged_at`` -- when the row was buffered (wall clock), the only value outside the hash.
 
@@ -42,6 +43,7 @@ ACTION_DECISION_COLUMNS: tuple[str, ...] = (
     "decision_hash",
     "turn_id",
     "tenant",
+    "account_id",
 )
 #: the columns that copy a value of the decision JSON (checked by ``verify``): all but the
 #: log's own timestamp, the JSON itself and its hash
@@ -51,7 +53,14 @@ COPIED_COLUMNS: tuple[str, ...] = tuple(
 
 
 #: the decision columns that are indexed ids (:mod:`maitred.log.storable`)
-DECISION_KEYS: tuple[str, ...] = ("decision_id", "session_id", "tool", "turn_id", "tenant")
+DECISION_KEYS: tuple[str, ...] = (
+    "decision_id",
+    "session_id",
+    "tool",
+    "turn_id",
+    "tenant",
+    "account_id",
+)
 
 
 class LoggableDecision(Protocol):
@@ -81,6 +90,7 @@ def decision_columns(data: dict[str, Any]) -> dict[str, Any]:
         "decided_at": float(data["now"]),
         "turn_id": str(data.get("turn_id", "")),
         "tenant": str(data.get("tenant", "")),
+        "account_id": str(data.get("account", "")),
     }
 
 

@@ -28,9 +28,10 @@ never held (:class:`~maitred.errors.DecisionNotFoundError`).
 gate's clock, ``decided_at``). Newest first orders by it, ties by id.
 
 **What each filter means for each kind:** ``session`` is a turn's conversation and an action
-decision's session; ``account`` is a turn's account and, for an action decision, the account
-of the turn it is linked to (the session's account; a decision linked to no turn has none, and
-no account filter matches it); ``code`` is an action decision's code (``OK`` for an allowed
+decision's session; ``account`` is a turn's account and an action decision's own (the session's
+account, stored with every decision since ``0014_decision_accounts``: surface reads, task
+accesses and refusals before any turn included; an older row has the account of the turn it
+is linked to, or none); ``code`` is an action decision's code (``OK`` for an allowed
 call) -- a turn has no code, so a code filter lists action decisions only.
 """
 
@@ -483,7 +484,7 @@ _TURN_LIST: Final = (
     "n_visible",
     "n_candidates",
 )
-#: a listing's action-decision columns (``account_id`` from the linked turn)
+#: a listing's action-decision columns (``account_id``: its own, else the linked turn's)
 _ACTION_LIST: Final = (
     "decision_id",
     "decided_at",
@@ -536,14 +537,15 @@ def _action_summaries(
     if where.code is not None:
         conds.append("a.code = ?")
         params.append(where.code)
-    if where.account is not None:
-        conds.append("t.account_id = ?")
-        params.append(where.account)
+    if where.account is not None:  # its own, or (a row before 0014) its turn's
+        conds.append("(a.account_id = ? OR (a.account_id = '' AND t.account_id = ?))")
+        params.extend((where.account, where.account))
     if turn_id is not None:
         conds.append("a.turn_id = ?")
         params.append(turn_id)
     sql = (
-        f"SELECT {_cols(_ACTION_LIST, 'a')}, t.account_id FROM action_decisions a "
+        f"SELECT {_cols(_ACTION_LIST, 'a')}, "
+        "COALESCE(NULLIF(a.account_id, ''), t.account_id) AS account_id FROM action_decisions a "
         f"LEFT JOIN turns t ON t.turn_id = a.turn_id{_where(conds)} "
         f"ORDER BY a.decided_at DESC, a.decision_id DESC LIMIT {where.limit}"
     )

@@ -349,6 +349,19 @@ def _links(dialect: Dialect) -> tuple[str, ...]:
     )
 
 
+#: ``0014_decision_accounts``: every action decision names its account (the session's, from the
+#: decision JSON; a surface read, a task access and a refusal before any turn included), so a
+#: filter by account finds them without a linked turn; and the lists by account and by time
+#: are indexed (``maitred log list``, the console).
+_DECISION_ACCOUNTS = (
+    "ALTER TABLE action_decisions ADD COLUMN account_id TEXT NOT NULL DEFAULT ''",
+    "CREATE INDEX action_decisions_account ON action_decisions (account_id, decided_at)",
+    "CREATE INDEX action_decisions_time ON action_decisions (decided_at)",
+    "CREATE INDEX turns_account ON turns (account_id, ts)",
+    "CREATE INDEX turns_time ON turns (ts)",
+)
+
+
 #: Every migration, in the order it is applied. Append only; never edit a released one.
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
@@ -381,6 +394,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration("0009_tenants_sessions", sqlite=_TENANTS_SESSIONS, postgres=_TENANTS_SESSIONS),
     Migration("0010_turn_order", sqlite=_TURN_ORDER_SQLITE, postgres=_TURN_ORDER_POSTGRES),
     Migration("0011_links", sqlite=_links("sqlite"), postgres=_links("postgres")),
+    Migration("0014_decision_accounts", sqlite=_DECISION_ACCOUNTS, postgres=_DECISION_ACCOUNTS),
 )
 
 
