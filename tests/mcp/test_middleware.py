@@ -36,14 +36,7 @@ class _BrokenLogKeeper:
 
 
 class _Engines:
-    def keeper(
-        self,
-        account: str,
-        *,
-        tenant: str = "",
-        granted: frozenset[str] | None = None,
-        principal: bool = False,
-    ) -> _BrokenLogKeeper:
+    def conversation(self, principal: Any, *, by_principal: bool = False) -> _BrokenLogKeeper:
         return _BrokenLogKeeper()
 
 
@@ -97,7 +90,7 @@ def test_a_check_is_decided_on_the_event_loop_only_when_it_cannot_wait_on_anythi
     keeper = _ThreadKeeper(in_process, lists_first)
 
     class GatewayEngines:
-        def keeper(self, account: str, **_: Any) -> _ThreadKeeper:
+        def conversation(self, principal: Any, **_: Any) -> _ThreadKeeper:
             return keeper
 
     async def upstream(context: MiddlewareContext[mt.CallToolRequestParams]) -> ToolResult:
@@ -159,14 +152,7 @@ def test_each_transport_asks_for_what_names_the_account_before_anything_starts(
 
 
 class _NoKeeper:
-    def keeper(
-        self,
-        account: str,
-        *,
-        tenant: str = "",
-        granted: frozenset[str] | None = None,
-        principal: bool = False,
-    ) -> Any:
+    def conversation(self, principal: Any, *, by_principal: bool = False) -> Any:
         raise AssertionError("no session may be opened without an identity")
 
 
