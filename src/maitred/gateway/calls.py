@@ -76,6 +76,14 @@ def _with_decision_id(result: ToolResult, decision_id: str) -> ToolResult:
     return result
 
 
+def era_of(context: MiddlewareContext[Any]) -> str:
+    """The protocol revision the request's client spoke (``""``: not known, a call made in
+    the same process without a session)."""
+    ctx = context.fastmcp_context
+    request = ctx.request_context if ctx is not None else None
+    return str(request.protocol_version or "") if request is not None else ""
+
+
 async def _list_changed(context: MiddlewareContext[Any]) -> None:
     if context.fastmcp_context is not None:
         await context.fastmcp_context.send_notification(mt.ToolListChangedNotification())
@@ -210,13 +218,16 @@ class CallPath:
         if limited is not None:
             self.metrics.count_limited(limited.scope)
             hold = limited.hold()
-        return await self._refuse(keeper, call, hold)
+        return await self._refuse(context, keeper, call, hold)
 
-    async def _refuse(self, keeper: Gatekeeper, call: ToolCall, hold: Hold) -> Answer:
+    async def _refuse(
+        self, context: MiddlewareContext[Any], keeper: Gatekeeper, call: ToolCall, hold: Hold
+    ) -> Answer:
         """The gateway's own refusal of ``call``, logged (:meth:`Gatekeeper.refuse`) and
         answered with its decision id; ``GATE_UNAVAILABLE`` when it could not be logged."""
         try:
-            decision = await self._engine(lambda: keeper.refuse(call, hold), keeper)
+            era = era_of(context)
+            decision = await self._engine(lambda: keeper.refuse(call, hold, era=era), keeper)
         except MaitredError as exc:
             return _refusal(gate_unavailable(exc, undone="The call was not executed"))
         return _refusal(decided(decision))
@@ -240,7 +251,7 @@ class CallPath:
         every refusal), else answered (:meth:`_find`)."""
         if limited is not None:
             self.metrics.count_limited(limited.scope)
-            return await self._refuse(keeper, ToolCall(FIND_TOOLS, args), limited.hold())
+            return await self._refuse(context, keeper, ToolCall(FIND_TOOLS, args), limited.hold())
         return await self._find(context, keeper, args)
 
     async def _hold(self, keeper: Gatekeeper, name: str, limited: Refusal | None) -> Hold | None:
@@ -267,7 +278,9 @@ class CallPath:
         hint = ""  # what the payload adds: the client cannot ask the user (.approval)
 
         async def answer_with(pending: Decision, answer: ApprovalAnswer) -> Decision:
-            return await self._engine(lambda: keeper.approve(pending, answer, VIA), keeper)
+            return await self._engine(
+                lambda: keeper.approve(pending, answer, VIA, era=era_of(context)), keeper
+            )
 
         try:
             decision = None  # a held call answers no question: it is refused first
@@ -276,7 +289,7 @@ class CallPath:
             if decision is None:
                 started = perf_counter()
                 decision = await self._decide(
-                    lambda: keeper.check(name, args, hold=hold),
+                    lambda: keeper.check(name, args, hold=hold, era=era_of(context)),
                     keeper,
                     quick=not keeper.lists_first(name, hold),
                 )
@@ -403,7 +416,7 @@ class CallPath:
     ) -> Answer:
         needs = read_needs(args)
         if isinstance(needs, Hold):  # nothing routed; the refusal logged like any
-            return await self._refuse(keeper, ToolCall(FIND_TOOLS, args), needs)
+            return await self._refuse(context, keeper, ToolCall(FIND_TOOLS, args), needs)
         try:
             with self.tracing.span("maitred.find_tools") as finding:
                 answer = await self._engine(lambda: keeper.find(needs), keeper)
