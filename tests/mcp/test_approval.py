@@ -19,6 +19,7 @@ import mcp_types as mt
 import pytest
 from fastmcp import Client
 from fastmcp.client.elicitation import ElicitResult
+from mcp.shared.exceptions import MCPError
 from tests.mcp.conftest import SIDECAR, Process, Site, child_env, sha256
 
 from maitred.gateway import load_config
@@ -225,8 +226,11 @@ def test_the_session_is_not_locked_while_the_person_thinks(site: Site) -> None:
     assert site.upstream_calls() == ["upgrade"]
 
 
-def test_a_2026_answer_counts_once_and_only_for_the_question_asked(site: Site) -> None:
-    """The multi-round-trip wire by hand: a yes sent unasked, or sent twice, runs nothing."""
+def test_a_2026_answer_counts_once_and_only_with_the_question_it_answers(site: Site) -> None:
+    """The multi-round-trip wire by hand: a yes sent without the question's sealed state runs
+    nothing (asked); the state is bound to its call; the question sent back unanswered is
+    asked again; the yes with its state runs the call once, and the same yes again is refused
+    ``REQUEST_STATE_REPLAYED`` (a logged decision), the upstream not called twice."""
     _with_approval(site)
     yes = {ASK_KEY: mt.ElicitResult(action="accept", content={"value": True})}
 
@@ -236,34 +240,43 @@ def test_a_2026_answer_counts_once_and_only_for_the_question_asked(site: Site) -
             async with Client(server, elicitation_handler=_yes, mode="auto") as client:
                 session = client.session
 
-                async def call(responses: Any) -> Any:
+                async def call(
+                    responses: Any, state: str | None = None, args: dict[str, Any] = UPGRADE
+                ) -> Any:
                     return await session.call_tool(
-                        "upgrade", UPGRADE, input_responses=responses, allow_input_required=True
+                        "upgrade",
+                        args,
+                        input_responses=responses,
+                        request_state=state,
+                        allow_input_required=True,
                     )
 
-                forged = await call(yes)  # no question open: asked, not run
+                forged = await call(yes)  # no question carried: asked, not run
                 assert isinstance(forged, mt.InputRequiredResult)
                 assert forged.input_requests is not None and ASK_KEY in forged.input_requests
+                state = forged.request_state
+                assert state and "maitred" not in state  # sealed: the round is not readable
                 assert site.upstream_calls() == []
-                other = await session.call_tool(  # the answer is for this call only
-                    "upgrade",
-                    {**UPGRADE, "plan": "enterprise-plus"},
-                    input_responses=yes,
-                    allow_input_required=True,
-                )
-                assert isinstance(other, mt.InputRequiredResult)
-                ran = await call(yes)  # the answer to the open question: runs
+                with pytest.raises(MCPError) as other:  # the answer is for this call only
+                    await call(yes, state, {**UPGRADE, "plan": "enterprise-plus"})
+                assert other.value.error.code == mt.INVALID_PARAMS
+                unanswered = await call(None, state)  # no answer in it: asked again
+                assert isinstance(unanswered, mt.InputRequiredResult)
+                ran = await call(yes, state)  # the answer with its question: runs
                 assert isinstance(ran, mt.CallToolResult) and not ran.is_error
                 assert site.upstream_calls() == ["upgrade"]
-                again = await call(yes)  # answered already: asked anew, not run twice
-                assert isinstance(again, mt.InputRequiredResult)
+                again = await call(yes, state)  # the same yes again: refused, not run twice
+                assert isinstance(again, mt.CallToolResult) and again.is_error
+                assert _payload(again)["code"] == "REQUEST_STATE_REPLAYED"
                 assert site.upstream_calls() == ["upgrade"]
         finally:
             engines.close()
 
     anyio.run(main)
-    codes = [d["code"] for d in _decisions(site)]
-    assert codes == ["APPROVAL_REQUIRED", "APPROVAL_REQUIRED", "OK", "APPROVAL_REQUIRED"]
+    decisions = _decisions(site)
+    codes = [d["code"] for d in decisions]
+    assert codes == ["APPROVAL_REQUIRED", "APPROVAL_REQUIRED", "OK", "REQUEST_STATE_REPLAYED"]
+    assert decisions[2]["approval"]["of"] == decisions[0]["decision_id"]  # its own question
 
 
 @pytest.mark.slow
