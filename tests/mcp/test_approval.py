@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -25,10 +27,13 @@ from tests.mcp.conftest import SIDECAR, Process, Site, child_env, sha256
 from maitred.gateway import load_config
 from maitred.gateway.approval import ASK_KEY
 from maitred.gateway.build import gate_of, open_gateway
+from maitred.gateway.channels import sealing
+from maitred.gateway.http_config import HttpServer
 from maitred.gateway.surfaces import DECISION_ID_META
 from maitred.log.base import open_log
 from maitred.log.verify import verify
 
+ERA_SERVER = Path(__file__).with_name("era_server.py")
 APPROVAL = """\
       - name: enterprise_needs_a_yes
         approve: args.plan != "pro"
@@ -331,3 +336,75 @@ def test_over_http_the_official_mcp_sdk_client_answers_the_question(site: Site) 
         ("APPROVAL_DECLINED", "decline"),
     ]
     assert first.meta[DECISION_ID_META] == _decisions(site)[1]["decision_id"]
+
+
+@pytest.mark.slow
+def test_a_standing_yes_lasts_as_long_as_a_sealed_state(tmp_path: Path) -> None:
+    """A 2026-07-28 call a person approved whose upstream then asks too (the era server's
+    ``asks_name``): its next round carries the yes, so it is not asked again -- for
+    ``server.request_state_ttl_s`` after the yes (30 s here), then the person is asked anew.
+    The gateway's clock is moved on, not waited for."""
+    era = Process([sys.executable, str(ERA_SERVER)], child_env(), r"era server: (http://\S+)")
+    (tmp_path / "accounts.json").write_text('{"acc-1": {"account": {}}}', encoding="utf-8")
+    (tmp_path / "eras.maitred.yaml").write_text(
+        "tools:\n  asks_name:\n    policies:\n      - name: ask\n        approve: true\n",
+        encoding="utf-8",
+    )
+    config = tmp_path / "gateway.yaml"
+    config.write_text(
+        "account: acc-1\nstate: accounts.json\nlog: gateway.sqlite\n"
+        "server: {request_state_ttl_s: 30}\n"
+        f"upstreams: [{{name: eras, url: {json.dumps(era.match.group(1))}, "
+        "contracts: eras.maitred.yaml}]\n",
+        encoding="utf-8",
+    )
+    yes = {ASK_KEY: mt.ElicitResult(action="accept", content={"value": True})}
+    name = {"who": mt.ElicitResult(action="accept", content={"name": "Ada"})}
+    later = [0.0]
+
+    async def main() -> list[str]:
+        server, engines = await open_gateway(load_config(config))
+        approvals = gate_of(server).approvals
+        assert approvals.ttl_s == 30.0
+        approvals.clock = lambda: time.time() + later[0]
+        seen: list[str] = []
+        try:
+            async with Client(server, elicitation_handler=_yes, mode="auto") as client:
+
+                async def call(responses: Any = None, state: str | None = None) -> Any:
+                    return await client.session.call_tool(
+                        "asks_name",
+                        {},
+                        input_responses=responses,
+                        request_state=state,
+                        allow_input_required=True,
+                    )
+
+                for shift in (0.0, 31.0):
+                    later[0] = 0.0
+                    asked = await call()
+                    assert isinstance(asked, mt.InputRequiredResult)
+                    upstream_asks = await call(yes, asked.request_state)  # the yes: forwarded
+                    assert isinstance(upstream_asks, mt.InputRequiredResult)
+                    assert set(upstream_asks.input_requests or {}) == {"who"}
+                    later[0] = shift
+                    last = await call(name, upstream_asks.request_state)
+                    if isinstance(last, mt.InputRequiredResult):
+                        seen.append("asked again: " + ",".join(last.input_requests or {}))
+                    else:
+                        seen.append(str(last.content[0].text))
+        finally:
+            engines.close()
+        return seen
+
+    try:
+        seen = anyio.run(main)
+    finally:
+        era.stop()
+    assert seen == ["Hello, Ada (asked-once)", f"asked again: {ASK_KEY}"]
+
+
+def test_the_sealing_policy_follows_the_config() -> None:
+    """``server.request_state_ttl_s`` bounds the sealed state with or without a keys file."""
+    assert sealing(HttpServer(request_state_ttl_s=42.0), "gateway.yaml").ttl == 42.0
+    assert sealing(HttpServer(), "gateway.yaml").ttl == 600.0

@@ -282,8 +282,10 @@ class Approvals:
             return None
         state = getattr(message, "request_state", None)
         brought = Round.read(state)
-        _pass_down(brought.upstream if brought is not None else state)
-        if brought is None:
+        if brought is not None:
+            _pass_down(brought.upstream)
+        else:  # a state of an older gateway: the upstream's own; one of a newer: nobody's
+            _pass_down(None if state is not None and state.startswith(SEALED) else state)
             return None
         if brought.principal != principal_of(keeper) or brought.call != _call_hash(
             message.name, message.arguments
