@@ -53,6 +53,12 @@ def asked(
     )
 
 
+#: what was spent without a log, shared by every engine of the process (a gateway whose catalog
+#: grew decides on new engines): key -> when it expires; keys are unique ids, never reused
+_MEMORY: dict[str, float] = {}
+_MEMORY_LOCK = threading.Lock()
+
+
 class SpentStates:
     """Which single-use rounds were used: in ``log`` (shared), or in memory without one.
 
@@ -65,8 +71,6 @@ class SpentStates:
     def __init__(self, log: DecisionLog | None, clock: Callable[[], float] = time.time) -> None:
         self.log = log
         self.clock = clock
-        self._memory: dict[str, float] = {}  # key -> when it expires
-        self._lock = threading.Lock()
 
     def spend(self, key: str, *, tenant: str, session_id: str, expires_at: float) -> bool:
         """True the first time ``key`` is spent, False after (on every process sharing the log).
@@ -76,11 +80,12 @@ class SpentStates:
         """
         if self.log is not None:
             return self.log.spend(key, tenant=tenant, session_id=session_id, expires_at=expires_at)
-        with self._lock:
+        with _MEMORY_LOCK:
             now = self.clock()
-            if len(self._memory) > 1024:  # forget what can no longer be used anyway
-                self._memory = {k: t for k, t in self._memory.items() if t > now}
-            if key in self._memory:
+            if len(_MEMORY) > 1024:  # forget what can no longer be used anyway
+                for old in [k for k, t in _MEMORY.items() if t <= now]:
+                    del _MEMORY[old]
+            if key in _MEMORY:
                 return False
-            self._memory[key] = expires_at
+            _MEMORY[key] = expires_at
             return True
