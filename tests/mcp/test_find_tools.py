@@ -16,7 +16,7 @@ import pytest
 from tests.mcp.conftest import Site
 from tests.mcp.test_gateway import names, rejection, run_gateway
 
-from maitred.gateway.finding import MAX_NEED_CHARS, MAX_NEEDS
+from maitred.conversation.finding import MAX_NEED_CHARS, MAX_NEEDS
 from maitred.log.base import open_log
 from maitred.log.verify import verify
 

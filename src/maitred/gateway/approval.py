@@ -11,7 +11,7 @@ to the user through the client:
   rules' messages, with a single yes/no field. Only an explicit yes (``accept`` with ``true``)
   approves; ``accept`` with ``false`` or ``decline`` is a no; ``cancel`` (dismissed) is a no
   too. The answer is decided and logged as a second decision naming the first
-  (:meth:`Gatekeeper.approve <maitred.gateway.keeper.Gatekeeper.approve>`): a yes re-checks
+  (:meth:`Conversation.approve <maitred.conversation.Conversation.approve>`): a yes re-checks
   the call on fresh state with its approval rules satisfied, and that decision is the one
   that lets the call run (its id is the result's ``maitred/decision_id``); a no is
   ``APPROVAL_DECLINED``. A client that fails to answer (an error, a broken stream) is treated

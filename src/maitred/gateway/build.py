@@ -30,13 +30,13 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from maitred.contract.tool_sidecar import SurfaceNames
+from maitred.conversation.finding import FIND_TOOLS_SCHEMA
 from maitred.errors import ConfigError
 from maitred.gateway import hosts
 from maitred.gateway.approval import Approvals
 from maitred.gateway.auth import GatewayAuth
 from maitred.gateway.channels import StreamingServer, sealing
 from maitred.gateway.config import GatewayConfig, Upstream
-from maitred.gateway.finding import FIND_TOOLS_SCHEMA
 from maitred.gateway.hosts import HostGuard
 from maitred.gateway.http_config import HttpServer
 from maitred.gateway.jwt import JwtVerifier

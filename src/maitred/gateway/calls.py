@@ -37,10 +37,10 @@ from maitred.actions.refusals import (
     gate_unavailable,
     upstream_failed,
 )
+from maitred.conversation.finding import read_needs
 from maitred.errors import MaitredError
 from maitred.gateway import traces
 from maitred.gateway.approval import VIA, Approvals, awaits_person
-from maitred.gateway.finding import read_needs
 from maitred.gateway.keeper import FIND_TOOLS, Gatekeeper
 from maitred.gateway.lifecycle import Upstreams
 from maitred.gateway.limits import argument_fault

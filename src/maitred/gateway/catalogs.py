@@ -26,9 +26,9 @@ from maitred.contract.tool_sidecar import (
     ToolContracts,
     load_tool_contracts,
 )
+from maitred.conversation.finding import FIND_TOOLS
 from maitred.errors import ConfigError
 from maitred.gateway.config import GatewayConfig, Upstream
-from maitred.gateway.finding import FIND_TOOLS
 from maitred.skills.model import Catalog, Skill
 from maitred.skills.tools import parse_tools
 

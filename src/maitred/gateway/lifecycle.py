@@ -42,8 +42,8 @@ check fails, the newcomer is refused (a grown listing of a serving upstream is o
 the upstream keeps serving what it served) and nothing changed. Otherwise, in one step on the event
 loop, the server gains the upstream's proxy, the gateway's middleware swaps its one reference to the
 new engines (:meth:`GateMiddleware.adopt <maitred.gateway.server.GateMiddleware.adopt>`), the pins
-judge the new tools, and the sessions move over, each under its own lock (:meth:`Gatekeeper.rebase
-<maitred.gateway.keeper.Gatekeeper.rebase>`): a call in flight finishes on the engines it began on,
+judge the new tools, and the sessions move over, each under its own lock (:meth:`Conversation.rebase
+<maitred.conversation.Conversation.rebase>`): a call in flight finishes on the engines it began on,
 the next one runs on the new ones, and every session keeps its offer, its reads and its
 ``find_tools`` disclosures. Then every session that can be told (the state watch's way out,
 :mod:`maitred.gateway.channels`) and would now see another list gets a logged listing and
@@ -70,11 +70,12 @@ from fastmcp import FastMCP
 from fastmcp.server.providers.proxy import ProxyProvider
 
 from maitred.contract.tool_sidecar import SurfaceNames
+from maitred.conversation import Conversation
 from maitred.errors import ConfigError
 from maitred.gate.surfaces import SurfaceContracts
 from maitred.gateway.channels import Channels, Key, ListKind, follow, speaks_listen
 from maitred.gateway.config import GatewayConfig, Upstream
-from maitred.gateway.keeper import Gatekeeper, GatewayEngines
+from maitred.gateway.keeper import GatewayEngines
 from maitred.gateway.metrics import GatewayMetrics
 from maitred.gateway.scan import warn_at_start
 from maitred.gateway.surfaces import SurfaceGuard, open_surfaces, warn_ungated
@@ -113,11 +114,11 @@ class Host(Protocol):
     metrics: GatewayMetrics
     surface_guard: SurfaceGuard | None
 
-    def adopt(self, engines: GatewayEngines, surfaces: SurfaceContracts) -> list[Gatekeeper]:
+    def adopt(self, engines: GatewayEngines, surfaces: SurfaceContracts) -> list[Conversation]:
         """Decide with ``engines`` from now on; the sessions to move onto them."""
         ...
 
-    def reachable(self) -> list[tuple[Key, Gatekeeper]]:
+    def reachable(self) -> list[tuple[Key, Conversation]]:
         """The sessions a notification outside any request can reach."""
         ...
 
@@ -642,7 +643,7 @@ class Upstreams:
             )
 
 
-def _rebase(keepers: Sequence[Gatekeeper], engines: GatewayEngines) -> None:
+def _rebase(keepers: Sequence[Conversation], engines: GatewayEngines) -> None:
     """Move every session onto ``engines``, each under its own lock (a request of it in flight
     finishes first)."""
     for keeper in keepers:

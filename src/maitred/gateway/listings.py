@@ -7,15 +7,15 @@ now**: the tenant, account and granted scopes the credential carries, that accou
 as read for this listing, the reviewed pins and the config -- never of what this caller (or
 any other) asked before. Three things follow, and live here:
 
-* **Who a disclosure is for** (:func:`holder_id`). ``find_tools`` narrows by the
-  conversation, so its answers are *results*: the tools a need found, each with its name,
-  description and input schema, are disclosed to the caller in the answer and never join the
-  list. What was disclosed to whom is the log's (a ``find_tools`` turn, chained like every
-  turn; :mod:`maitred.log.offers`), recorded under a *holder*: on a 2026-07-28 connection,
-  which has no session, the principal -- one id derived from (tenant, account, granted
-  scopes, disclosure mode), the same on every replica and after a restart; on a
-  handshake-era connection, the MCP session (a fresh id per session, as that era's lists are
-  per session). A call is then admitted only for a tool the holder's log shows offered: the
+* **Who a disclosure is for** (:func:`~maitred.conversation.principal.holder_id`).
+  ``find_tools`` narrows by the conversation, so its answers are *results*: the tools a need
+  found, each with its name, description and input schema, are disclosed to the caller in the
+  answer and never join the list. What was disclosed to whom is the log's (a ``find_tools``
+  turn, chained like every turn; :mod:`maitred.log.offers`), recorded under a *holder*: on a
+  2026-07-28 connection, which has no session, the principal -- one id derived from (tenant,
+  account, granted scopes, disclosure mode), the same on every replica and after a restart; on a
+  handshake-era connection, the MCP session (a fresh id per session, as that era's lists are per
+  session). A call is then admitted only for a tool the holder's log shows offered: the
   listing's visible set (``disclosure: all``) or what ``find_tools`` disclosed to it
   (``disclosure: find_tools``), and re-decided on fresh state either way.
 * **Deterministic order** (:func:`in_catalog_order`): tools are listed in the catalog's
@@ -36,25 +36,12 @@ import math
 from collections.abc import Callable, Iterable, Sequence
 from typing import Literal, TypeVar
 
-from maitred._canonical import content_hash
+from maitred.conversation.principal import holder_id as holder_id  # re-exported
 
 #: the scope every cacheable result of the gateway carries
 CACHE_SCOPE: Literal["private"] = "private"
 
 T = TypeVar("T")
-
-
-def holder_id(tenant: str, account: str, granted: frozenset[str] | None, *, finds: bool) -> str:
-    """The log's session id for a 2026-07-28 principal: the same for one (tenant, account,
-    granted scopes) on every replica and across restarts, and apart for the two disclosure
-    modes (what a listing offered under ``all`` is no disclosure under ``find_tools``).
-
-    ``None`` scopes (stdio: not said) and an empty grant are distinct principals, as they are
-    to the decision kernel."""
-    scopes = None if granted is None else sorted(granted)
-    digest = content_hash([tenant, account, scopes, "find_tools" if finds else "all"])
-    short = digest.split(":")[-1][:24]
-    return f"{tenant}-p-{short}" if tenant else f"p-{short}"
 
 
 def in_catalog_order(items: Iterable[T], names: Sequence[str], name: Callable[[T], str]) -> list[T]:

@@ -11,7 +11,7 @@ not re-listed first. The model's payload carries ``retry_after_s``. A tool held 
 definition (``TOOL_DEFINITION_CHANGED``) keeps that reason, and a name no upstream lists stays
 ``TOOL_UNKNOWN`` (both are charged all the same). ``find_tools`` counts like any call; its
 refusal is the same payload, logged as a decision on the ``find_tools`` call
-(:meth:`~maitred.gateway.keeper.Gatekeeper.refuse`). Listings (``tools/list``) are not
+(:meth:`~maitred.conversation.Conversation.refuse`). Listings (``tools/list``) are not
 charged.
 
 **When the shared store is down**, a call to a tool that ``mutates`` is refused
@@ -29,9 +29,10 @@ from typing import Any
 import anyio
 from fastmcp.server.dependencies import get_access_token
 
+from maitred.conversation import Conversation
+from maitred.conversation.finding import FIND_TOOLS
 from maitred.errors import ConfigError
 from maitred.gateway.config import GatewayConfig
-from maitred.gateway.keeper import FIND_TOOLS, Gatekeeper
 from maitred.ratelimit import Admission, Caller, Limiter, token_id, unknown_tools
 
 #: what :func:`admit` answers when the gateway has no rate limits
@@ -84,7 +85,7 @@ def open_limiter(
     return limiter
 
 
-def caller_of(keeper: Gatekeeper, *, stdio: bool) -> Caller:
+def caller_of(keeper: Conversation, *, stdio: bool) -> Caller:
     """Whose budgets the request being served is charged to: over stdio the launch account
     (the one credential there is); over HTTP the bearer token and its tenant."""
     if stdio:
@@ -94,7 +95,7 @@ def caller_of(keeper: Gatekeeper, *, stdio: bool) -> Caller:
 
 
 async def admit(
-    limiter: Limiter | None, keeper: Gatekeeper, name: str, *, stdio: bool
+    limiter: Limiter | None, keeper: Conversation, name: str, *, stdio: bool
 ) -> Admission:
     """Charge one call of ``name`` (see the module docstring); a shared store is asked on a
     worker thread, the in-memory one at once."""

@@ -39,8 +39,9 @@
   matches is held back from every session at once (hidden, calls refused
   ``TOOL_DEFINITION_CHANGED``), named on stderr and counted in ``/metrics``.
 * ``find_tools`` (``disclosure: find_tools``): answered by the gateway itself, never by an
-  upstream (see :meth:`Gatekeeper.find <maitred.gateway.keeper.Gatekeeper.find>`); its
-  arguments (``need`` and/or ``needs``) are read, and refused, by :mod:`maitred.gateway.finding`.
+  upstream (see :meth:`Conversation.find <maitred.conversation.Conversation.find>`); its
+  arguments (``need`` and/or ``needs``) are read, and refused, by
+  :mod:`maitred.conversation.finding`.
 * resources, resource templates and prompts: listed per session and read or got only as the
   sidecars' ``resources`` / ``prompts`` contracts allow, by :class:`SurfaceGuard
   <maitred.gateway.surfaces.SurfaceGuard>`, the middleware after this one (the state watch
@@ -68,7 +69,7 @@ the upstream call and ``find_tools`` as its children (:mod:`maitred.gateway.trac
 The engine is synchronous (SQLite, file and SQL state); its calls run on worker threads, so the
 event loop never blocks on the log or the state store. Sessions run side by side on the one
 shared engine (ARCHITECTURE.md, "Concurrency"); each session's requests take that session's own
-lock (:attr:`Gatekeeper.lock`), since its listing and found set are its own.
+lock (:attr:`Conversation.lock`), since its listing and found set are its own.
 """
 
 from __future__ import annotations
@@ -89,25 +90,26 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from maitred.actions.refusals import auth_required
+from maitred.conversation import Conversation, Principal
 from maitred.gate.surfaces import SurfaceContracts
 from maitred.gateway import traces
 from maitred.gateway.approval import Approvals
 from maitred.gateway.auth import Identity
 from maitred.gateway.calls import CallPath
 from maitred.gateway.channels import Channels
-from maitred.gateway.keeper import Gatekeeper, GatewayEngines
+from maitred.gateway.keeper import GatewayEngines
 from maitred.gateway.lifecycle import Upstreams
 from maitred.gateway.listings import in_catalog_order
 from maitred.gateway.metrics import GatewayMetrics
 from maitred.gateway.surfaces import SurfaceGuard
 from maitred.gateway.tasks import TaskBook
 from maitred.gateway.upstreams import ListingProxy
-from maitred.ratelimit import Limiter
+from maitred.ratelimit import Limiter, token_id
 from maitred.tracing import OFF, Tracing
 
-#: who a request is from: gatekeeper key, tenant, account, granted scopes, and whether it is
-#: recorded as its principal (a sessionless 2026-07-28 connection) rather than an MCP session
-Identified = tuple[tuple[str, ...], str, str, frozenset[str] | None, bool]
+#: who a request is from: its conversation's key, the principal, and whether the conversation
+#: is recorded as its principal (a sessionless 2026-07-28 connection) rather than an MCP session
+Identified = tuple[tuple[str, ...], Principal, bool]
 
 
 class GateMiddleware(CallPath, Middleware):
@@ -149,7 +151,7 @@ class GateMiddleware(CallPath, Middleware):
         self.upstreams = upstreams
         self.account = account
         self.max_sessions = max_sessions
-        self.keepers: OrderedDict[tuple[str, ...], Gatekeeper] = OrderedDict()
+        self.keepers: OrderedDict[tuple[str, ...], Conversation] = OrderedDict()
         #: how to reach each session outside a request (the state watch's way out)
         self.channels = Channels()
         #: what ``GET /metrics`` shows (over HTTP)
@@ -162,10 +164,10 @@ class GateMiddleware(CallPath, Middleware):
         if limiter is not None:
             self.metrics.limits_on(limiter.options.scopes)
 
-    def adopt(self, engines: GatewayEngines, surfaces: SurfaceContracts) -> list[Gatekeeper]:
+    def adopt(self, engines: GatewayEngines, surfaces: SurfaceContracts) -> list[Conversation]:
         """Decide with ``engines`` (and ``surfaces``) from now on: the catalog grew
         (:mod:`.lifecycle`). Returns the sessions kept now, for the caller to move onto them
-        (:meth:`Gatekeeper.rebase`); a session opened from here on is on ``engines`` already."""
+        (:meth:`Conversation.rebase`); a session opened from here on is on ``engines`` already."""
         self.engines = engines
         if self.surface_guard is not None:
             self.surface_guard.adopt(surfaces)
@@ -195,39 +197,33 @@ class GateMiddleware(CallPath, Middleware):
                 self.metrics.definition_changes.labels(upstream, drift.tool).inc()
 
     def _identity(self, session_id: str) -> Identified | None:
-        """(gatekeeper key, tenant, account, granted scopes, principal) of the request being
-        served, from the launch (no scopes said) or the authenticated :class:`~.auth.Identity`
-        (None: not authenticated). A token that grants other scopes is another gatekeeper, as
-        another account would be: what a session was shown depends on both. ``principal``:
-        what it is offered and disclosed is recorded for the principal (a sessionless
-        2026-07-28 connection, ``session_id`` empty), else for this MCP session
-        (:mod:`.listings`)."""
+        """(conversation key, principal, recorded by principal) of the request being served,
+        from the launch (no scopes said) or the authenticated :class:`~.auth.Identity` (None:
+        not authenticated). A credential of another subject, or one that grants other scopes,
+        is another conversation, as another account would be: what a conversation was shown,
+        and what it owns, depend on all of them. Recorded by principal: what it is offered
+        and disclosed is recorded for the principal (a sessionless 2026-07-28 connection,
+        ``session_id`` empty), else for this MCP session (:mod:`.listings`)."""
         if self.account is not None:
-            granted = None
-            key: tuple[str, ...] = ("launch",)
-            tenant, account = "", self.account
-        else:
-            token = get_access_token()
-            if not isinstance(token, Identity) or not token.tenant or not token.account:
-                return None
-            granted = frozenset(token.scopes)
-            tenant, account = token.tenant, token.account
-            key = (tenant, account, " ".join(sorted(granted)), session_id)
-        return key, tenant, account, granted, not session_id
+            return ("launch",), Principal(self.account), not session_id
+        token = get_access_token()
+        if not isinstance(token, Identity) or not token.tenant or not token.account:
+            return None
+        who = Principal(
+            token.account,
+            tenant=token.tenant,
+            granted=frozenset(token.scopes),
+            subject=subject_of(token),
+        )
+        scopes = " ".join(sorted(token.scopes))
+        return (who.tenant, who.account, scopes, who.subject, session_id), who, not session_id
 
     def _keeper_for(
-        self,
-        key: tuple[str, ...],
-        tenant: str,
-        account: str,
-        granted: frozenset[str] | None = None,
-        principal: bool = False,
-    ) -> Gatekeeper:
+        self, key: tuple[str, ...], principal: Principal, by_principal: bool = False
+    ) -> Conversation:
         keeper = self.keepers.get(key)
         if keeper is None:
-            keeper = self.engines.keeper(
-                account, tenant=tenant, granted=granted, principal=principal
-            )
+            keeper = self.engines.conversation(principal, by_principal=by_principal)
             self.keepers[key] = keeper
             while len(self.keepers) > self.max_sessions:
                 dropped, _ = self.keepers.popitem(last=False)
@@ -235,7 +231,7 @@ class GateMiddleware(CallPath, Middleware):
         self.keepers.move_to_end(key)
         return keeper
 
-    def _keeper(self, context: MiddlewareContext[Any]) -> Gatekeeper | None:
+    def _keeper(self, context: MiddlewareContext[Any]) -> Conversation | None:
         """The session's gatekeeper, from the launch or the token (None: not authenticated)."""
         found = self._identity(_session_id(context))
         if found is None:
@@ -246,18 +242,18 @@ class GateMiddleware(CallPath, Middleware):
 
     keeper_of = _keeper  # for the surfaces' middleware (:class:`SurfaceGuard`)
 
-    def keeper_now(self) -> Gatekeeper | None:
+    def keeper_now(self) -> Conversation | None:
         """The gatekeeper of the 2026-07-28 request being served outside the middleware (an
         extension's own method: ``skills/*``, ``tasks/*``); None: not authenticated."""
         found = self._identity("")
         return self._keeper_for(*found) if found is not None else None
 
-    def _known_keeper(self, context: MiddlewareContext[Any]) -> Gatekeeper | None:
+    def _known_keeper(self, context: MiddlewareContext[Any]) -> Conversation | None:
         """The request's gatekeeper if it has one, found without touching the LRU order."""
         found = self._identity(_session_id(context))
         return self.keepers.get(found[0]) if found is not None else None
 
-    def reachable(self) -> list[tuple[tuple[str, ...], Gatekeeper]]:
+    def reachable(self) -> list[tuple[tuple[str, ...], Conversation]]:
         """The sessions a notification outside any request can reach (the watch's)."""
         return [(k, g) for k, g in self.keepers.items() if self.channels.reachable(k)]
 
@@ -279,7 +275,7 @@ class GateMiddleware(CallPath, Middleware):
         :mod:`maitred.gateway.channels`); one it cannot reach would not be told, and its next
         ``tools/list`` is a fresh listing anyway.
         """
-        by_account: dict[str, list[tuple[tuple[str, ...], Gatekeeper]]] = {}
+        by_account: dict[str, list[tuple[tuple[str, ...], Conversation]]] = {}
         for key, keeper in self.reachable():
             by_account.setdefault(keeper.account, []).append((key, keeper))
         told = 0
@@ -326,6 +322,15 @@ class GateMiddleware(CallPath, Middleware):
                 traces.note_listing(turn, len(tools), found)
         self.metrics.listings.inc()
         return in_catalog_order(tools, found[0], lambda t: t.name)  # whatever joined first
+
+
+def subject_of(identity: Identity) -> str:
+    """The credential's subject: a JWT's ``sub`` claim (else its account claim), a static
+    token's id (``token:`` and the first 16 hex digits of its SHA-256, never the token)."""
+    if identity.via == "jwt":
+        sub = identity.claims.get("sub")
+        return sub if isinstance(sub, str) and sub else identity.account
+    return f"token:{token_id(identity.token)[:16]}"
 
 
 def _session_id(context: MiddlewareContext[Any]) -> str:

@@ -41,7 +41,7 @@ from opentelemetry import trace
 from opentelemetry.trace import Span
 
 from maitred.actions.model import Decision
-from maitred.gateway.keeper import Gatekeeper
+from maitred.conversation import Conversation
 from maitred.tracing import Tracing, failed
 
 #: what a listing returns to the middleware: the visible names, the turn's id and its run
@@ -84,8 +84,8 @@ def carriers(context: MiddlewareContext[Any]) -> tuple[Mapping[str, Any] | None,
     return (http.headers if http is not None else None, request.meta)
 
 
-def listing(keeper: Gatekeeper) -> Listing:
-    """:meth:`Gatekeeper.visible`, with the id of the turn it logged (``""``: none, as in
+def listing(keeper: Conversation) -> Listing:
+    """:meth:`Conversation.visible`, with the id of the turn it logged (``""``: none, as in
     ``find_tools`` mode before anything was found) and its run, read under the session's lock
     (a concurrent request of the session cannot slip its own turn in between)."""
     before = keeper.session.turn_id
@@ -96,12 +96,12 @@ def listing(keeper: Gatekeeper) -> Listing:
     return visible, turn, run_of(keeper, keeper.engine)
 
 
-def run_of(keeper: Gatekeeper, engine: Any) -> str:
+def run_of(keeper: Conversation, engine: Any) -> str:
     """The run ``engine`` logs ``keeper``'s turns under (already begun by its first turn)."""
     return keeper.engines.run_for(engine, keeper.tenant) or str(engine.pipeline.run_id)
 
 
-def note_session(span: Span, tracing: Tracing, keeper: Gatekeeper | None) -> None:
+def note_session(span: Span, tracing: Tracing, keeper: Conversation | None) -> None:
     """The session's tenant, account and id on a request's span."""
     if keeper is None or not span.is_recording():
         return
@@ -168,7 +168,7 @@ def note_result(span: Span, result: ToolResult) -> None:
         failed(span, "tool_error")
 
 
-def note_found(span: Span, keeper: Gatekeeper, answer: Mapping[str, Any]) -> None:
+def note_found(span: Span, keeper: Conversation, answer: Mapping[str, Any]) -> None:
     """A ``find_tools`` call: its turn's id (one need) or turns' ids (several, per need) and
     how many tools it disclosed and found blocked, each tool counted once."""
     if not span.is_recording() or keeper.engines.finder is None:

@@ -1,5 +1,5 @@
-"""``find_tools``, the gateway's own tool in ``disclosure: find_tools`` mode: what it takes and
-what it answers. The routing itself is :meth:`maitred.gateway.keeper.Gatekeeper.find`.
+"""``find_tools``, discovery as a tool (the gateway's ``disclosure: find_tools`` mode): what it
+takes and what it answers. The routing itself is :meth:`maitred.conversation.Conversation.find`.
 
 **What it takes.** ``need`` (one sentence) and/or ``needs`` (one sentence per step of a task,
 at most :data:`MAX_NEEDS` in all); each need holds text and at most :data:`MAX_NEED_CHARS`
@@ -7,13 +7,13 @@ characters. :data:`FIND_TOOLS_SCHEMA` says so to the model, and :func:`read_need
 before anything is routed: a call that breaks it is refused (``ARGS_MISSING`` when no need is
 given at all, ``ARGS_INVALID`` otherwise), the field at fault named, nothing routed; the refusal
 is a logged decision on the ``find_tools`` call, like every refusal
-(:meth:`~maitred.gateway.keeper.Gatekeeper.refuse`).
+(:meth:`~maitred.conversation.Conversation.refuse`).
 
 **What it answers.** One need (``need`` alone) is answered as it always was (:func:`answer_for`):
 the tools it disclosed -- each with what the model needs to call it: name, description, the
 upstream's input schema as listed -- the matching tools the gate blocked, the turn's id.
 The answer is the disclosure: the tool list does not change (a list is a function of who asks
-and the state now, :mod:`maitred.gateway.listings`), and the turn, logged under the caller's
+and the state now), and the turn, logged under the caller's
 holder, is what later calls to those tools are admitted against, on any replica. Several needs are
 answered per need, in the order given (:func:`per_need`): each need's own answer, where a tool
 already listed for an earlier need of the call is not listed again -- its name is in that
