@@ -68,7 +68,6 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import mcp_types as mt
-from fastmcp.server.dependencies import get_access_token
 from fastmcp.server.elicitation import parse_elicit_response_type
 from fastmcp.server.middleware import MiddlewareContext
 from fastmcp.tools import InputRequiredToolResult, ToolResult
@@ -81,7 +80,7 @@ from maitred.actions.rounds import asked
 from maitred.gateway.upstreams import sdk_request
 
 if TYPE_CHECKING:
-    from maitred.gateway.keeper import Gatekeeper
+    from maitred.conversation import Conversation
 
 T = TypeVar("T")
 #: how the gateway records that it asked (``Approval.via``)
@@ -159,15 +158,12 @@ class Round:
         return f"approval:{self.of}" if self.of else f"round:{self.nonce}"
 
 
-def principal_of(keeper: Gatekeeper) -> str:
-    """Who a round is handed to: the tenant, account and granted scopes of the session and the
-    credential's subject (a JWT's ``sub``; ``""`` over stdio), as one hash."""
-    token = get_access_token()
-    subject = ""
-    if token is not None:
-        subject = str((token.claims or {}).get("sub") or token.subject or "")
-    scopes = None if keeper.granted is None else sorted(keeper.granted)
-    return content_hash([keeper.tenant, keeper.account, scopes, subject])
+def principal_of(keeper: Conversation) -> str:
+    """Who a round is handed to: the conversation's principal (tenant, account, granted
+    scopes, the credential's subject), as one hash."""
+    who = keeper.principal
+    scopes = None if who.granted is None else sorted(who.granted)
+    return content_hash([who.tenant, who.account, scopes, who.subject])
 
 
 def _call_hash(name: str, arguments: Mapping[str, Any] | None) -> str:
@@ -262,7 +258,7 @@ class Approvals:
     async def answered(
         self,
         context: MiddlewareContext[mt.CallToolRequestParams],
-        keeper: Gatekeeper,
+        keeper: Conversation,
         answer_with: AnswerWith,
         run: Run[bool],
     ) -> Decision | Hold | None:
@@ -311,11 +307,11 @@ class Approvals:
         )
         return await answer_with(pending, _answer(reply.action, reply.content))
 
-    def _spend(self, keeper: Gatekeeper, brought: Round) -> bool:
+    def _spend(self, keeper: Conversation, brought: Round) -> bool:
         expires = max(brought.until, self.clock() + self.ttl_s)  # the state outlives no TTL
         return keeper.engine.spend(brought.key, session=keeper.session, expires_at=expires)
 
-    def _round(self, keeper: Gatekeeper, message: Any, **given: Any) -> Round:
+    def _round(self, keeper: Conversation, message: Any, **given: Any) -> Round:
         """A new round for this caller and call (``given``: what it carries)."""
         fields: dict[str, Any] = {"until": self.clock() + self.ttl_s, **given}
         return Round(
@@ -329,7 +325,7 @@ class Approvals:
     def pass_on(
         self,
         context: MiddlewareContext[mt.CallToolRequestParams],
-        keeper: Gatekeeper,
+        keeper: Conversation,
         decision: Decision,
         result: InputRequiredToolResult,
     ) -> InputRequiredToolResult:
@@ -349,7 +345,7 @@ class Approvals:
     async def ask(
         self,
         context: MiddlewareContext[Any],
-        keeper: Gatekeeper,
+        keeper: Conversation,
         pending: Decision,
         answer_with: AnswerWith,
     ) -> tuple[Decision, str] | ToolResult:
