@@ -72,6 +72,7 @@ from maitred.actions.model import (
     new_call_id,
 )
 from maitred.actions.packs import Pack, load_pack
+from maitred.actions.rounds import SpentStates
 from maitred.actions.rules import Rulebook, ToolRules
 from maitred.actions.session import Session
 from maitred.build import PipelineOptions, build_pipeline
@@ -122,6 +123,7 @@ class Maitred:
         self._owns_log = owns_log
         self._tenant_runs: dict[str, str] = {}
         self._tenant_runs_lock = threading.Lock()
+        self._spent = SpentStates(pipeline.log)
 
     @classmethod
     def open(
@@ -521,6 +523,14 @@ class Maitred:
         given = Approval(pending.decision_id, answer, via)
         return self.check(
             pending.call, session=session, durable=durable, approval=given, context=context
+        )
+
+    def spend(self, key: str, *, session: Session, expires_at: float) -> bool:
+        """Record the one use of a single-use round of ``session`` (a ``requestState`` its
+        client brought back, :mod:`maitred.actions.rounds`): True the first time on any process
+        sharing this engine's log (this process's memory without one), False after."""
+        return self._spent.spend(
+            key, tenant=session.tenant, session_id=session.id, expires_at=expires_at
         )
 
     def _offer(self, session: Session) -> tuple[frozenset[str], str]:

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -19,15 +21,19 @@ import mcp_types as mt
 import pytest
 from fastmcp import Client
 from fastmcp.client.elicitation import ElicitResult
+from mcp.shared.exceptions import MCPError
 from tests.mcp.conftest import SIDECAR, Process, Site, child_env, sha256
 
 from maitred.gateway import load_config
 from maitred.gateway.approval import ASK_KEY
 from maitred.gateway.build import gate_of, open_gateway
+from maitred.gateway.channels import sealing
+from maitred.gateway.http_config import HttpServer
 from maitred.gateway.surfaces import DECISION_ID_META
 from maitred.log.base import open_log
 from maitred.log.verify import verify
 
+ERA_SERVER = Path(__file__).with_name("era_server.py")
 APPROVAL = """\
       - name: enterprise_needs_a_yes
         approve: args.plan != "pro"
@@ -225,8 +231,11 @@ def test_the_session_is_not_locked_while_the_person_thinks(site: Site) -> None:
     assert site.upstream_calls() == ["upgrade"]
 
 
-def test_a_2026_answer_counts_once_and_only_for_the_question_asked(site: Site) -> None:
-    """The multi-round-trip wire by hand: a yes sent unasked, or sent twice, runs nothing."""
+def test_a_2026_answer_counts_once_and_only_with_the_question_it_answers(site: Site) -> None:
+    """The multi-round-trip wire by hand: a yes sent without the question's sealed state runs
+    nothing (asked); the state is bound to its call; the question sent back unanswered is
+    asked again; the yes with its state runs the call once, and the same yes again is refused
+    ``REQUEST_STATE_REPLAYED`` (a logged decision), the upstream not called twice."""
     _with_approval(site)
     yes = {ASK_KEY: mt.ElicitResult(action="accept", content={"value": True})}
 
@@ -236,34 +245,43 @@ def test_a_2026_answer_counts_once_and_only_for_the_question_asked(site: Site) -
             async with Client(server, elicitation_handler=_yes, mode="auto") as client:
                 session = client.session
 
-                async def call(responses: Any) -> Any:
+                async def call(
+                    responses: Any, state: str | None = None, args: dict[str, Any] = UPGRADE
+                ) -> Any:
                     return await session.call_tool(
-                        "upgrade", UPGRADE, input_responses=responses, allow_input_required=True
+                        "upgrade",
+                        args,
+                        input_responses=responses,
+                        request_state=state,
+                        allow_input_required=True,
                     )
 
-                forged = await call(yes)  # no question open: asked, not run
+                forged = await call(yes)  # no question carried: asked, not run
                 assert isinstance(forged, mt.InputRequiredResult)
                 assert forged.input_requests is not None and ASK_KEY in forged.input_requests
+                state = forged.request_state
+                assert state and "maitred" not in state  # sealed: the round is not readable
                 assert site.upstream_calls() == []
-                other = await session.call_tool(  # the answer is for this call only
-                    "upgrade",
-                    {**UPGRADE, "plan": "enterprise-plus"},
-                    input_responses=yes,
-                    allow_input_required=True,
-                )
-                assert isinstance(other, mt.InputRequiredResult)
-                ran = await call(yes)  # the answer to the open question: runs
+                with pytest.raises(MCPError) as other:  # the answer is for this call only
+                    await call(yes, state, {**UPGRADE, "plan": "enterprise-plus"})
+                assert other.value.error.code == mt.INVALID_PARAMS
+                unanswered = await call(None, state)  # no answer in it: asked again
+                assert isinstance(unanswered, mt.InputRequiredResult)
+                ran = await call(yes, state)  # the answer with its question: runs
                 assert isinstance(ran, mt.CallToolResult) and not ran.is_error
                 assert site.upstream_calls() == ["upgrade"]
-                again = await call(yes)  # answered already: asked anew, not run twice
-                assert isinstance(again, mt.InputRequiredResult)
+                again = await call(yes, state)  # the same yes again: refused, not run twice
+                assert isinstance(again, mt.CallToolResult) and again.is_error
+                assert _payload(again)["code"] == "REQUEST_STATE_REPLAYED"
                 assert site.upstream_calls() == ["upgrade"]
         finally:
             engines.close()
 
     anyio.run(main)
-    codes = [d["code"] for d in _decisions(site)]
-    assert codes == ["APPROVAL_REQUIRED", "APPROVAL_REQUIRED", "OK", "APPROVAL_REQUIRED"]
+    decisions = _decisions(site)
+    codes = [d["code"] for d in decisions]
+    assert codes == ["APPROVAL_REQUIRED", "APPROVAL_REQUIRED", "OK", "REQUEST_STATE_REPLAYED"]
+    assert decisions[2]["approval"]["of"] == decisions[0]["decision_id"]  # its own question
 
 
 @pytest.mark.slow
@@ -318,3 +336,75 @@ def test_over_http_the_official_mcp_sdk_client_answers_the_question(site: Site) 
         ("APPROVAL_DECLINED", "decline"),
     ]
     assert first.meta[DECISION_ID_META] == _decisions(site)[1]["decision_id"]
+
+
+@pytest.mark.slow
+def test_a_standing_yes_lasts_as_long_as_a_sealed_state(tmp_path: Path) -> None:
+    """A 2026-07-28 call a person approved whose upstream then asks too (the era server's
+    ``asks_name``): its next round carries the yes, so it is not asked again -- for
+    ``server.request_state_ttl_s`` after the yes (30 s here), then the person is asked anew.
+    The gateway's clock is moved on, not waited for."""
+    era = Process([sys.executable, str(ERA_SERVER)], child_env(), r"era server: (http://\S+)")
+    (tmp_path / "accounts.json").write_text('{"acc-1": {"account": {}}}', encoding="utf-8")
+    (tmp_path / "eras.maitred.yaml").write_text(
+        "tools:\n  asks_name:\n    policies:\n      - name: ask\n        approve: true\n",
+        encoding="utf-8",
+    )
+    config = tmp_path / "gateway.yaml"
+    config.write_text(
+        "account: acc-1\nstate: accounts.json\nlog: gateway.sqlite\n"
+        "server: {request_state_ttl_s: 30}\n"
+        f"upstreams: [{{name: eras, url: {json.dumps(era.match.group(1))}, "
+        "contracts: eras.maitred.yaml}]\n",
+        encoding="utf-8",
+    )
+    yes = {ASK_KEY: mt.ElicitResult(action="accept", content={"value": True})}
+    name = {"who": mt.ElicitResult(action="accept", content={"name": "Ada"})}
+    later = [0.0]
+
+    async def main() -> list[str]:
+        server, engines = await open_gateway(load_config(config))
+        approvals = gate_of(server).approvals
+        assert approvals.ttl_s == 30.0
+        approvals.clock = lambda: time.time() + later[0]
+        seen: list[str] = []
+        try:
+            async with Client(server, elicitation_handler=_yes, mode="auto") as client:
+
+                async def call(responses: Any = None, state: str | None = None) -> Any:
+                    return await client.session.call_tool(
+                        "asks_name",
+                        {},
+                        input_responses=responses,
+                        request_state=state,
+                        allow_input_required=True,
+                    )
+
+                for shift in (0.0, 31.0):
+                    later[0] = 0.0
+                    asked = await call()
+                    assert isinstance(asked, mt.InputRequiredResult)
+                    upstream_asks = await call(yes, asked.request_state)  # the yes: forwarded
+                    assert isinstance(upstream_asks, mt.InputRequiredResult)
+                    assert set(upstream_asks.input_requests or {}) == {"who"}
+                    later[0] = shift
+                    last = await call(name, upstream_asks.request_state)
+                    if isinstance(last, mt.InputRequiredResult):
+                        seen.append("asked again: " + ",".join(last.input_requests or {}))
+                    else:
+                        seen.append(str(last.content[0].text))
+        finally:
+            engines.close()
+        return seen
+
+    try:
+        seen = anyio.run(main)
+    finally:
+        era.stop()
+    assert seen == ["Hello, Ada (asked-once)", f"asked again: {ASK_KEY}"]
+
+
+def test_the_sealing_policy_follows_the_config() -> None:
+    """``server.request_state_ttl_s`` bounds the sealed state with or without a keys file."""
+    assert sealing(HttpServer(request_state_ttl_s=42.0), "gateway.yaml").ttl == 42.0
+    assert sealing(HttpServer(), "gateway.yaml").ttl == 600.0

@@ -179,7 +179,8 @@ def test_the_request_state_keys_file_follows_the_config_and_keeps_its_order(
     assert security is not None and security.ttl == 90.0
     default = parse_config({**GOOD, "server": {"port": 0}}, "gw.yaml", base=tmp_path)
     assert default.server is not None and default.server.request_state_ttl_s == 600.0
-    assert sealing(default.server, "gw.yaml") is None  # FastMCP's key of this process
+    own = sealing(default.server, "gw.yaml")  # a key of this process, the TTL the config's
+    assert own.ttl == 600.0 and own.codec is not sealing(default.server, "gw.yaml").codec
 
 
 @pytest.mark.parametrize(

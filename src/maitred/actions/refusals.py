@@ -45,6 +45,10 @@ if TYPE_CHECKING:  # only its attributes are read: no import cycle with the mode
     from maitred.actions.model import Decision
 
 GATE_UNAVAILABLE = "GATE_UNAVAILABLE"
+#: a single-use ``requestState`` (an answered question, a round of a mutating call) came back
+REQUEST_STATE_REPLAYED = "REQUEST_STATE_REPLAYED"
+#: a ``requestState`` sealed for one principal came back from another
+REQUEST_STATE_NOT_YOURS = "REQUEST_STATE_NOT_YOURS"
 UPSTREAM_FAILED = "UPSTREAM_FAILED"
 AUTH_REQUIRED = "AUTH_REQUIRED"
 #: what a refused call did not do (the template's default)
@@ -272,12 +276,40 @@ def invalid_arguments(
     return Hold(code, why, reason, fields=fields)
 
 
+def state_replayed(what: str, spent: str) -> Hold:
+    """The refusal of a call that brought back a single-use ``requestState`` already used
+    (the :class:`Hold` the gate logs it by).
+
+    Args:
+        what: what the state was, for the model (``"the answer to this approval question"``).
+        spent: for people, in the log: the key it was recorded under when first used.
+    """
+    return Hold(
+        REQUEST_STATE_REPLAYED,
+        f"{what} was already used once and counts only once (a repeated request)",
+        f"requestState already spent ({spent}); the call was not run again",
+    )
+
+
+def state_not_yours() -> Hold:
+    """The refusal of a call whose ``requestState`` was sealed for another principal (another
+    tenant, account, grant of scopes or subject): it is not this caller's to continue."""
+    return Hold(
+        REQUEST_STATE_NOT_YOURS,
+        "this request continues one made by another caller (another account, subject or "
+        "grant of scopes); start the call afresh",
+        "requestState sealed for another principal; the call was not run",
+    )
+
+
 __all__ = [
     "AUTH_REQUIRED",
     "CALL_NOT_RUN",
     "GATE_UNAVAILABLE",
     "NOTHING_READ",
     "REPLAN",
+    "REQUEST_STATE_NOT_YOURS",
+    "REQUEST_STATE_REPLAYED",
     "UPSTREAM_FAILED",
     "Hold",
     "Rejection",
@@ -287,5 +319,7 @@ __all__ = [
     "invalid_arguments",
     "rate_limited",
     "refusal_text",
+    "state_not_yours",
+    "state_replayed",
     "upstream_failed",
 ]

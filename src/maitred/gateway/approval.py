@@ -15,25 +15,40 @@ to the user through the client:
   the call on fresh state with its approval rules satisfied, and that decision is the one
   that lets the call run (its id is the result's ``maitred/decision_id``); a no is
   ``APPROVAL_DECLINED``. A client that fails to answer (an error, a broken stream) is treated
-  as a dismissal: the call does not run.
+  as a dismissal: the call does not run. The question rides the MCP session's own stream, so
+  behind a load balancer a handshake-era session keeps going to the replica that holds it
+  (sticky routing, as that era needs for every server-initiated request).
 * the client declared ``elicitation`` on a 2026-07-28 connection, which has no channel for a
   server-initiated request: the same question goes back as the call's result, an
   ``InputRequiredResult`` (SEP-2322, multi-round-trip) holding one elicitation under the key
-  :data:`ASK_KEY`. The client asks its user and sends the same call again with the answer in
-  ``inputResponses``; the gateway matches it to the open question of that session for the
-  same tool and arguments (:class:`Approvals`: in memory, one answer per question, at most
-  ``max_open`` open questions), and decides the answer as above. An answer that matches no
-  open question (never asked, already answered, another call) is no answer: the call is
-  checked afresh and asked again.
-* a 2026-07-28 call the person approved whose upstream then asks something itself (its own
-  ``InputRequiredResult``, passed to the client as sent) comes back with the upstream's
-  ``requestState`` and answers, not the person's: that state was sealed by the gateway for
-  this caller, this tool and these arguments (FastMCP's request-state boundary, which has
-  refused anything else before this runs), so it is a later round of the approved call. The
-  person is not asked again: the call is checked afresh and its approval rules are satisfied
-  by the standing yes (a second decision naming the new one, like an answer), for as long as
-  such a state lives (:data:`GRANT_S`). Without it, every round would ask the person again and
-  the upstream's question would never be answered.
+  :data:`ASK_KEY` and a ``requestState`` that carries the question itself -- a
+  :class:`Round` naming the pending decision, sealed by the MCP SDK's request-state boundary
+  under the keys every replica shares (:func:`~maitred.gateway.channels.sealing`). The client
+  asks its user and sends the same call again with the answer in ``inputResponses`` and the
+  state; whichever replica it reaches opens the state, rebuilds the pending decision from it
+  (:func:`maitred.actions.rounds.asked`) and decides the answer as above. Nothing of the
+  question is kept in any process. An answer without the gateway's state (never asked, or
+  asked by a gateway before this one) is no answer: the call is checked afresh and asked
+  again.
+* **A round counts once.** The state is bound by the SDK to the tool, the arguments and the
+  token's (client, issuer, subject), and by the :class:`Round` to the principal (tenant,
+  account, granted scopes, the credential's subject) and the call again: brought back by
+  another principal it is refused ``REQUEST_STATE_NOT_YOURS``. The answer to a question is
+  *spent* when it is decided (:meth:`Maitred.spend <maitred.Maitred.spend>`, one row in the
+  decision log's ``spent_states``, whose primary key every replica on that log shares), so
+  the same yes brought back again -- on this replica or another, within the state's lifetime
+  -- is refused ``REQUEST_STATE_REPLAYED`` (a logged decision), never run twice.
+* a 2026-07-28 call whose upstream asks something itself (its own ``InputRequiredResult``)
+  is passed to the client with the upstream's ``requestState`` wrapped in a :class:`Round`
+  of the gateway's (:meth:`Approvals.pass_on`), so the gateway knows the round when it comes
+  back and hands the upstream its own state, and the client the answers meant for it. A round
+  of a *mutating* tool is single-use like an answer: replayed, it is refused
+  ``REQUEST_STATE_REPLAYED`` on every replica and the upstream is not called again. When the
+  person approved that call, the round carries the yes (the decision's id) until
+  ``server.request_state_ttl_s`` after it was given: the call is checked afresh and its
+  approval rules are satisfied by the standing yes (a second decision naming the new one,
+  like an answer), so the person is not asked again on any replica; such a round is
+  single-use whatever the tool.
 * no elicitation capability: nobody can be asked, so the call stays refused with
   ``APPROVAL_REQUIRED`` and the payload's ``hint`` says that this client cannot ask the user.
   No second decision is written: nobody answered.
@@ -47,9 +62,10 @@ from __future__ import annotations
 
 import json
 import time
-from collections import OrderedDict
+import uuid
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import mcp_types as mt
 from fastmcp.server.elicitation import parse_elicit_response_type
@@ -58,8 +74,15 @@ from fastmcp.tools import InputRequiredToolResult, ToolResult
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from maitred._canonical import content_hash
-from maitred.actions.model import APPROVAL_REQUIRED, ApprovalAnswer, Decision
+from maitred.actions.model import APPROVAL_REQUIRED, ApprovalAnswer, Decision, Hold
+from maitred.actions.refusals import state_not_yours, state_replayed
+from maitred.actions.rounds import asked
+from maitred.gateway.upstreams import sdk_request
 
+if TYPE_CHECKING:
+    from maitred.conversation import Conversation
+
+T = TypeVar("T")
 #: how the gateway records that it asked (``Approval.via``)
 VIA = "mcp-elicitation"
 #: the key of the gateway's question in a 2026-07-28 ``InputRequiredResult``
@@ -70,9 +93,9 @@ CANNOT_ASK = (
     "capability); the call needs a person's yes. Tell the user, who can approve it from a "
     "client that supports elicitation"
 )
-#: how long a person's yes covers the later rounds of the approved 2026-07-28 call: as long as
-#: the request state the gateway seals lives (FastMCP's default, 10 minutes)
-GRANT_S = 600.0
+#: how every ``requestState`` the gateway hands out begins, before its :class:`Round` as JSON
+#: (the SDK's boundary seals the whole around it)
+SEALED = "maitred/round/1:"
 #: the answer's form: one yes/no field (FastMCP's own shape for ``ctx.elicit(..., bool)``)
 _FORM = parse_elicit_response_type(bool, response_title="Approve")
 _ELICITATION = mt.ClientCapabilities(elicitation=mt.ElicitationCapability())
@@ -82,6 +105,69 @@ _SUMMARY_CHARS = 600
 
 #: decides and logs the person's answer to a pending decision (the gatekeeper, under its lock)
 AnswerWith = Callable[[Decision, ApprovalAnswer], Awaitable[Decision]]
+#: runs engine work of the session on a worker thread, under its lock
+Run = Callable[[Callable[[], T]], Awaitable[T]]
+
+
+@dataclass(frozen=True)
+class Round:
+    """What the gateway puts in one ``requestState`` it hands a 2026-07-28 client (see the
+    module docstring); sealed around it by the SDK, so only a gateway sharing the keys made it.
+
+    Attributes:
+        nonce: this round's own id (what a spent round is recorded under).
+        principal: :func:`principal_of` the caller it was handed to.
+        call: the content hash of the call's ``[name, arguments]``.
+        session: the log's session id of the caller (the pending decision's).
+        until: unix time after which a yes it carries no longer stands.
+        of: the gateway's own question: the id of the pending decision it asks about.
+        call_id: the logged id of that decision's call (its answer's call is the same).
+        yes: an upstream's round of a call a person approved: the id of the decision that let
+            it run (``""``: none).
+        upstream: the upstream's own ``requestState``, handed back to it (``None``: none).
+    """
+
+    nonce: str
+    principal: str
+    call: str
+    session: str
+    until: float
+    of: str = ""
+    call_id: str = ""
+    yes: str = ""
+    upstream: str | None = None
+
+    def seal(self) -> str:
+        """The plaintext ``requestState`` (the SDK's boundary seals it on the way out)."""
+        return SEALED + json.dumps(asdict(self), sort_keys=True, separators=(",", ":"))
+
+    @classmethod
+    def read(cls, state: str | None) -> Round | None:
+        """The round a ``requestState`` the boundary opened holds; ``None`` when it holds none
+        of the gateway's (no state, or one sealed before rounds were)."""
+        if state is None or not state.startswith(SEALED):
+            return None
+        try:
+            return cls(**json.loads(state[len(SEALED) :]))
+        except (ValueError, TypeError):
+            return None  # only a gateway sharing the keys seals: not one of this version
+
+    @property
+    def key(self) -> str:
+        """What using this round is recorded under: an answer counts once per question."""
+        return f"approval:{self.of}" if self.of else f"round:{self.nonce}"
+
+
+def principal_of(keeper: Conversation) -> str:
+    """Who a round is handed to: the conversation's principal (tenant, account, granted
+    scopes, the credential's subject), as one hash."""
+    who = keeper.principal
+    scopes = None if who.granted is None else sorted(who.granted)
+    return content_hash([who.tenant, who.account, scopes, who.subject])
+
+
+def _call_hash(name: str, arguments: Mapping[str, Any] | None) -> str:
+    return content_hash([name, dict(arguments or {})])
 
 
 def awaits_person(decision: Decision) -> bool:
@@ -125,87 +211,168 @@ def _answer(action: str, content: Mapping[str, Any] | None) -> ApprovalAnswer:
     return "decline" if action == "decline" else "cancel"
 
 
+def _pass_down(state: str | None) -> None:
+    """What the upstream is sent of this round when the call is forwarded: its own state
+    (``state``; ``None``: none) and the client's answers but the gateway's own.
+
+    The forward reads both from the request's parameters as the SDK holds them (FastMCP's
+    proxy: ``Context.request_state`` / ``input_responses``), which the request-state boundary
+    made for this request alone; they are replaced there."""
+    request = sdk_request()
+    params = request.params if request is not None else None
+    if not isinstance(params, dict):
+        return
+    if state is None:
+        params.pop("requestState", None)
+    else:
+        params["requestState"] = state
+    responses = params.get("inputResponses")
+    if isinstance(responses, dict) and ASK_KEY in responses:
+        rest = {k: v for k, v in responses.items() if k != ASK_KEY}
+        if rest:
+            params["inputResponses"] = rest
+        else:
+            params.pop("inputResponses", None)
+
+
 class Approvals:
-    """The gateway's questions to people (see the module docstring).
+    """The gateway's questions to people, and the rounds it hands out (see the module
+    docstring). Holds nothing of any question: a 2026-07-28 round lives in its sealed state.
 
     Args:
-        max_open: open 2026-07-28 questions kept; the oldest is forgotten beyond it (its
-            answer then matches nothing, and the call is asked again).
+        ttl_s: how long a person's yes stands for the later rounds of its call
+            (``server.request_state_ttl_s``: as long as a sealed state is accepted).
+        clock: unix seconds.
     """
 
-    def __init__(self, max_open: int = 1000, clock: Callable[[], float] = time.monotonic) -> None:
-        self.max_open = max_open
+    def __init__(self, ttl_s: float = 600.0, clock: Callable[[], float] = time.time) -> None:
+        self.ttl_s = ttl_s
         self.clock = clock
-        self.open: OrderedDict[tuple[int, str], tuple[object, Decision]] = OrderedDict()
-        #: 2026-07-28 calls a person approved: (session, when), for their later rounds
-        self.granted: OrderedDict[tuple[int, str], tuple[object, float]] = OrderedDict()
 
-    @staticmethod
-    def _key(session: object, name: str, arguments: Mapping[str, Any]) -> tuple[int, str]:
-        return id(session), content_hash([name, dict(arguments)])
+    def _brought(self, context: MiddlewareContext[Any]) -> Round | None:
+        """The gateway's round this 2026-07-28 call brought back, if any."""
+        if not _modern(context):
+            return None
+        return Round.read(getattr(context.message, "request_state", None))
 
     async def answered(
         self,
         context: MiddlewareContext[mt.CallToolRequestParams],
-        session: object,
+        keeper: Conversation,
         answer_with: AnswerWith,
-    ) -> Decision | None:
-        """The decision on a 2026-07-28 call that comes back with the answer to an open
-        question of ``session`` (the gatekeeper); ``None`` when it brings none."""
-        responses = context.message.input_responses or {}
-        reply = responses.get(ASK_KEY)
-        if not isinstance(reply, mt.ElicitResult) or not _modern(context):
-            return None
-        key = self._key(session, context.message.name, context.message.arguments or {})
-        found = self.open.get(key)
-        if found is None or found[0] is not session:
-            return None
-        del self.open[key]  # one answer per question
-        decided = await answer_with(found[1], _answer(reply.action, reply.content))
-        if decided.allow:  # the upstream may ask in turn: its rounds need no second yes
-            self.granted[key] = (session, self.clock())
-            while len(self.granted) > self.max_open:
-                self.granted.popitem(last=False)
-        return decided
+        run: Run[bool],
+    ) -> Decision | Hold | None:
+        """What a 2026-07-28 call that continues a round is decided by: the decision on the
+        answer to the gateway's question, or the :class:`Hold` refusing a round that cannot
+        continue (another principal's or call's; spent already). ``None``: the check decides
+        (a fresh call, or a round of the upstream's that may go on).
 
-    def _continues(self, context: MiddlewareContext[Any], session: object, key: Any) -> bool:
-        """Whether this 2026-07-28 call is a later round of a call the person approved: it
-        brings back a request state (sealed by the gateway for this caller, tool and
-        arguments) and the approval is still young."""
+        Whatever it brought, the upstream is sent only its own state and answers
+        (:func:`_pass_down`).
+
+        Raises:
+            MaitredError: the use of the round could not be recorded (nothing runs).
+        """
         message = context.message
-        if not _modern(context) or getattr(message, "request_state", None) is None:
-            return False
-        found = self.granted.get(key)
-        return found is not None and found[0] is session and self.clock() - found[1] < GRANT_S
+        if not _modern(context):
+            return None
+        state = getattr(message, "request_state", None)
+        brought = Round.read(state)
+        if brought is not None:
+            _pass_down(brought.upstream)
+        else:  # a state of an older gateway: the upstream's own; one of a newer: nobody's
+            _pass_down(None if state is not None and state.startswith(SEALED) else state)
+            return None
+        if brought.principal != principal_of(keeper) or brought.call != _call_hash(
+            message.name, message.arguments
+        ):
+            return state_not_yours()
+        reply = (message.input_responses or {}).get(ASK_KEY)
+        if brought.of and not isinstance(reply, mt.ElicitResult):
+            return None  # the question came back unanswered: asked again
+        single_use = bool(brought.of or brought.yes) or keeper.mutates(message.name)
+        if single_use and not await run(lambda: self._spend(keeper, brought)):
+            what = "the answer to this approval question" if brought.of else "this round"
+            return state_replayed(what, brought.key)
+        if not brought.of:
+            return None
+        assert isinstance(reply, mt.ElicitResult)
+        pending = asked(
+            brought.of,
+            message.name,
+            message.arguments or {},
+            call_id=brought.call_id,
+            session_id=brought.session,
+            tenant=keeper.tenant,
+        )
+        return await answer_with(pending, _answer(reply.action, reply.content))
+
+    def _spend(self, keeper: Conversation, brought: Round) -> bool:
+        expires = max(brought.until, self.clock() + self.ttl_s)  # the state outlives no TTL
+        return keeper.engine.spend(brought.key, session=keeper.session, expires_at=expires)
+
+    def _round(self, keeper: Conversation, message: Any, **given: Any) -> Round:
+        """A new round for this caller and call (``given``: what it carries)."""
+        fields: dict[str, Any] = {"until": self.clock() + self.ttl_s, **given}
+        return Round(
+            nonce=uuid.uuid4().hex,
+            principal=principal_of(keeper),
+            call=_call_hash(message.name, message.arguments),
+            session=keeper.session.id,
+            **fields,
+        )
+
+    def pass_on(
+        self,
+        context: MiddlewareContext[mt.CallToolRequestParams],
+        keeper: Conversation,
+        decision: Decision,
+        result: InputRequiredToolResult,
+    ) -> InputRequiredToolResult:
+        """The upstream's question on an allowed call, for the client: its ``requestState``
+        wrapped in a round of the gateway's, carrying a person's yes when one let the call run
+        (the yes brought by this round, or the answer just given)."""
+        brought = self._brought(context)
+        carried: dict[str, Any] = {}
+        if brought is not None and brought.yes and self.clock() < brought.until:
+            carried = {"yes": brought.yes, "until": brought.until}
+        elif decision.approval is not None and decision.approval.answer == "approve":
+            carried = {"yes": decision.decision_id}
+        inner = result.input_required
+        wrapped = self._round(keeper, context.message, upstream=inner.request_state, **carried)
+        return InputRequiredToolResult(inner.model_copy(update={"request_state": wrapped.seal()}))
 
     async def ask(
         self,
         context: MiddlewareContext[Any],
-        session: object,
+        keeper: Conversation,
         pending: Decision,
         answer_with: AnswerWith,
     ) -> tuple[Decision, str] | ToolResult:
-        """Ask the person about ``pending``'s call (a decision of ``session``, the gatekeeper).
+        """Ask the person about ``pending``'s call (a decision of ``keeper``'s session).
 
         Returns:
             The decision that stands and the ``hint`` to add to a refusal's payload (``""``:
             none; asked on a handshake-era connection, or not askable), or the
             ``InputRequiredResult`` to answer a 2026-07-28 call with (the client asks, then
-            calls again).
+            calls again with the round it carries).
         """
-        key = self._key(session, pending.call.name, pending.call.arguments)
-        if self._continues(context, session, key):
-            return await answer_with(pending, "approve"), ""
+        brought = self._brought(context)
+        if brought is not None and brought.yes and self.clock() < brought.until:
+            return await answer_with(pending, "approve"), ""  # a later round: the yes stands
         if not can_ask(context):
             return pending, CANNOT_ASK
         text = question(pending)
         if _modern(context):
-            self.open[key] = (session, pending)
-            while len(self.open) > self.max_open:
-                self.open.popitem(last=False)
+            state = self._round(
+                keeper, context.message, of=pending.decision_id, call_id=pending.call.id
+            ).seal()
             params = mt.ElicitRequestFormParams(message=text, requested_schema=_FORM.schema)
             return InputRequiredToolResult(
-                mt.InputRequiredResult(input_requests={ASK_KEY: mt.ElicitRequest(params=params)})
+                mt.InputRequiredResult(
+                    input_requests={ASK_KEY: mt.ElicitRequest(params=params)},
+                    request_state=state,
+                )
             )
         ctx = context.fastmcp_context
         assert ctx is not None  # can_ask holds

@@ -33,6 +33,7 @@ from maitred.contract.tool_sidecar import SurfaceNames
 from maitred.conversation.finding import FIND_TOOLS_SCHEMA
 from maitred.errors import ConfigError
 from maitred.gateway import hosts
+from maitred.gateway.approval import Approvals
 from maitred.gateway.auth import GatewayAuth
 from maitred.gateway.channels import StreamingServer, sealing
 from maitred.gateway.config import GatewayConfig, Upstream
@@ -201,6 +202,7 @@ async def open_gateway(
     )
     passthrough.serve_listen(gate.listen)
     where = config.server or HttpServer()
+    gate.approvals = Approvals(where.request_state_ttl_s)  # a yes lives as its sealed state
     auth = (
         GatewayAuth(
             config.tokens,
@@ -224,7 +226,7 @@ async def open_gateway(
         dereference_schemas=False,  # schemas as the upstreams sent them ($defs, $ref)
         cache_ttl=ttl or None,
         cache_scope=CACHE_SCOPE if ttl else None,
-        request_state_security=sealing(where, config.source),  # shared by replicas, or None
+        request_state_security=sealing(where, config.source),  # shared by replicas, or ours
     )
     gate.watch_pins(list(proxies.values()))
     for proxy in proxies.values():

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 import anyio
 import mcp_types as mt  # the MCP wire types (`mcp.types` re-exports them)
 from fastmcp.server.middleware import CallNext, MiddlewareContext
-from fastmcp.tools import ToolResult
+from fastmcp.tools import InputRequiredToolResult, ToolResult
 from opentelemetry.trace import SpanKind
 
 from maitred.actions.model import TOOL_NOT_OFFERED, ApprovalAnswer, Decision, Hold, ToolCall
@@ -284,8 +284,11 @@ class CallPath:
 
         try:
             decision = None  # a held call answers no question: it is refused first
-            if hold is None:
-                decision = await self.approvals.answered(context, keeper, answer_with)
+            if hold is None:  # a round it continues: an answer, or a hold refusing the round
+                found = await self.approvals.answered(
+                    context, keeper, answer_with, lambda fn: self._engine(fn, keeper)
+                )
+                hold, decision = (found, None) if isinstance(found, Hold) else (None, found)
             if decision is None:
                 started = perf_counter()
                 decision = await self._decide(
@@ -383,6 +386,8 @@ class CallPath:
         ``list_changed`` sent when that changed what it sees."""
         if isinstance(result, CreatedTask):  # the upstream made a task of the call (.tasks)
             return await self._task(keeper, decision, upstream, result)
+        if isinstance(result, InputRequiredToolResult):  # its state in a round of ours
+            result = self.approvals.pass_on(context, keeper, decision, result)
         result = _with_decision_id(result, decision.decision_id)
         if result.is_error:
             return decision.code, result

@@ -38,7 +38,9 @@ that served it) and :data:`RETRY_MS`.
 client is sealed by the MCP SDK's request-state boundary and opened again when the client
 echoes it. :func:`sealing` gives it the keys of ``server.request_state_keys_file`` when the
 config names one, so every replica sharing that file opens what any of them sealed (and the
-gateway after a restart); without it the key is made when the process starts.
+gateway after a restart); without it the key is made when the process starts. What is sealed
+is always a round of the gateway's (:class:`~maitred.gateway.approval.Round`: its own
+approval question, or an upstream's state wrapped), single-use where it must be.
 """
 
 from __future__ import annotations
@@ -206,17 +208,19 @@ class StreamingServer(FastMCP[Any]):
         return super().http_app(*args, **kwargs)
 
 
-def sealing(server: HttpServer, source: str) -> RequestStateSecurity | None:
+def sealing(server: HttpServer, source: str) -> RequestStateSecurity:
     """The request-state policy of ``server`` (the config's ``server`` block; ``source``, the
     config file, names an error): AES-256-GCM under the keys of its
-    ``request_state_keys_file`` (the first seals, every one opens) for
-    ``request_state_ttl_s``, the audience the server's name; ``None`` when it names no file
-    (FastMCP's default: a key of this process only).
+    ``request_state_keys_file`` (the first seals, every one opens), or under a key made now
+    for this process alone when it names no file; either way for ``request_state_ttl_s``
+    (which the gateway's rounds follow too: :mod:`maitred.gateway.approval`), the audience
+    the server's name.
 
     Raises:
         ConfigError: the keys file is missing, empty, or has a key that is too short.
     """
+    ttl = server.request_state_ttl_s
     if not server.request_state_keys_file:
-        return None
+        return RequestStateSecurity.ephemeral(ttl=ttl)
     keys = request_state_keys(server.request_state_keys_file, source)
-    return RequestStateSecurity(keys=list(keys), ttl=server.request_state_ttl_s)
+    return RequestStateSecurity(keys=list(keys), ttl=ttl)

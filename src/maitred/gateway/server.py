@@ -157,7 +157,7 @@ class GateMiddleware(CallPath, Middleware):
         #: what ``GET /metrics`` shows (over HTTP)
         self.metrics = GatewayMetrics(lambda: len(self.keepers))
         #: questions put to people about calls that need approval (:mod:`.approval`)
-        self.approvals = Approvals(max_sessions)
+        self.approvals = Approvals()  # the yes's lifetime: the sealed state's (.build)
         self.tracing = tracing
         self.surface_guard = SurfaceGuard(self, surfaces) if surfaces is not None else None
         self.limiter = limiter

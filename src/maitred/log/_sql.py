@@ -37,6 +37,7 @@ after the failure fails too), every unit of the commit fails with that error.
 from __future__ import annotations
 
 import threading
+import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
@@ -94,6 +95,10 @@ def _insert_depth_sql() -> str:
 _INSERT_DEPTH = _insert_depth_sql()
 _INSERT_HEAD = "INSERT INTO chain_heads (run_id, chain_seq, head_hash) VALUES (?, ?, ?)"
 _INSERT_LINK_HEAD = "INSERT INTO link_heads (stream, seq, link_hash) VALUES (?, ?, ?)"
+_INSERT_SPENT = (
+    "INSERT INTO spent_states (state_key, tenant, session_id, claim, spent_at, expires_at) "
+    "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING"
+)
 _DECISION_HASH = ACTION_DECISION_COLUMNS.index("decision_hash")
 _ROW_HASH = TURN_COLUMNS.index("row_hash")
 
@@ -323,6 +328,24 @@ class SqlLog(SqlReads):
             full = self._n_decisions >= self.batch_pairs
         if due or full:
             self._commit_mine()
+
+    def spend(self, key: str, *, tenant: str, session_id: str, expires_at: float) -> bool:
+        """Record the one use of a single-use ``requestState`` (``key``: what was spent), at
+        once and in its own statement, not with the next batch: True for the first use on
+        any process sharing this log, False when it was spent before (the row's primary key
+        decides between two processes spending it at the same moment). The row is kept; it
+        says who spent it and until when the state could have been used at all.
+
+        Raises:
+            LogError: the log is read-only or closed, or the row could not be written.
+        """
+        self._writable("spend")
+        claim = uuid.uuid4().hex
+        row = (key, tenant, session_id, claim, time.time(), expires_at)
+        with self._lock:  # not inside a batch's transaction: its own, committed now
+            self.execute(_INSERT_SPENT, row)
+            found = self.query("SELECT claim FROM spent_states WHERE state_key = ?", (key,))
+        return bool(found) and found[0][0] == claim
 
     def _check_run(self, run_id: str, turn_id: str) -> Head:
         """The run's chain head; raises LogError when the run was never begun."""

@@ -91,6 +91,11 @@ class DecisionLog(Protocol):
         """Buffer action-gate decisions (``action_decisions``); they land with the next batch."""
         ...
 
+    def spend(self, key: str, *, tenant: str, session_id: str, expires_at: float) -> bool:
+        """Record the one use of a single-use ``requestState`` now (not batched): True the
+        first time ``key`` is spent on any process sharing the log, False after."""
+        ...
+
     def iter_depth_decisions(self) -> Iterator[dict[str, Any]]:
         """Stored depth-decision rows (per-prefix estimates of CAM-DF-like rules)."""
         ...

@@ -39,6 +39,11 @@ are what the session was offered (:meth:`~maitred.log._sql.SqlLog.committed_offe
 ``0011_links`` adds the links chain (:mod:`maitred.log.links`): ``links`` (one row per turn
 and action decision, in commit order, per writer) and ``link_heads``, both guarded; on SQLite
 it adds ``turns.turn_seq`` (NULL for older rows), the session order that ``rowid`` was.
+
+``0013_spent_states`` adds ``spent_states``: one row per single-use ``requestState`` a client
+brought back (:meth:`~maitred.log.base.DecisionLog.spend`), keyed by what was spent, so a second
+use is found on every process sharing the log; guarded like the others (on SQLite an insert of
+a key already there is skipped, never replaces the first use).
 """
 
 from __future__ import annotations
@@ -58,7 +63,13 @@ MIGRATIONS_TABLE = "maitred_migrations"
 #: Tables that refuse UPDATE/DELETE from ``0003_append_only_guards`` on.
 APPEND_ONLY_TABLES: tuple[str, ...] = ("runs", "turns", "pairs", "snapshots")
 #: Tables added later, each guarded by the migration that creates it (never edit 0003).
-GUARDED_LATER: tuple[str, ...] = ("replays", "action_decisions", "depth_decisions", "chain_heads")
+GUARDED_LATER: tuple[str, ...] = (
+    "replays",
+    "action_decisions",
+    "depth_decisions",
+    "chain_heads",
+    "spent_states",
+)
 #: Each logged table's key: an INSERT that would replace a row with this key is refused (0008).
 TABLE_KEYS: dict[str, tuple[str, ...]] = {
     "runs": ("run_id",),
@@ -362,6 +373,26 @@ _DECISION_ACCOUNTS = (
 )
 
 
+def _spent_states(dialect: Dialect) -> tuple[str, ...]:
+    """``0013_spent_states`` (see the module docstring)."""
+    real = "REAL" if dialect == "sqlite" else "DOUBLE PRECISION"
+    table = f"""CREATE TABLE spent_states (
+            state_key TEXT PRIMARY KEY,
+            tenant TEXT NOT NULL,
+            session_id TEXT NOT NULL,
+            claim TEXT NOT NULL,
+            spent_at {real} NOT NULL,
+            expires_at {real} NOT NULL)"""
+    if dialect == "postgres":
+        return (table, *_guard_postgres("spent_states"))
+    first_use_stands = (
+        "CREATE TRIGGER spent_states_no_replace BEFORE INSERT ON spent_states WHEN EXISTS "
+        "(SELECT 1 FROM spent_states WHERE state_key = NEW.state_key) "
+        "BEGIN SELECT RAISE(IGNORE); END"
+    )
+    return (table, *_guard_sqlite("spent_states"), first_use_stands)
+
+
 #: Every migration, in the order it is applied. Append only; never edit a released one.
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
@@ -394,6 +425,10 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration("0009_tenants_sessions", sqlite=_TENANTS_SESSIONS, postgres=_TENANTS_SESSIONS),
     Migration("0010_turn_order", sqlite=_TURN_ORDER_SQLITE, postgres=_TURN_ORDER_POSTGRES),
     Migration("0011_links", sqlite=_links("sqlite"), postgres=_links("postgres")),
+    # 0012 is another change's (merged before this one); numbers order, names are recorded
+    Migration(
+        "0013_spent_states", sqlite=_spent_states("sqlite"), postgres=_spent_states("postgres")
+    ),
     Migration("0014_decision_accounts", sqlite=_DECISION_ACCOUNTS, postgres=_DECISION_ACCOUNTS),
 )
 
