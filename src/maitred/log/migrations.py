@@ -39,6 +39,9 @@ are what the session was offered (:meth:`~maitred.log._sql.SqlLog.committed_offe
 ``0011_links`` adds the links chain (:mod:`maitred.log.links`): ``links`` (one row per turn
 and action decision, in commit order, per writer) and ``link_heads``, both guarded; on SQLite
 it adds ``turns.turn_seq`` (NULL for older rows), the session order that ``rowid`` was.
+
+``0012_chained_only`` records the rows that predate the chain (``prechain``) and makes every
+guarded table refuse an ``INSERT`` of a row that is not chained (:mod:`maitred.log.chained_only`).
 """
 
 from __future__ import annotations
@@ -50,6 +53,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from maitred.errors import LogError, SchemaError
+from maitred.log.chained_only import chained_only
 
 Dialect = Literal["sqlite", "postgres"]
 
@@ -381,6 +385,9 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration("0009_tenants_sessions", sqlite=_TENANTS_SESSIONS, postgres=_TENANTS_SESSIONS),
     Migration("0010_turn_order", sqlite=_TURN_ORDER_SQLITE, postgres=_TURN_ORDER_POSTGRES),
     Migration("0011_links", sqlite=_links("sqlite"), postgres=_links("postgres")),
+    Migration(
+        "0012_chained_only", sqlite=chained_only("sqlite"), postgres=chained_only("postgres")
+    ),
 )
 
 
