@@ -14,12 +14,19 @@ SQLite ``RAISE(ABORT)``, PostgreSQL one PL/pgSQL function per table):
 * ``turns``: the row has its chain position and predecessor (``chain_seq``, ``prev_hash``) and
   is already in a writer's links chain with the same hash (:mod:`maitred.log.links`; a writer
   inserts a commit's links first, then its rows);
-* ``pairs``, ``depth_decisions``: their turn is a chained turn in the log (their content is in
-  that turn's row hash, so one added to a committed turn breaks it, which ``verify`` reports);
+* ``depth_decisions``: its turn is a chained turn in the log;
 * ``action_decisions`` (tasks and approvals included: they are decisions): the decision is in
   the links chain with the same hash;
 * ``chain_heads``: the head names a turn that is there, at that position, with that hash;
 * ``prechain``: nothing, ever (below).
+
+**Pairs have no guard of their own**: a pair is chained through its turn, whose row hash covers
+every pair (one added to a committed turn breaks that hash, one with no turn is a leftover:
+``verify`` reports both), and a session's offer reads the pairs of chained, linked turns only.
+A per-row trigger on ``pairs`` would cost about 3 microseconds a pair row on SQLite -- the
+trigger itself, whatever it checks (6.1 -> 9.2-9.6 us a row in an ``executemany``), about a
+quarter of the write path's cost per pair (~11 us at the 88k rows/s of BENCHMARKS.md) --
+and refuse nothing that matters the turn guard and ``verify`` do not.
 
 **Rows from before the chain** keep their own status. The migration first records every row
 that is not chained *when it runs* in ``prechain (kind, key)`` -- ``run`` (no row hash),
@@ -59,9 +66,6 @@ CHAINED: dict[str, str] = {
     "turns": (
         "NEW.chain_seq IS NOT NULL AND NEW.prev_hash IS NOT NULL AND EXISTS (SELECT 1 FROM links "
         "l WHERE l.kind = 'turn' AND l.key = NEW.turn_id AND l.row_hash = NEW.row_hash)"
-    ),
-    "pairs": (
-        "EXISTS (SELECT 1 FROM turns t WHERE t.turn_id = NEW.turn_id AND t.chain_seq IS NOT NULL)"
     ),
     "depth_decisions": (
         "EXISTS (SELECT 1 FROM turns t WHERE t.turn_id = NEW.turn_id AND t.chain_seq IS NOT NULL)"
