@@ -28,18 +28,23 @@ MAX_DEPTH = 32
 
 @dataclass(frozen=True)
 class Fault:
-    """Why a value is not I-JSON: where (a path, ``""`` for the whole value) and what."""
+    """Why a value is not I-JSON: where (a path, ``""`` for the whole value) and what.
+
+    ``in_value``: the fault is in one string, key or number (a NUL, a lone surrogate, a number
+    out of range) -- well-formed JSON whose field holds what cannot be carried -- rather than
+    in the text's structure (a key twice, nesting too deep)."""
 
     where: str
     what: str
+    in_value: bool = False
 
 
 class NotIJson(ValueError):
     """JSON text that is not I-JSON: where (a path, ``""`` for the whole text) and what."""
 
-    def __init__(self, where: str, what: str) -> None:
+    def __init__(self, where: str, what: str, *, in_value: bool = False) -> None:
         super().__init__(f"{where or 'the JSON text'}: {what}")
-        self.fault = Fault(where, what)
+        self.fault = Fault(where, what, in_value)
 
 
 def loads(raw: bytes | str) -> Any:
@@ -128,7 +133,7 @@ def _checked(value: Any, where: str, depth: int) -> Any:
         for key, item in value:
             inner = join(where, key)
             if what := _text_fault(key):
-                raise NotIJson(inner, f"is a key that {what}")
+                raise NotIJson(inner, f"is a key that {what}", in_value=True)
             if key in out:
                 raise NotIJson(inner, "appears twice in one object; send each key once")
             out[key] = _checked(item, inner, depth + 1)
@@ -136,9 +141,13 @@ def _checked(value: Any, where: str, depth: int) -> Any:
     if isinstance(value, list):
         return [_checked(item, f"{where}[{i}]", depth + 1) for i, item in enumerate(value)]
     if isinstance(value, _NotFinite):
-        raise NotIJson(where, f"is {value.text}, not a finite number; send a number in float range")
+        raise NotIJson(
+            where,
+            f"is {value.text}, not a finite number; send a number in float range",
+            in_value=True,
+        )
     if isinstance(value, str) and (what := _text_fault(value)):
-        raise NotIJson(where, what)
+        raise NotIJson(where, what, in_value=True)
     return value
 
 

@@ -141,7 +141,8 @@ def test_every_commit_links_its_rows_and_a_cut_stream_is_reported(opener: Opener
         with _unguarded(log, "links") as conn:
             conn.execute("DELETE FROM links WHERE seq = 3")
         report = verify(log)
-    assert not report.ok and {m.kind for m in report.mismatches} == {"link"}
+    # the decision whose link is gone is in no link now: unchained
+    assert not report.ok and {m.kind for m in report.mismatches} == {"link", "unchained"}
 
 
 def _forge_decision(
@@ -175,34 +176,28 @@ def _forge_decision(
 def test_a_decision_inserted_without_a_link_is_reported(opener: Opener, backdated: bool) -> None:
     """Every decision since migration 0011 is linked when committed: one in no link was
     inserted behind the writers' backs -- also when its logged_at claims it is older than
-    the log (only a log upgraded to 0011 exempts what it logged before the upgrade)."""
+    the log (only what migration 0012 found unlinked when it ran is pre-chain)."""
     with opener() as log:
         _session_log(log)
         forged = _forge_decision(log, logged_at=1_000.0 if backdated else None)
         report = verify(log)
-    assert [(m.kind, m.key) for m in report.mismatches] == [("link", forged)]
+    assert [(m.kind, m.key) for m in report.mismatches] == [("unchained", forged)]
     assert "in no link" in report.mismatches[0].detail
 
 
-def test_decisions_logged_before_an_upgrade_to_links_are_exempt(opener: Opener) -> None:
-    """A log upgraded to 0011 an hour after it was created: a decision logged in that hour is
-    in no link and is not reported -- unless it names a turn that is linked (then it cannot
-    predate the links)."""
+def test_a_forged_decision_is_reported_whatever_the_migration_times_say(opener: Opener) -> None:
+    """Only the decisions migration 0012 found unlinked when it ran are pre-chain
+    (``prechain``); moving the migrations' clock no longer exempts a decision inserted later
+    (it used to: a decision logged between a log's creation and 0011 was exempt)."""
     with opener() as log:
         _session_log(log)
-        forged = _forge_decision(log, turn_id="")
+        forged = _forge_decision(log, turn_id="", logged_at=1_000.0)
         mark = "?" if log.dialect == "sqlite" else "%s"
         with _unguarded(log, "maitred_migrations") as conn:
             conn.execute(
                 f"UPDATE maitred_migrations SET applied_at = applied_at + 3600 WHERE name = {mark}",
                 ("0011_links",),
             )
-        assert verify(log).ok, verify(log).summary()
-        with _unguarded(log, "action_decisions") as conn:
-            conn.execute(
-                f"UPDATE action_decisions SET turn_id = {mark} WHERE decision_id = {mark}",
-                ("run-1/m1", forged),
-            )
         report = verify(log)
-    # (its JSON still names no turn: a "decision" mismatch too)
-    assert ("link", forged) in [(m.kind, m.key) for m in report.mismatches]
+    assert [(m.kind, m.key) for m in report.mismatches] == [("unchained", forged)]
+    assert report.legacy_decisions == 0

@@ -225,6 +225,9 @@ def test_a_log_written_before_0009_verifies_after_it_and_its_sessions_have_no_te
         report = verify(log)
         assert report.ok, report.summary()
         assert (report.turns, report.decisions) == (1, 1)
-        offer = log.committed_offer("", "conv-1")
+        # committed before the links: pre-chain, as migration 0012 recorded it (not tampering)
+        assert report.legacy_decisions == 1
+        assert "1 decision(s) hashed but not linked" in report.summary()
+        offer = log.committed_offer("", "conv-1")  # a chained turn 0012 found without a link
         assert offer is not None and offer.turn_id == turn.turn_id
         assert log.committed_offer("acme", "conv-1") is None

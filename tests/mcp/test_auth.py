@@ -163,6 +163,10 @@ def _refusals(issuer: Issuer) -> dict[str, tuple[str, str]]:
         "unknown kid": (issuer.mint(header={"kid": "rsa-9"}), "no key of the issuer has kid rsa-9"),
         "no exp": (issuer.mint(exp=None), "no exp (expiry) claim"),
         "no tenant": (issuer.mint(org_id=None), "no org_id claim"),
+        # validly signed, but an account the log cannot store (issue 35 item 2): was accepted,
+        # then tools/list was -32603 and tools/call GATE_UNAVAILABLE, unlogged
+        "sub over 768 bytes": (issuer.mint(sub="a" * 769), "sub claim is longer than 512"),
+        "sub with a NUL": (issuer.mint(sub="acc-\x001"), "not base64url-encoded I-JSON"),
         "not a token": ("tok-nobody", "neither one of this gateway's tokens nor a JWT"),
     }
 

@@ -23,7 +23,7 @@ from tests.mcp.jwt_issuer import AUDIENCE, ISSUER, Issuer
 
 from maitred.errors import ConfigError
 from maitred.gateway.auth import BearerEdge, Denial, GatewayAuth, Identity
-from maitred.gateway.config import AuthOptions, parse_config
+from maitred.gateway.config import AuthOptions, Token, parse_config
 from maitred.gateway.jwt import (
     REFRESH_MIN_S,
     JwtVerifier,
@@ -67,6 +67,11 @@ def _fixed(issuer: Issuer, leeway: float = 30.0) -> JwtVerifier:
         ({"exp": "never"}, False),
         ({"sub": None}, False),
         ({"org_id": "not a tenant!"}, False),
+        # an account the log cannot store (issue 35 item 2): refused here, not later
+        ({"sub": "a" * 512}, True),
+        ({"sub": "a" * 769}, False),
+        ({"sub": "\u00e9" * 257}, False),  # 514 bytes of UTF-8 in 257 characters
+        ({"sub": "acc-\x001"}, False),
     ],
 )
 def test_claims_on_a_fixed_clock(issuer: Issuer, claims: dict[str, Any], accepted: bool) -> None:
@@ -76,11 +81,8 @@ def test_claims_on_a_fixed_clock(issuer: Issuer, claims: dict[str, Any], accepte
     assert isinstance(outcome, Verified) == accepted, outcome
     if accepted:
         assert isinstance(outcome, Verified)
-        assert (outcome.tenant, outcome.account, outcome.scopes) == (
-            "acme",
-            "acc-1",
-            frozenset({"shop:read"}),
-        )
+        assert (outcome.tenant, outcome.scopes) == ("acme", frozenset({"shop:read"}))
+        assert outcome.account == claims.get("sub", "acc-1")
 
 
 def test_no_leeway_means_none(issuer: Issuer) -> None:
@@ -314,3 +316,28 @@ def test_a_caller_s_identity_is_built_once_and_never_outlives_its_token(issuer: 
     clock[0] = NOW + 60 + OPTIONS.leeway_s + 1  # expired: the kept identity is not served
     late = anyio.run(auth.identify, token)
     assert isinstance(late, Denial) and "expired" in late.description
+
+
+@pytest.mark.parametrize(
+    ("tenant", "account", "fault"),
+    [
+        ("acme", "a" * 513, "longer than 512 bytes"),
+        ("acme", "acc\x00", "NUL"),
+        ("acme", "", "is empty"),
+        ("acme\ud800", "acc-1", "lone surrogate"),
+    ],
+)
+def test_a_static_token_whose_account_the_log_cannot_store_is_invalid(
+    tenant: str, account: str, fault: str
+) -> None:
+    """Issue 35 item 2: an identity the log cannot store is a 401 ``invalid_token`` when the
+    token is presented, never a gate that fails later on every decision made for it."""
+    import hashlib
+
+    token = "static-secret"
+    digest = hashlib.sha256(token.encode()).hexdigest()
+    auth = GatewayAuth([Token(digest, tenant, account)])
+    found = anyio.run(auth.identify, token)
+    assert isinstance(found, Denial), found
+    assert (found.status, found.error) == (401, "invalid_token")
+    assert fault in found.description

@@ -1,6 +1,11 @@
-"""Bodies that are JSON to a lenient parser but not I-JSON: refused at the edge with a 400
-naming the field, never a 500 (a crash) or a 503 (an outage the client caused); nothing is
-decided or logged, and the engine's error counter stays at zero."""
+"""Bodies that are JSON to a lenient parser but not I-JSON: refused at the edge naming the
+field, never a 500 (a crash) or a 503 (an outage the client caused); nothing is decided or
+logged, and the engine's error counter stays at zero.
+
+A fault of the JSON's structure (a key twice, nesting too deep) is 400 ``malformed_json``; a
+value a field cannot hold inside well-formed JSON (a NUL, a lone surrogate, a non-finite
+number) is the field's fault, 422 ``invalid_field``, like every other (issue 35 item 3: it was
+``malformed_json``)."""
 
 from __future__ import annotations
 
@@ -61,19 +66,32 @@ IDS = [
 ]  # fmt: skip
 
 
+#: the structure's faults; every other case is a field's value
+STRUCTURE = {"nested-1100", "nested-200", "duplicate-session-id", "duplicate-argument"}
+
+
 @pytest.mark.parametrize(("path", "body", "field", "message"), CASES, ids=IDS)
-def test_a_body_outside_i_json_is_400_naming_the_field(
-    client: TestClient, deployment: Path, path: str, body: str, field: str | None, message: str
+def test_a_body_outside_i_json_is_refused_naming_the_field(
+    client: TestClient,
+    deployment: Path,
+    request: pytest.FixtureRequest,
+    path: str,
+    body: str,
+    field: str | None,
+    message: str,
 ) -> None:
+    structure = request.node.callspec.id in STRUCTURE
+    status, code = (400, "malformed_json") if structure else (422, "invalid_field")
     assert client.post("/v1/turns", content=TURN, headers=auth("acme")).status_code == 200
     r = client.post(path, content=body.encode(), headers=auth("acme"))
-    assert r.status_code == 400, r.text
+    assert r.status_code == status, r.text
     err = r.json()["error"]
-    assert err["code"] == "malformed_json"
+    assert err["code"] == code
     assert err.get("field") == field
     assert message in err["message"]
     spec = client.get("/openapi.json").json()
-    schema = spec["paths"][path]["post"]["responses"]["400"]["content"]["application/json"]
+    answer = spec["paths"][path]["post"]["responses"][str(status)]
+    schema = answer["content"]["application/json"]
     jsonschema.validate(
         r.json(),
         {**schema["schema"], "components": spec["components"]},
@@ -82,7 +100,7 @@ def test_a_body_outside_i_json_is_400_naming_the_field(
     assert logged_decisions(deployment.parent) == []
     metrics = client.get("/metrics").text
     assert "maitred_engine_errors_total{" not in metrics  # the client's error, not an outage
-    assert 'maitred_refused_requests_total{code="malformed_json"} 1.0' in metrics
+    assert f'maitred_refused_requests_total{{code="{code}"}} 1.0' in metrics
 
 
 def test_a_format_that_is_not_a_string_is_422(client: TestClient) -> None:

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import httpx
 import jsonschema
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from starlette.routing import Route
 from starlette.testclient import TestClient
 
@@ -99,3 +102,48 @@ def test_the_turn_links_to_a_check_of_its_session(client: TestClient) -> None:
         source, _, pointer = expression.partition("#/")
         assert source == "$response.body"
         assert pointer in schemas["TurnResponse"]["required"]
+
+
+_CHARS = st.sampled_from(["a", "\x00", " ", "\u3000", "\x1c", "\u00e9", "\U0001f600"])
+
+
+@settings(
+    max_examples=150,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(
+    text=st.text(_CHARS, max_size=6),
+    account=st.one_of(st.text(_CHARS, max_size=6), st.text(_CHARS, min_size=126, max_size=132)),
+    session_id=st.text(_CHARS, max_size=6),
+)
+def test_the_document_refuses_exactly_what_the_server_refuses(
+    client: TestClient, text: str, account: str, session_id: str
+) -> None:
+    """Issue 35 item 3: a turn's strings with NULs, blanks and lengths around ``maxLength`` --
+    the document's schema admits the request exactly when the server does not refuse it as a
+    field's fault (422 ``invalid_field``, naming the field; never ``malformed_json``)."""
+    spec = client.get("/openapi.json").json()
+    root = {"$ref": "#/components/schemas/TurnRequest", "components": spec["components"]}
+    body = {"text": text, "account": account, "session_id": session_id}
+    valid = jsonschema.Draft202012Validator(root).is_valid(body)
+    r = client.post("/v1/turns", json=body, headers=auth("acme"))
+    if valid:  # answered (an account not the tenant's: 403; a session of another: 409)
+        assert r.status_code in (200, 403, 409), (body, r.status_code, r.text)
+    else:
+        assert r.status_code == 422, (body, r.status_code, r.text)
+        assert r.json()["error"]["code"] == "invalid_field"
+        assert r.json()["error"]["field"] in body
+
+
+@pytest.mark.parametrize("bad", ["acc-\ud800", "acc-\udfff-1"])
+def test_a_lone_surrogate_is_a_field_fault_too(client: TestClient, bad: str) -> None:
+    """A lone surrogate is no character, so no pattern a generator uses can name it; the
+    document says so in words (I-JSON), and the server refuses it as the field's fault."""
+    body = json.dumps({"text": DOMAIN_TEXT, "account": bad, "session_id": "s"})  # \\udxxx
+    r = client.post("/v1/turns", content=body, headers=auth("acme"))
+    assert r.status_code == 422, r.text
+    assert (r.json()["error"]["code"], r.json()["error"]["field"]) == ("invalid_field", "account")
+    description = client.get("/openapi.json").json()["components"]["schemas"]["Json"]
+    assert "lone surrogate" in description["description"]

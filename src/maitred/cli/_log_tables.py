@@ -82,7 +82,9 @@ def turn(console: Console, found: LoggedTurn) -> None:
     exposed = len(record.exposed)
     hidden = len(record.pairs) - len(record.visible)
     chain = found.chain
-    position = f"#{chain['chain_seq']}" if chain.get("chain_seq") is not None else "(no chain)"
+    position = (
+        f"#{chain['chain_seq']}" if chain.get("chain_seq") is not None else f"({chain['status']})"
+    )
     _fields(
         console,
         f"turn {record.turn_id}",

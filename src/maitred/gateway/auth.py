@@ -72,6 +72,7 @@ from maitred.gateway.jwt import (
     Verified,
     looks_like_jwt,
 )
+from maitred.log.storable import identity_fault
 
 #: the RFC 9728 well-known path (the resource's own path follows it)
 WELL_KNOWN = "/.well-known/oauth-protected-resource"
@@ -151,6 +152,14 @@ class GatewayAuth(TokenVerifier):
         digest = hashlib.sha256(token.encode("utf-8")).hexdigest()
         found = self.by_hash.get(digest)
         if found is not None:
+            fault = identity_fault(found.account) or identity_fault(found.tenant)
+            if fault:  # the log could not store it: every decision for it would fail
+                return Denial(
+                    401,
+                    "invalid_token",
+                    f"the token's account or tenant {fault}; ask the gateway's operator to fix "
+                    "the token's entry in the config",
+                )
             known = self._static.get(digest)
             if known is None:
                 known = self._static[digest] = Identity(

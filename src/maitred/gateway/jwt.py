@@ -24,7 +24,10 @@ in order, each with its own reason:
    a list) holds ``auth.audience``;
 6. the identity: ``account_claim`` (``sub`` by default) names the account, ``tenant_claim``
    the tenant (or every token has ``auth.tenant``), ``scope_claim`` (``scope``: a
-   space-separated string, or a list) the granted scopes.
+   space-separated string, or a list) the granted scopes. The account and the tenant must be
+   ids the decision log can store (:func:`maitred.log.storable.identity_fault`: no NUL, no
+   lone surrogate, at most 512 bytes): a validly signed token naming another is refused here,
+   ``invalid_token``, rather than failing every decision made for it later.
 
 Values quoted in a reason come from the token, which anyone can write: they are cut short and
 made printable ASCII without quotes (RFC 6750 allows nothing else in ``error_description``).
@@ -64,6 +67,7 @@ from joserfc.jwk import ECKey, Key, KeySet, OKPKey, RSAKey
 from maitred._ijson import loads
 from maitred.errors import ConfigError
 from maitred.gateway.config import NAME_PATTERN, AuthOptions
+from maitred.log.storable import identity_fault
 
 #: asymmetric JWS algorithms a config may accept, and the key type (and curve) each needs
 KEY_TYPES: Mapping[str, tuple[str, str | None]] = {
@@ -420,6 +424,8 @@ class JwtVerifier:
             return Refused(
                 f"the token has no {o.account_claim} claim (a string) naming the account"
             )
+        if fault := identity_fault(account):  # the log could not store it: refused here
+            return Refused(f"the token's {o.account_claim} claim {fault}")
         tenant = o.tenant
         if o.tenant_claim:
             named = claims.get(o.tenant_claim)
@@ -433,6 +439,8 @@ class JwtVerifier:
                     "(letters, digits, '_', '.', '-', at most 64)"
                 )
             tenant = named
+        if fault := identity_fault(tenant):
+            return Refused(f"the token's tenant {fault}")
         granted = claims.get(o.scope_claim)
         if granted is None:
             scopes: frozenset[str] = frozenset()

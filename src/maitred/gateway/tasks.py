@@ -73,6 +73,8 @@ from maitred.gateway.config import Upstream
 from maitred.gateway.keeper import Gatekeeper
 from maitred.gateway.upstreams import ListingProxy, UpstreamTool, declaring, sdk_request
 from maitred.log.base import DecisionLog
+from maitred.log.offers import LINKED_DECISION_SQL
+from maitred.log.storable import identity_fault
 
 #: the tasks extension's identifier (SEP-2663)
 TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
@@ -235,9 +237,7 @@ class TaskBook:
         record = self.kept.get(task_id)
         if record is not None or self.log is None or not task_id.startswith("task-"):
             return record
-        rows = self.log.query(
-            "SELECT decision_json FROM action_decisions WHERE decision_id = ?", (task_id,)
-        )
+        rows = self.log.query(LINKED_DECISION_SQL, (task_id,))  # a forged row is no task
         if not rows:
             return None
         record = TaskRecord.of(json.loads(str(rows[0][0])))
@@ -395,6 +395,8 @@ class TasksExtension(ServerExtension):
         if keeper is None:
             raise MCPError(mt.INVALID_REQUEST, "this gateway serves authenticated sessions only")
         task_id = params.task_id
+        if fault := identity_fault(task_id):  # no task has it: the log could not store one
+            raise MCPError(mt.INVALID_PARAMS, f"params.taskId {fault}", {"field": "taskId"})
         try:
             decision, record = await self.engine(lambda: self.book.decide(keeper, method, task_id))
         except MaitredError as exc:

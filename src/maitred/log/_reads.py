@@ -19,7 +19,13 @@ from maitred.decision import RunInfo
 from maitred.errors import LogError
 from maitred.log.action_rows import ACTION_DECISION_COLUMNS
 from maitred.log.migrations import Dialect
-from maitred.log.offers import EXPOSED_SQL, CommittedOffer, disclosed_sql, latest_turn_sql
+from maitred.log.offers import (
+    EXPOSED_SQL,
+    CommittedOffer,
+    disclosed_sql,
+    latest_turn_sql,
+    unchained_turn,
+)
 from maitred.log.rows import (
     DEPTH_COLUMNS,
     PAIR_COLUMNS,
@@ -222,8 +228,22 @@ class SqlReads:
         """
         if self._closed:
             raise LogError(f"read: the decision log at {self.location} is closed")
-        rows = self._committed_rows(latest_turn_sql(self.dialect), (tenant, session_id))
+        rows = self._latest_chained(tenant, session_id, with_account=False)
         return str(rows[0][0]) if rows else None
+
+    def _latest_chained(self, tenant: str, session_id: str, *, with_account: bool) -> list[Row]:
+        """The session's latest committed turn that is chained (:mod:`maitred.log.offers`): in
+        one probe, unless the latest turn is not chained -- then it is reported and skipped."""
+        params = (tenant, session_id)
+        rows = self._committed_rows(
+            latest_turn_sql(self.dialect, with_account=with_account, chained=False), params
+        )
+        if rows and not rows[0][-1]:
+            unchained_turn(str(rows[0][0]), tenant, session_id)
+            rows = self._committed_rows(
+                latest_turn_sql(self.dialect, with_account=with_account), params
+            )
+        return rows
 
     def has_turn(self, turn_id: str) -> bool:
         """Whether the turn is committed to the log (on the sessions' reader connection)."""
@@ -235,9 +255,7 @@ class SqlReads:
         """What the session's latest committed turn offered (None: the session has no turn)."""
         if self._closed:
             raise LogError(f"read: the decision log at {self.location} is closed")
-        rows = self._committed_rows(
-            latest_turn_sql(self.dialect, with_account=True), (tenant, session_id)
-        )
+        rows = self._latest_chained(tenant, session_id, with_account=True)
         if not rows:
             return None
         turn_id, account = str(rows[0][0]), str(rows[0][1])
@@ -253,7 +271,13 @@ class SqlReads:
             raise LogError(f"read: the decision log at {self.location} is closed")
         params = (tenant, session_id, account, True)
         rows = self._committed_rows(disclosed_sql(self.dialect), params)
-        return {str(skill): str(turn_id) for skill, turn_id in rows}  # the last turn wins
+        found: dict[str, str] = {}
+        for skill, turn_id, chained in rows:
+            if not chained:  # never an offer: reported, skipped
+                unchained_turn(str(turn_id), tenant, session_id)
+                continue
+            found[str(skill)] = str(turn_id)  # the last turn wins
+        return found
 
     def _committed_rows(self, sql: str, params: Sequence[Any]) -> list[Row]:
         """:meth:`_session_query`, but no query at all for an id no row can hold (a NUL or a

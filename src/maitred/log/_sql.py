@@ -461,8 +461,11 @@ class SqlLog(SqlReads):
                 self._settled = end
 
     def _insert_units(self, units: Sequence[Unit], heads: Mapping[str, Head]) -> LinkHead:
-        """Insert ``units``' rows, one ``chain_heads`` row per run, and their links with the
-        stream's new head (inside a transaction); the link head reached."""
+        """Insert ``units``' links with the stream's new head, then their rows and one
+        ``chain_heads`` row per run (inside a transaction); the link head reached.
+
+        The links go first: a turn or a decision is accepted by its table's guard only when it
+        is linked already (``0012_chained_only``)."""
         turns = [u.turn for u in units if u.record is not None]
         seqs = iter(self._turn_seqs(len(turns)) if turns else ())
         records: list[tuple[str, str, str, int | None]] = []
@@ -474,6 +477,10 @@ class SqlLog(SqlReads):
                 records.append(("turn", unit.turn[0], unit.turn[_ROW_HASH], turn_seq))
             for row in unit.decisions:
                 records.append(("decision", row[0], row[_DECISION_HASH], None))
+        rows, head = link_rows(self._stream, self._link_head, records)
+        if rows:
+            self._insert_rows("links", LINK_COLUMNS, rows)
+            self.execute(_INSERT_LINK_HEAD, (self._stream, *head))
         if stored:
             snapshots = [u.snapshot for u in units if u.snapshot is not None]
             pairs = [p for u in units for p in u.pairs]
@@ -486,10 +493,6 @@ class SqlLog(SqlReads):
                 self.execute(_INSERT_DEPTH, unit.depth)
         for run_id, (seq, digest) in heads.items():
             self.execute(_INSERT_HEAD, (run_id, seq, digest))
-        rows, head = link_rows(self._stream, self._link_head, records)
-        if rows:
-            self._insert_rows("links", LINK_COLUMNS, rows)
-            self.execute(_INSERT_LINK_HEAD, (self._stream, *head))
         return head
 
     def _one_by_one(self, units: list[Unit], first: LogError) -> dict[str, Head]:

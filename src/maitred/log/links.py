@@ -28,11 +28,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from maitred._canonical import HASH_SCHEME
-from maitred.log.migrations import MIGRATIONS_TABLE
 
 LINK_COLUMNS: tuple[str, ...] = (
     "stream",
@@ -81,19 +80,19 @@ def _digest(value: Sequence[Any]) -> str:
     return f"{HASH_SCHEME}:{hashlib.sha256(text.encode('utf-8')).hexdigest()}"
 
 
-def check_links(log: Any, add: Any) -> int:
+def check_links(log: Any, add: Any, prechain: Mapping[str, frozenset[str]] | None = None) -> int:
     """Walk every stream of ``log`` (a :class:`~maitred.log.base.DecisionLog`) and report each
-    fault through ``add(kind, key, detail)``; return the number of links."""
+    fault through ``add(kind, key, detail)``; return the number of links. ``prechain``: what
+    was committed before the links, by kind (:func:`maitred.log.chained_only.prechain`)."""
+    prechain = prechain or {}
     if not log.table_exists("links"):
         return 0
     heads: dict[str, dict[int, str]] = {}
     for stream, seq, digest in log.query("SELECT stream, seq, link_hash FROM link_heads"):
         heads.setdefault(str(stream), {})[int(seq)] = str(digest)
     rowid = ", rowid" if log.dialect == "sqlite" else ", NULL"
-    turns = {
-        str(r[0]): (str(r[1]), r[2], r[3])
-        for r in log.query(f"SELECT turn_id, row_hash, turn_seq{rowid} FROM turns")
-    }
+    turn_rows = log.query(f"SELECT turn_id, row_hash, turn_seq{rowid}, chain_seq FROM turns")
+    turns = {str(r[0]): (str(r[1]), r[2], r[3]) for r in turn_rows}
     decided = log.query(
         "SELECT decision_id, decision_hash, logged_at, turn_id FROM action_decisions"
     )
@@ -112,33 +111,32 @@ def check_links(log: Any, add: Any) -> int:
         walk.finish(add)
     for stream, recorded in heads.items():  # heads of a stream whose every link is gone
         add("link", stream, f"a commit recorded {max(recorded)} link(s); none is in the log")
-    _unlinked_decisions(log, rows, decided, add)
+    linked = {(str(r[2]), str(r[3])) for r in rows}
+    chained = [(r[0],) for r in turn_rows if r[4] is not None]  # unchained: the run walk's
+    _unlinked("turn", chained, linked, prechain.get("unlinked_turn", frozenset()), add)
+    _unlinked("decision", decided, linked, prechain.get("decision", frozenset()), add)
     return len(rows)
 
 
-def _unlinked_decisions(log: Any, links: Sequence[Any], decided: Sequence[Any], add: Any) -> None:
-    """Every action decision is linked since ``0011_links``: one that is not was inserted
-    behind the writers' backs. Exempt are decisions logged (``logged_at``) after the log was
-    created and before ``0011_links`` was applied to it -- on a log created at ``0011`` or
-    later, that window is the few milliseconds of its migrations -- that name no linked turn
-    (a decision on a linked turn is newer than the links)."""
-    applied = [float(at) for _, at in log.query(f"SELECT name, applied_at FROM {MIGRATIONS_TABLE}")]
-    since = log.query(f"SELECT applied_at FROM {MIGRATIONS_TABLE} WHERE name = ?", ("0011_links",))
-    if not since or not applied:
-        return
-    created, linked_since = min(applied), float(since[0][0])
-    linked = {(str(r[2]), str(r[3])) for r in links}
-    for decision_id, _, logged_at, turn_id in decided:
-        if ("decision", str(decision_id)) in linked:
+def _unlinked(
+    kind: str,
+    records: Sequence[Any],
+    linked: set[tuple[str, str]],
+    prechain: frozenset[str],
+    add: Any,
+) -> None:
+    """Every turn and action decision is linked when committed since ``0011_links`` (and
+    refused by its table unless linked since ``0012_chained_only``): one in no link that
+    migration ``0012`` did not record as predating the links (``prechain``) was inserted behind
+    the writers' backs -- whatever its ``logged_at`` claims."""
+    for key, *_ in records:
+        if (kind, str(key)) in linked or str(key) in prechain:
             continue
-        on_linked_turn = turn_id is not None and ("turn", str(turn_id)) in linked
-        if created <= float(logged_at) < linked_since and not on_linked_turn:
-            continue  # logged before the links existed
         add(
-            "link",
-            str(decision_id),
-            "is in no link: every decision since migration 0011_links is linked when committed, "
-            "so it was inserted afterwards",
+            "unchained",
+            str(key),
+            f"is in no link and is not among the {kind}s migration 0012 found predating the "
+            f"links: it was inserted afterwards (no session, task or approval honours it)",
         )
 
 

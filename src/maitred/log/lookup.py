@@ -171,8 +171,10 @@ class LoggedTurn:
         record: the turn as the pipeline decided it (``depth_probs`` from its depth row).
         tenant: whose run it is (``""``: none).
         run: the run's header (``None``: the log lost it -- ``verify`` reports that).
-        chain: its hash-chain columns: ``chain_seq``, ``prev_hash``, ``row_hash``
-            (``chain_seq`` None for turns written before the chain).
+        chain: its hash-chain columns: ``chain_seq``, ``prev_hash``, ``row_hash`` (``chain_seq``
+            None for a turn outside the chain), and its ``status``: ``chained``, ``pre-chain``
+            (written before the chain, as migration ``0012`` recorded) or ``unchained`` (no
+            chain position and not recorded: inserted behind maitred's back, never an offer).
         hash_ok: whether ``row_hash`` is the hash of what is stored now.
         actions: the action decisions made on this turn's menu, oldest first.
     """
@@ -426,11 +428,12 @@ def _logged_turn(log: DecisionLog, row: dict[str, Any]) -> LoggedTurn:
         [row["run_id"]],
     )
     actions = _action_summaries(log, DecisionFilter(limit=MAX_LIMIT), turn_id=tid)
+    status = chain_status(log, tid, row["chain_seq"])
     return LoggedTurn(
         record=record,
         tenant=str(row["tenant"]),
         run=decode_run(runs[0]) if runs else None,
-        chain={k: row[k] for k in ("chain_seq", "prev_hash", "row_hash")},
+        chain={**{k: row[k] for k in ("chain_seq", "prev_hash", "row_hash")}, "status": status},
         hash_ok=content_hash(row_hash_payload(row, pairs, depth_hash)) == stored,
         actions=tuple(sorted(actions, key=lambda a: (a.at, a.decision_id))),
     )
@@ -603,3 +606,11 @@ def _run_json(run: RunInfo | None) -> dict[str, Any] | None:
         "config": dict(run.config),
         "tenant": run.tenant,
     }
+
+
+def chain_status(log: DecisionLog, turn_id: str, chain_seq: Any) -> str:
+    """``chained``, ``pre-chain`` or ``unchained`` (see :class:`LoggedTurn`)."""
+    if chain_seq is not None:
+        return "chained"
+    found = log.query("SELECT 1 FROM prechain WHERE kind = 'turn' AND key = ?", (turn_id,))
+    return "pre-chain" if found else "unchained"

@@ -40,6 +40,8 @@ are what the session was offered (:meth:`~maitred.log._sql.SqlLog.committed_offe
 and action decision, in commit order, per writer) and ``link_heads``, both guarded; on SQLite
 it adds ``turns.turn_seq`` (NULL for older rows), the session order that ``rowid`` was.
 
+``0012_chained_only`` records the rows that predate the chain (``prechain``) and makes every
+guarded table refuse an ``INSERT`` of a row that is not chained (:mod:`maitred.log.chained_only`).
 ``0013_spent_states`` adds ``spent_states``: one row per single-use ``requestState`` a client
 brought back (:meth:`~maitred.log.base.DecisionLog.spend`), keyed by what was spent, so a second
 use is found on every process sharing the log; guarded like the others (on SQLite an insert of
@@ -55,6 +57,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from maitred.errors import LogError, SchemaError
+from maitred.log.chained_only import chained_only
 
 Dialect = Literal["sqlite", "postgres"]
 
@@ -425,7 +428,9 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration("0009_tenants_sessions", sqlite=_TENANTS_SESSIONS, postgres=_TENANTS_SESSIONS),
     Migration("0010_turn_order", sqlite=_TURN_ORDER_SQLITE, postgres=_TURN_ORDER_POSTGRES),
     Migration("0011_links", sqlite=_links("sqlite"), postgres=_links("postgres")),
-    # 0012 is another change's (merged before this one); numbers order, names are recorded
+    Migration(
+        "0012_chained_only", sqlite=chained_only("sqlite"), postgres=chained_only("postgres")
+    ),
     Migration(
         "0013_spent_states", sqlite=_spent_states("sqlite"), postgres=_spent_states("postgres")
     ),

@@ -14,6 +14,17 @@ what lets a session survive a restart and be served by any replica on one log.
 The tenant is matched exactly (``tenant = ?``): two tenants whose names are prefixes of each
 other (``acme``, ``acme-eu``) never see each other's sessions, even under the same session id.
 
+**Only chained turns are offers.** A turn counts only when it is in its run's hash chain and
+in a writer's links chain with the hash it has (:data:`CHAINED_TURN`): what every turn maitred
+committed since ``0011_links`` is, and what a row inserted behind maitred's back is not
+(``0012_chained_only`` refuses one at the database; one that gets past a dropped guard is
+reported by ``verify``). A reader that meets such a turn as a session's latest, or among its
+disclosures, skips it and says so in a warning naming the turn (``maitred.log``): the session's
+offer is then what its chained turns offered, so the call is refused, never allowed on it.
+Chained turns committed before the links (``0008``-``0010``) count when ``0012`` recorded them
+(``prechain``); turns from before the chain (no ``chain_seq``) never do: such a session is
+offered nothing until its next turn.
+
 Two reads, both one probe of the ``turns_session_order`` index (``0010_turn_order``):
 
 * :func:`latest_turn_sql` -- the id of the latest committed turn: cheap enough to run on every
@@ -37,7 +48,15 @@ every call on fresh state anyway).
 
 from __future__ import annotations
 
+import logging
+import threading
 from dataclasses import dataclass
+
+_log = logging.getLogger("maitred.log")
+_reported: set[str] = set()
+_reported_lock = threading.Lock()
+#: how many turn ids are remembered as reported (then the memory starts again)
+_REPORTED_MAX = 10_000
 
 
 @dataclass(frozen=True)
@@ -59,23 +78,50 @@ class CommittedOffer:
     offered: frozenset[str]
 
 
-#: the column that orders turns as they were written, by dialect (migration ``0010_turn_order``):
-#: never the turns' clock, which two turns of one tick, or two replicas, can share or disagree on
-TURN_ORDER = {"sqlite": "turn_seq DESC, rowid DESC", "postgres": "turn_seq DESC"}
-#: the same order, oldest first, over the turns table aliased ``t`` (a turn written before
-#: ``0011_links`` has no ``turn_seq`` on SQLite: NULL sorts first, as it was written first)
+#: the order turns were written in (migration ``0010_turn_order``), oldest first, over the turns
+#: table aliased ``t``: never the turns' clock, which two turns of one tick, or two replicas, can
+#: share or disagree on (a turn written before ``0011_links`` has no ``turn_seq`` on SQLite: NULL
+#: sorts first, as it was written first)
 WRITE_ORDER = {"sqlite": "t.turn_seq, t.rowid", "postgres": "t.turn_seq"}
+#: the same order, newest first
+LATEST_FIRST = {"sqlite": "t.turn_seq DESC, t.rowid DESC", "postgres": "t.turn_seq DESC"}
 
 
-def latest_turn_sql(dialect: str, *, with_account: bool = False) -> str:
+#: a turn of table alias ``t`` is in its run's chain and in a writer's links chain with the hash
+#: it has -- or was committed, chained, before the links (``0012_chained_only`` recorded it):
+#: the only turns a session's offer is taken from
+CHAINED_TURN = (
+    "t.chain_seq IS NOT NULL AND (EXISTS (SELECT 1 FROM links l WHERE l.kind = 'turn' "
+    "AND l.key = t.turn_id AND l.row_hash = t.row_hash) OR EXISTS (SELECT 1 FROM prechain c "
+    "WHERE c.kind = 'unlinked_turn' AND c.key = t.turn_id))"
+)
+
+
+def latest_turn_sql(dialect: str, *, with_account: bool = False, chained: bool = True) -> str:
     """The latest committed turn of ``(tenant, conversation_id)``: ``turn_id`` (and
-    ``account_id`` when ``with_account``)."""
-    cols = "turn_id, account_id" if with_account else "turn_id"
+    ``account_id`` when ``with_account``) and whether it is chained (``1``/``0``).
+
+    ``chained=False`` reads the latest turn whatever it is, so that a turn that is not chained
+    and linked can be *reported* (the reader then asks again with ``chained=True``, which
+    skips it: such a turn is never an offer, see the module docstring)."""
+    cols = "t.turn_id, t.account_id" if with_account else "t.turn_id"
+    where = f" AND {CHAINED_TURN}" if chained else ""
     return (
-        f"SELECT {cols} FROM turns WHERE tenant = ? AND conversation_id = ? "
-        f"ORDER BY {TURN_ORDER[dialect]} LIMIT 1"
+        f"SELECT {cols}, CASE WHEN {CHAINED_TURN} THEN 1 ELSE 0 END FROM turns t "
+        f"WHERE t.tenant = ? AND t.conversation_id = ?{where} "
+        f"ORDER BY {LATEST_FIRST[dialect]} LIMIT 1"
     )
 
+
+#: one action decision's JSON by its id (``?``), when it is linked with the hash it has, or was
+#: logged before the links (``prechain``): what a task's owner or an approval is read from -- a
+#: decision inserted behind maitred's back is not honoured
+LINKED_DECISION_SQL = (
+    "SELECT d.decision_json FROM action_decisions d WHERE d.decision_id = ? AND (EXISTS "
+    "(SELECT 1 FROM links l WHERE l.kind = 'decision' AND l.key = d.decision_id AND "
+    "l.row_hash = d.decision_hash) OR EXISTS (SELECT 1 FROM prechain c WHERE c.kind = "
+    "'decision' AND c.key = d.decision_id))"
+)
 
 #: a turn's exposed pairs (``?`` twice: the turn id, then the dialect's true)
 EXPOSED_SQL = "SELECT skill FROM pairs WHERE turn_id = ? AND exposed = ?"
@@ -83,11 +129,33 @@ EXPOSED_SQL = "SELECT skill FROM pairs WHERE turn_id = ? AND exposed = ?"
 
 def disclosed_sql(dialect: str) -> str:
     """Everything the committed turns of ``(tenant, conversation_id)`` for one account exposed,
-    with the turn that exposed it, in the order the turns were written (``?``: tenant, session
-    id, account, the dialect's true): the last row of a tool names the latest turn that
-    disclosed it, the one a decision on a call to it links to (``verify``'s ``turn_link``)."""
+    with the turn that exposed it and whether that turn is chained (``1``/``0``: a reader
+    skips, and reports, a turn that is not), in the order the turns were written (``?``:
+    tenant, session id, account, the dialect's true): the last row of a tool names the latest
+    turn that disclosed it, the one a decision on a call to it links to (``verify``'s
+    ``turn_link``)."""
     return (
-        "SELECT p.skill, t.turn_id FROM turns t JOIN pairs p ON p.turn_id = t.turn_id "
+        f"SELECT p.skill, t.turn_id, CASE WHEN {CHAINED_TURN} THEN 1 ELSE 0 END "
+        "FROM turns t JOIN pairs p ON p.turn_id = t.turn_id "
         "WHERE t.tenant = ? AND t.conversation_id = ? AND t.account_id = ? AND p.exposed = ? "
         f"ORDER BY {WRITE_ORDER[dialect]}"
+    )
+
+
+def unchained_turn(turn_id: str, tenant: str, session_id: str) -> None:
+    """Report a turn that a session's read met and skipped because it is not chained (once per
+    turn id per process): it was inserted behind maitred's back, or predates the links."""
+    with _reported_lock:
+        if turn_id in _reported:
+            return
+        if len(_reported) >= _REPORTED_MAX:
+            _reported.clear()
+        _reported.add(turn_id)
+    _log.warning(
+        "decision log: turn %r of session %r (tenant %r) is not in the hash chain and the links "
+        "chain; it is not taken as an offer (a call on it is refused). Run `maitred log verify`: "
+        "it was inserted behind maitred's back, or predates the chain",
+        turn_id,
+        session_id,
+        tenant,
     )

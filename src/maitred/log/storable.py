@@ -53,6 +53,23 @@ def key_fault(value: str, limit: int = MAX_KEY_BYTES) -> str:
     return text_fault(value)
 
 
+def identity_fault(value: str, limit: int = MAX_ID_BYTES) -> str:
+    """Why ``value`` cannot be an identity a caller presents at an edge (``""``: it can).
+
+    Every identity the service and the gateway accept -- a JWT's subject and tenant claims, a
+    static token's account, a session id, a task id -- ends up as an indexed id of the log
+    (a turn's ``account_id`` or ``conversation_id``, a decision's ``session_id``, a task's
+    decision id), next to what maitred puts in front of it. The edges ask this when they
+    authenticate or receive the identity, so one the log could not store is refused there as
+    the caller's error (a 401 ``invalid_token``, a 4xx naming the field), never later as an
+    unavailable gate: empty, NUL, a lone surrogate, or longer than ``limit`` bytes of UTF-8
+    (:data:`MAX_ID_BYTES` by default, the room a client's id has).
+    """
+    if not value:
+        return "is empty"
+    return key_fault(value, limit)
+
+
 def check_row(
     what: str, columns: Sequence[str], row: Sequence[Any], keys: Iterable[str] = ()
 ) -> None:

@@ -8,7 +8,7 @@ SQL, so both backends alike):
   the guard function still raises) -- a dropped or altered trigger is reported by name;
 * **runs**: each ``runs`` row hashes to its ``row_hash``
   (:func:`~maitred.log.rows.run_hash_payload`); runs begun before ``0008_hash_chain`` have
-  none and are counted as such;
+  none (below: *pre-chain*);
 * **turns**, run by run in chain order: ``row_hash`` equals the content hash of
   :func:`~maitred.log.rows.row_hash_payload` over the stored turn, pair and depth rows (an edit
   of any turn or pair column, a pair added or removed, a depth row removed shows up here); the
@@ -47,24 +47,30 @@ turn's hash recomputed, the chain rebuilt, its heads rewritten -- or deletes a r
 leaves a log that verifies. The report gives each run's head (last position and hash); kept
 outside the log (a ticket, a signed message), a head pins the run up to that point.
 
-Turns written before ``0008`` are checked against their own row hash (layout 1) and counted as
-``legacy_turns``: they are not chained, so their deletion or reordering is not detectable.
+**Unchained rows** (``unchained``, :mod:`maitred.log.chained_only`): once the chain has
+begun, every run has a row hash, every turn a chain position, every action decision (tasks and
+approvals included) a link. A row without one is *pre-chain* only when migration ``0012``
+recorded it as there before the chain (``prechain``): it is checked against its own hash
+(layout 1 for a turn) and counted (``legacy_runs``, ``legacy_turns``, ``legacy_decisions``),
+its reordering cannot be detected, a deletion of it can. Any other unchained row -- on a log
+created at ``0012`` or later, every one -- was inserted afterwards and is reported as
+tampering; so is a depth row of an unchained turn that ``0012`` did not record.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from maitred._canonical import HASH_SCHEME, content_hash
 from maitred.errors import VerifyError
+from maitred.log._guards import check_triggers
 from maitred.log.action_rows import COPIED_COLUMNS, decision_columns
 from maitred.log.base import DecisionLog, open_log
+from maitred.log.chained_only import check_prechain, prechain
 from maitred.log.links import check_links
-from maitred.log.migrations import MIGRATIONS
 from maitred.log.rows import (
     RUN_COLUMNS,
     _content_hash_fast,
@@ -90,6 +96,7 @@ MismatchKind = Literal[
     "turn_link",
     "approval_link",
     "link",
+    "unchained",
     "unreadable",
 ]
 
@@ -137,9 +144,12 @@ class VerifyReport:
         decisions: action-gate decisions checked.
         runs: runs checked.
         triggers: append-only triggers checked.
-        legacy_runs: runs begun before the hash chain (no row hash).
-        legacy_turns: turns written before the hash chain (hashed, not chained).
+        legacy_runs: runs begun before the hash chain (no row hash), as migration ``0012``
+            recorded them (:mod:`maitred.log.chained_only`): *pre-chain*, not tampering.
+        legacy_turns: turns written before the hash chain (hashed, not chained), likewise.
         heads: each run's chain head.
+        legacy_decisions: action decisions logged before the links chain (hashed, not
+            linked), likewise.
     """
 
     turns: int
@@ -153,6 +163,7 @@ class VerifyReport:
     legacy_runs: int = 0
     legacy_turns: int = 0
     heads: tuple[RunHead, ...] = ()
+    legacy_decisions: int = 0
 
     @property
     def ok(self) -> bool:
@@ -169,11 +180,13 @@ class VerifyReport:
         lines = [f"  {m.kind} {m.key}: {m.detail}" for m in self.mismatches]
         if self.mismatch_count > len(self.mismatches):
             lines.append(f"  ... and {self.mismatch_count - len(self.mismatches)} more")
-        if self.legacy_runs or self.legacy_turns:
+        if self.legacy_runs or self.legacy_turns or self.legacy_decisions:
             lines.append(
-                f"  before the hash chain (written before migration 0008): {self.legacy_runs} "
-                f"run(s) without a row hash, {self.legacy_turns} turn(s) hashed but not chained "
-                "(deleting or reordering them cannot be detected)"
+                f"  pre-chain (logged before the chains, as migration 0012 recorded them): "
+                f"{self.legacy_runs} run(s) without a row hash, {self.legacy_turns} turn(s) "
+                f"hashed but not chained, {self.legacy_decisions} decision(s) hashed but not "
+                "linked (reordering them cannot be detected; no session takes such a turn as "
+                "an offer)"
             )
         return "\n".join([head, *lines])
 
@@ -189,6 +202,7 @@ class VerifyReport:
             "triggers": self.triggers,
             "legacy_runs": self.legacy_runs,
             "legacy_turns": self.legacy_turns,
+            "legacy_decisions": self.legacy_decisions,
             "mismatch_count": self.mismatch_count,
             "mismatches": [
                 {"kind": m.kind, "key": m.key, "detail": m.detail} for m in self.mismatches
@@ -257,23 +271,32 @@ def _check_turn(turn: dict[str, Any], known_snapshots: set[str], out: _Collector
 class _Chain:
     """Walks one run's turns in chain order (see the module docstring)."""
 
-    def __init__(self, run_id: str, run_hash: str | None, checkpoints: dict[int, str]) -> None:
+    def __init__(
+        self,
+        run_id: str,
+        run_hash: str | None,
+        checkpoints: dict[int, str],
+        prechain: frozenset[str] = frozenset(),
+    ) -> None:
         self.run_id = run_id
         self.hashed_run = run_hash is not None
         self.seq = 0
         self.head = run_hash or ""
         self.checkpoints = checkpoints
+        self.prechain = prechain
 
     def step(self, turn: dict[str, Any], out: _Collector) -> bool:
-        """Check one turn's link; False when it predates the chain."""
+        """Check one turn's link; False when it is not chained (pre-chain, or tampering)."""
         tid = str(turn["turn_id"])
         if turn["chain_seq"] is None:
-            if self.hashed_run:
+            if tid not in self.prechain:
+                why = "its run was begun with the chain" if self.hashed_run else "it is not"
                 out.add(
-                    "chain",
+                    "unchained",
                     tid,
-                    "has no chain position although its run was begun with "
-                    "the chain: it was added afterwards",
+                    f"has no chain position and is not among the turns migration 0012 found "
+                    f"predating the chain ({why} one of them either): it was inserted "
+                    "afterwards, and no session takes it as an offer",
                 )
             return False
         seq, expected = int(turn["chain_seq"]), self.seq + 1
@@ -457,97 +480,6 @@ class _ApprovalLinks:
             )
 
 
-_TRIGGER_NAME = re.compile(r"\s*CREATE TRIGGER (\w+)")
-
-
-def expected_triggers(log: DecisionLog) -> dict[str, str]:
-    """The guard triggers the log's applied migrations created: name -> creating statement."""
-    applied = set(log.migrations())
-    found: dict[str, str] = {}
-    for migration in MIGRATIONS:
-        if migration.name in applied:
-            for statement in migration.statements(log.dialect):
-                match = _TRIGGER_NAME.match(statement)
-                if match:
-                    found[match.group(1)] = statement
-    return found
-
-
-_TRIGGER_SHAPE = re.compile(
-    r"BEFORE (?P<events>.+?) ON (?:\S+\.)?(?P<table>\w+) .*EXECUTE (?:FUNCTION|PROCEDURE) "
-    r"(?:\S+\.)?(?P<function>\w+)\(",
-    re.S,
-)
-
-
-def _shape(definition: str) -> tuple[frozenset[str], str, str] | None:
-    """(events, table, function) of a PostgreSQL trigger definition, in any event order."""
-    match = _TRIGGER_SHAPE.search(definition)
-    if match is None:
-        return None
-    events = frozenset(e.strip() for e in match.group("events").split(" OR "))
-    return events, match.group("table"), match.group("function")
-
-
-def _trigger_faults(log: DecisionLog, expected: dict[str, str]) -> dict[str, str]:
-    """What is wrong with each expected trigger that is there but not as the migration made it.
-
-    SQLite stores a trigger's SQL as written, so it must equal the migration's statement.
-    PostgreSQL rewrites it (schema-qualified, events reordered), so its events, table and
-    function are compared, and it must be enabled.
-    """
-    if log.dialect == "sqlite":
-        stored = dict(log.query("SELECT name, sql FROM sqlite_master WHERE type = 'trigger'"))
-        return {
-            name: "altered: its SQL is not the migration's"
-            for name, sql in expected.items()
-            if name in stored and str(stored[name]).strip() != sql.strip()
-        }
-    rows = log.query(
-        "SELECT t.tgname, t.tgenabled, pg_get_triggerdef(t.oid) FROM pg_trigger t "
-        "JOIN pg_class c ON c.oid = t.tgrelid JOIN pg_namespace n ON n.oid = c.relnamespace "
-        "WHERE n.nspname = current_schema() AND NOT t.tgisinternal"
-    )
-    faults: dict[str, str] = {}
-    for name, enabled, definition in rows:
-        if name not in expected:
-            continue
-        if enabled == "D":
-            faults[name] = "disabled, so the table accepts edits"
-        elif _shape(str(definition)) != _shape(expected[name]):
-            faults[name] = f"altered: it is now {definition}"
-    return faults
-
-
-def _check_triggers(log: DecisionLog, out: _Collector) -> int:
-    """Report every guard trigger that is missing, altered or disabled; return how many."""
-    expected = expected_triggers(log)
-    if log.dialect == "sqlite":
-        present = {str(r[0]) for r in log.query("SELECT name FROM sqlite_master")}
-    else:
-        present = {
-            str(r[0])
-            for r in log.query(
-                "SELECT t.tgname FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid "
-                "JOIN pg_namespace n ON n.oid = c.relnamespace "
-                "WHERE n.nspname = current_schema() AND NOT t.tgisinternal"
-            )
-        }
-        source = log.query(
-            "SELECT p.prosrc FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace "
-            "WHERE n.nspname = current_schema() AND p.proname = 'maitred_append_only'"
-        )
-        if expected and not (source and "RAISE EXCEPTION" in str(source[0][0])):
-            out.add("trigger", "maitred_append_only", "the guard function no longer raises")
-    faults = _trigger_faults(log, expected)
-    for name in expected:
-        if name not in present:
-            out.add("trigger", name, "missing: it was dropped, so the table accepts edits")
-        elif name in faults:
-            out.add("trigger", name, faults[name])
-    return len(expected)
-
-
 def _run_rows(log: DecisionLog, run_id: str | None) -> list[dict[str, Any]]:
     where = " WHERE run_id = ?" if run_id is not None else ""
     rows = log.query(
@@ -596,27 +528,38 @@ class _Tally:
 
 
 def _check_runs(
-    log: DecisionLog, run_id: str | None, known: set[str], out: _Collector
+    log: DecisionLog,
+    run_id: str | None,
+    known: set[str],
+    census: dict[str, frozenset[str]],
+    out: _Collector,
 ) -> tuple[int, _Tally]:
     """Every run's header hash and its turns' hashes and chain."""
     tally = _Tally()
     runs = _run_rows(log, run_id)
     for run in runs:
         rid, stored = str(run["run_id"]), run["row_hash"]
-        if stored is None:
+        if stored is None and rid in census["run"]:
             tally.legacy_runs += 1
+        elif stored is None:
+            out.add(
+                "unchained",
+                rid,
+                "the run has no row hash and is not among the runs migration 0012 found "
+                "predating the chain: it was inserted afterwards",
+            )
         elif _recompute(str(stored), run_hash_payload(run)) != stored:
             out.add(
                 "run_hash",
                 rid,
                 f"the run row does not hash to its row_hash {stored}: a column of it was edited",
             )
-        chain = _Chain(rid, stored, _checkpoints(log, rid))
+        chain = _Chain(rid, stored, _checkpoints(log, rid), census["turn"])
         for turn in log.iter_turns(rid, order="chain"):
             tally.turns += 1
             tally.pairs += len(turn["pairs"])
             _check_turn(turn, known, out)
-            if not chain.step(turn, out):
+            if not chain.step(turn, out) and str(turn["turn_id"]) in census["turn"]:
                 tally.legacy_turns += 1
         tally.heads.append(chain.finish(out))
     return len(runs), tally
@@ -660,25 +603,29 @@ def _verify(log: DecisionLog, run_id: str | None, limit: int) -> VerifyReport:
 
 
 def _checks(log: DecisionLog, run_id: str | None, out: _Collector) -> VerifyReport:
-    triggers = _check_triggers(log, out)
+    triggers = check_triggers(log, out.add)
     known: set[str] = set()
     n_snapshots = 0
     for row in log.iter_snapshots():
         n_snapshots += 1
         known.add(str(row["hash"]))
         _check_snapshot(row, out)
-    n_runs, tally = _check_runs(log, run_id, known, out)
+    census = prechain(log)
+    n_runs, tally = _check_runs(log, run_id, known, census, out)
     if run_id is None:
         _check_leftovers(log, tally.turns, tally.pairs, out)
+        check_prechain(log, census, out.add)
     n_decisions = 0
     links = _TurnLinks(log)
     approvals = _ApprovalLinks(log)
+    legacy_decisions = 0
     for row in log.iter_action_decisions():
         n_decisions += 1
+        legacy_decisions += str(row["decision_id"]) in census["decision"]
         _check_decision(row, out)
         links.check(row, out)
         approvals.check(row, out)
-    check_links(log, out.add)
+    check_links(log, out.add, census)
     for row in log.iter_depth_decisions():
         payload = depth_payload(row["turn_id"], row["depth_rule"], int(row["k"]), row["probs_json"])
         if _recompute(str(row["row_hash"]), payload) != row["row_hash"]:
@@ -695,4 +642,5 @@ def _checks(log: DecisionLog, run_id: str | None, out: _Collector) -> VerifyRepo
         legacy_runs=tally.legacy_runs,
         legacy_turns=tally.legacy_turns,
         heads=tuple(tally.heads),
+        legacy_decisions=legacy_decisions,
     )

@@ -4,6 +4,16 @@ Seven routes do not need a generator. The schemas are plain JSON Schema (2020-12
 3.1 uses), so the tests validate real responses against them with ``jsonschema``: a field the
 server adds, drops or retypes without updating this file fails a test, and so does a route
 missing from it.
+
+**The request schemas say exactly what is refused**, so that a schema-valid request is never
+refused as a field's fault and a client generator (schemathesis) can tell: every string and key
+of a body matches :data:`CLEAN_PATTERN` (no NUL, no lone surrogate, as
+:mod:`maitred._ijson` refuses them), a required text :data:`TEXT_PATTERN` (also: not blank, as
+:data:`~maitred.serve.requests.BLANK` says), an id is at most ``MAX_ID`` characters (so the
+512 bytes an id may be in the log, :func:`maitred.log.storable.identity_fault`), a number of
+the arguments is finite; a refusal is then 422 ``invalid_field`` naming the field. What JSON
+Schema cannot say -- a key twice, nesting deeper than 32 levels -- is a 400
+``malformed_json``, described with it. The request examples are the service guide's.
 """
 
 from __future__ import annotations
@@ -15,11 +25,34 @@ from maitred.menu.render import RENDERERS
 from maitred.serve.requests import MAX_ID, NOT_BLANK_PATTERN
 
 _STR = {"type": "string"}
+#: a string without a NUL (U+0000), which the decision log cannot store (PostgreSQL ``text``);
+#: a lone surrogate, refused too, is no character, so no pattern a generator can use names it
+#: (schemathesis drops a pattern with a surrogate escape): I-JSON (RFC 7493, 2.1) excludes it
+#: from the JSON text, and the descriptions say so
+CLEAN_PATTERN = "^[^\\u0000]*$"
+_BLANKS = NOT_BLANK_PATTERN[2:-1]  # the escapes inside NOT_BLANK_PATTERN's brackets
+#: ... with a character that is not blank (what a required text field must hold): blanks, then
+#: that one, then any (no two branches can take the same character: linear to match or refuse)
+TEXT_PATTERN = f"^[{_BLANKS}]*[^\\u0000{_BLANKS}][^\\u0000]*$"
+_CLEAN = {"type": "string", "pattern": CLEAN_PATTERN}
 #: what the server reads as "given": a string with a character that is not blank
-_TEXT = {"type": "string", "minLength": 1, "pattern": NOT_BLANK_PATTERN}
-#: an id: given, and at most MAX_ID characters
+_TEXT = {"type": "string", "minLength": 1, "pattern": TEXT_PATTERN}
+#: an id: given, and at most MAX_ID characters (so at most 512 bytes, what the log stores)
 _ID = {**_TEXT, "maxLength": MAX_ID}
 _NULLABLE_STR = {"type": ["string", "null"]}
+#: the largest finite JSON number (a number beyond it is refused)
+_FLOAT_MAX = 1.7976931348623157e308
+
+
+#: the requests of the service guide (docs/service.md), whose tenant owns every ``acc-`` account:
+#: a client that tries the examples -- schemathesis mixes them into what it generates, its
+#: stateful phase included -- reaches a turn that succeeds, and the call check it links to
+TURN_EXAMPLE = {
+    "text": "connect my own domain to my site",
+    "account": "acc-000001",
+    "session_id": "s1",
+}
+CHECK_EXAMPLE = {"session_id": "s1", "call": {"name": "connect-domain", "arguments": {}}}
 
 
 def _ref(name: str) -> dict[str, str]:
@@ -35,6 +68,23 @@ def _error(description: str) -> dict[str, Any]:
 
 
 _SCHEMAS: dict[str, Any] = {
+    "Json": {
+        "description": "any JSON value the decision log can carry: every string and key "
+        "without a NUL (and, as I-JSON requires, without a lone surrogate), every number "
+        "finite (nesting deeper than 32 levels in all is refused too, 400 malformed_json)",
+        "pattern": CLEAN_PATTERN,
+        "propertyNames": {"pattern": CLEAN_PATTERN},
+        "maximum": _FLOAT_MAX,
+        "minimum": -_FLOAT_MAX,
+        "items": {"$ref": "#/components/schemas/Json"},
+        "additionalProperties": {"$ref": "#/components/schemas/Json"},
+    },
+    "JsonObject": {
+        "type": "object",
+        "description": "a JSON object the decision log can carry (see Json)",
+        "propertyNames": {"pattern": CLEAN_PATTERN},
+        "additionalProperties": {"$ref": "#/components/schemas/Json"},
+    },
     "Error": {
         "type": "object",
         "required": ["error"],
@@ -70,6 +120,7 @@ _SCHEMAS: dict[str, Any] = {
         "type": "object",
         "required": ["text", "account", "session_id"],
         "additionalProperties": False,
+        "examples": [TURN_EXAMPLE],
         "properties": {
             "text": {**_TEXT, "description": "the user's message"},
             "account": {**_ID, "description": "whose state the gate reads"},
@@ -84,22 +135,24 @@ _SCHEMAS: dict[str, Any] = {
                 "routing ranks `text` alone in this version",
                 "items": {
                     "oneOf": [
-                        _STR,
+                        _CLEAN,
                         {
                             "type": "object",
                             "required": ["role", "content"],
-                            "properties": {"role": _STR, "content": _STR},
+                            "propertyNames": {"pattern": CLEAN_PATTERN},
+                            "additionalProperties": _ref("Json"),
+                            "properties": {"role": _CLEAN, "content": _CLEAN},
                         },
                     ]
                 },
             },
-            "format": {"enum": sorted(RENDERERS), "description": "menu format"},
+            "format": {"enum": [*sorted(RENDERERS), None], "description": "menu format"},
             "scopes": {
-                "type": "array",
+                "type": ["array", "null"],
                 "items": {"type": "string", "pattern": "^[\\x21\\x23-\\x5b\\x5d-\\x7e]+$"},
                 "description": "the OAuth scopes the application's user was granted: a tool "
                 "whose contract requires one not listed is hidden (turns) and refused with "
-                "INSUFFICIENT_SCOPE (checks); omitted: scopes are not asked",
+                "INSUFFICIENT_SCOPE (checks); omitted or null: scopes are not asked",
             },
         },
     },
@@ -171,6 +224,7 @@ _SCHEMAS: dict[str, Any] = {
         "type": "object",
         "required": ["session_id", "call"],
         "additionalProperties": False,
+        "examples": [CHECK_EXAMPLE],
         "properties": {
             "session_id": _ID,
             "call": {
@@ -179,16 +233,16 @@ _SCHEMAS: dict[str, Any] = {
                 "additionalProperties": False,
                 "properties": {
                     "name": _ID,
-                    "arguments": {"type": "object"},
-                    "id": {"type": "string", "description": "the provider's tool call id"},
+                    "arguments": _ref("JsonObject"),
+                    "id": {**_CLEAN, "description": "the provider's tool call id"},
                 },
             },
             "scopes": {
-                "type": "array",
+                "type": ["array", "null"],
                 "items": {"type": "string", "pattern": "^[\\x21\\x23-\\x5b\\x5d-\\x7e]+$"},
                 "description": "the OAuth scopes the application's user was granted: a tool "
                 "whose contract requires one not listed is hidden (turns) and refused with "
-                "INSUFFICIENT_SCOPE (checks); omitted: scopes are not asked",
+                "INSUFFICIENT_SCOPE (checks); omitted or null: scopes are not asked",
             },
         },
     },
@@ -257,12 +311,17 @@ _AUTH_ERRORS = {
 }
 _BODY_ERRORS = {
     "400": _error(
-        "malformed_json: the body is empty, not UTF-8, not JSON, or JSON outside I-JSON "
-        "(RFC 7493): a key twice in one object, NaN/Infinity or a number beyond float range, "
-        "a lone surrogate, nesting deeper than 32 levels (`field` names where)"
+        "malformed_json: the body is empty, not UTF-8 or not JSON, or its structure is "
+        "outside I-JSON (RFC 7493): a key twice in one object, nesting deeper than 32 levels "
+        "(`field` names where); a value no field may hold is a 422"
     ),
     "413": _error("the body is larger than limits.max_body_bytes"),
-    "422": _error("a field is missing, unknown or of the wrong type (`field` names it)"),
+    "422": _error(
+        "invalid_field, the one code for a fault in a field (`field` names it, dotted): "
+        "missing, unknown, of the wrong type, blank, longer than its maxLength, or holding "
+        "what the decision log cannot carry -- a NUL (U+0000), a lone surrogate, in a value "
+        "or a key, or a number beyond float range"
+    ),
     "429": _error(
         "rate_limited: a rate limit (rate_limits) is reached; nothing was decided. "
         "Retry-After says when to try again"

@@ -9,12 +9,15 @@ error with a stable ``code``:
 413    ``body_too_large``        a body over ``limits.max_body_bytes``, refused from its
                                  ``Content-Length`` or while it streams, before any parsing
 400    ``malformed_json``        a body that is empty, not UTF-8 or not JSON (line and column
-                                 named), or JSON outside I-JSON (RFC 7493): a key twice in one
-                                 object, ``NaN``/``Infinity`` or a number out of float range
-                                 (``1e400``), a lone surrogate (``"\\ud800"``), nesting deeper
-                                 than 32 levels (``field`` names where, dotted)
-422    ``invalid_field``         a field missing, of the wrong type, or unknown (``field``
-                                 names it, dotted: ``call.arguments``)
+                                 named), or JSON whose structure is outside I-JSON (RFC 7493):
+                                 a key twice in one object, nesting deeper than 32 levels
+                                 (``field`` names where, dotted)
+422    ``invalid_field``         the one code for a fault in a field: missing, of the wrong
+                                 type, unknown, blank, too long, an id the log cannot store,
+                                 or a value I-JSON cannot carry -- a NUL, a lone surrogate
+                                 (``"\\ud800"``, in a value or a key), ``NaN``/``Infinity`` or
+                                 a number out of float range (``1e400``); ``field`` names it,
+                                 dotted (``call.arguments.domain``)
 =====  ========================  ==============================================================
 
 Why I-JSON: every value of a body ends up in the decision log as canonical JSON and, for call
@@ -44,6 +47,7 @@ from starlette.requests import Request
 
 from maitred._ijson import NotIJson, loads
 from maitred.contract.sidecar import SCOPE_PATTERN
+from maitred.log.storable import identity_fault
 from maitred.menu.render import RENDERERS
 from maitred.serve.config import Tenant
 
@@ -173,8 +177,13 @@ def decode_json(raw: bytes) -> Any:
     key holding a lone surrogate, and nesting deeper than
     :data:`~maitred._ijson.MAX_DEPTH`.
 
+    A string, key or number that I-JSON cannot carry inside otherwise well-formed JSON (a NUL,
+    a lone surrogate, ``NaN``, ``1e400``) is a fault of that field, not of the JSON: 422
+    ``invalid_field`` naming it, like every other field fault.
+
     Raises:
-        Problem: 400 ``malformed_json``, with ``field`` (dotted) when the fault is inside.
+        Problem: 400 ``malformed_json``, with ``field`` (dotted) when the fault is inside; 422
+            ``invalid_field`` for a field's value.
     """
     if not raw.strip():
         raise Problem(400, "malformed_json", "the request body is empty; send a JSON object")
@@ -182,6 +191,8 @@ def decode_json(raw: bytes) -> Any:
         return loads(raw)
     except NotIJson as exc:
         where, what = exc.fault.where, exc.fault.what
+        if exc.fault.in_value and where:  # well-formed JSON; a field holds what is refused
+            raise _invalid(where, what) from None
         subject = f"field {where!r}" if where else "the request body"
         raise Problem(400, "malformed_json", f"{subject} {what}", field=where or None) from None
     except json.JSONDecodeError as exc:
@@ -279,6 +290,8 @@ def _string(
         raise _invalid(prefix + key, "must not be empty")
     if limit is not None and len(value) > limit:
         raise _invalid(prefix + key, f"must be at most {limit} characters")
+    if limit is not None and (fault := identity_fault(value)):  # an id: what the log stores
+        raise _invalid(prefix + key, fault)
     return value
 
 

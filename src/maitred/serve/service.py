@@ -348,7 +348,7 @@ class Service:
         except UnstorableError as exc:  # the request's value, not the log: the client's error
             raise Problem(
                 422,
-                "unstorable_value",
+                "invalid_field",
                 f"the request holds a value the decision log cannot store: {exc}",
                 field=_FIELDS.get(exc.column, exc.column),
             ) from None
