@@ -96,10 +96,20 @@ import sys
 import threading
 import uuid
 from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from maitred._canonical import content_hash
-from maitred.actions.model import ApprovalAnswer, Decision, Hold, ToolCall
+from maitred.actions.model import (
+    APPROVAL_REQUIRED,
+    OK,
+    ApprovalAnswer,
+    Decision,
+    Hold,
+    ToolCall,
+    new_call_id,
+)
+from maitred.actions.refusals import refusal_text
 from maitred.build import PipelineOptions, build_pipeline, check_against_state
 from maitred.context import CallContext
 from maitred.contract.tool_sidecar import (
@@ -126,6 +136,25 @@ from maitred.state.snapshot import Snapshot, StateProvider
 
 #: the text of a listing turn in the decision log (it is no user's message)
 LIST_TEXT = "tools/list"
+#: the code of a task request refused: no task with that id is the caller's to see now
+TASK_NOT_FOUND = "TASK_NOT_FOUND"
+
+
+@dataclass(frozen=True)
+class TaskOrigin:
+    """Who made one task, and with what call (what :meth:`Gatekeeper.task_access` decides on).
+
+    Attributes:
+        tenant, account: its creator's.
+        subject: the creator's credential's subject (a JWT's ``sub``; ``""``: none, a static
+            token or stdio).
+        call: the tool call that made it (its tool and arguments).
+    """
+
+    tenant: str
+    account: str
+    subject: str
+    call: ToolCall
 
 
 def state_fingerprint(snapshot: Snapshot) -> str:
@@ -619,6 +648,65 @@ class Gatekeeper:
         return self.engine.approve(
             pending, answer, session=self.session, via=via, context=self.context
         )
+
+    def task_access(
+        self, method: str, task_id: str, task: TaskOrigin | None, subject: str = ""
+    ) -> Decision:
+        """May this session's principal send ``method`` (``tasks/get``, ``tasks/update``,
+        ``tasks/cancel``) for the task ``task_id`` (made as ``task`` says; ``None``: no such
+        task)? Decided again on every access, logged and flushed, then returned.
+
+        Allowed only when the caller is the task's creator -- the same tenant, account and
+        credential's ``subject`` -- *and* could make the task's call now: the engine's decision
+        on that call for this caller on fresh state (:meth:`Maitred.recheck
+        <maitred.Maitred.recheck>`: its scopes, the tool's exit predicates, its call policies;
+        an approval rule that holds is no refusal here, the call having been approved when it
+        was made). Otherwise ``TASK_NOT_FOUND``, in the very words of an id that does not
+        exist, so a task's existence never leaks; the log says which it was.
+
+        Raises:
+            MaitredError: the decision could not be written.
+        """
+        call = ToolCall(method, {"taskId": task_id}, new_call_id())
+        common: dict[str, Any] = {
+            "mutates": method != "tasks/get",
+            "now": self.engine.now(),
+            "policy": "mcp-tasks",
+            "session_id": self.session.id,
+            "tenant": self.tenant,
+        }
+        again: Decision | None = None
+        if task is None:
+            why = "no such task"
+        elif (task.tenant, task.account, task.subject) != (self.tenant, self.account, subject):
+            why = "another principal's task"
+        else:
+            again = self.engine.recheck(task.call, session=self.session, context=self.context)
+            why = f"its creator may not make its call {task.call.name} now: {again.message}"
+        outcomes = again.outcomes if again is not None else ()
+        if again is not None and (again.allow or again.code == APPROVAL_REQUIRED):
+            said = f"{method} of task {task_id} by its creator, who may make its call now"
+            decision = Decision(call, "allow", OK, said, outcomes=outcomes, **common)
+        else:
+            decision = Decision(
+                call,
+                "reject",
+                TASK_NOT_FOUND,
+                f"{method} of task {task_id}: {why}: {TASK_NOT_FOUND}",
+                refusal_text(
+                    TASK_NOT_FOUND,
+                    "no task with that id is known to you",
+                    undone="Nothing was done",
+                    then="use the id a call of yours returned",
+                ),
+                outcomes=outcomes,
+                **common,
+            )
+        log = self.engine.log
+        if log is not None:
+            log.write_decisions([decision])
+            log.flush()
+        return decision
 
     @property
     def in_process(self) -> bool:
