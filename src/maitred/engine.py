@@ -121,6 +121,7 @@ class Maitred:
             Rulebook.from_catalog(pipeline.catalog), clock=pipeline.clock, log=pipeline.log
         )
         self._owns_log = owns_log
+        self._unlogged: ActionGate | None = None  # :meth:`recheck`'s, built on first use
         self._tenant_runs: dict[str, str] = {}
         self._tenant_runs_lock = threading.Lock()
         self._spent = SpentStates(pipeline.log)
@@ -459,6 +460,30 @@ class Maitred:
         if durable and self.log is not None:
             self.log.flush()
         return decision
+
+    def recheck(
+        self,
+        call: ToolCall,
+        *,
+        session: Session,
+        context: CallContext = DEFAULT,
+    ) -> Decision:
+        """The action gate's decision on ``call`` for ``session``'s caller now, on fresh state,
+        **not logged**: the caller logs its own decision on what it was asked, carrying this
+        one's code and outcomes (the gateway's task access: may the principal that made a call
+        still make it?). Decided as :meth:`check` decides -- the caller's scopes, the tool's
+        exit predicates, its arguments, its call policies -- but against no offer (the call was
+        offered and made before), and with no approval given (an approval rule that holds is
+        ``APPROVAL_REQUIRED``, every other rule having passed).
+        """
+        tool = self.rulebook.tools.get(call.name)
+        lacking = tool is not None and bool(missing_scopes(tool.tool.contract, context.granted))
+        state: SnapshotState | Mapping[str, Any] = {}
+        if tool is not None and not lacking:  # a call out of scope reads nothing, as in check
+            state = self._fetch(tool, session.account)
+        if self._unlogged is None or self._unlogged.rulebook is not self.rulebook:
+            self._unlogged = ActionGate(self.rulebook, clock=self.pipeline.clock, log=None)
+        return self._unlogged.check(call, state, session, granted=context.granted)
 
     def refuse(
         self,

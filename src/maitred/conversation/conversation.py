@@ -68,10 +68,18 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from maitred.actions.model import ApprovalAnswer, Decision, Hold, ToolCall
+from maitred.actions.model import OK, ApprovalAnswer, Decision, Hold, ToolCall, new_call_id
 from maitred.context import CallContext
 from maitred.conversation.finding import FIND_TOOLS, answer_for, per_need
 from maitred.conversation.principal import Principal
+from maitred.conversation.tasks import (
+    TASK_NOT_FOUND,
+    TASKS_POLICY,
+    TaskOrigin,
+    allows,
+    not_found_text,
+    why_not,
+)
 from maitred.engine import Maitred
 from maitred.errors import ConfigError
 from maitred.state.snapshot import Snapshot
@@ -328,6 +336,50 @@ class Conversation:
         enforced run's question, not the shadow's."""
         context = self.origin(pending.call.name, era)
         return self.engine.approve(pending, answer, session=self.session, via=via, context=context)
+
+    def task_access(self, method: str, task_id: str, task: TaskOrigin | None) -> Decision:
+        """May this conversation's principal send ``method`` (``tasks/get``, ``tasks/update``,
+        ``tasks/cancel``) for the task ``task_id`` (made as ``task`` says; ``None``: no such
+        task)? Decided again on every access, logged and flushed, then returned
+        (:mod:`maitred.conversation.tasks`).
+
+        Allowed only when the caller is the task's creator -- the same tenant, account and
+        credential's subject -- *and* could make the task's call now (:meth:`Maitred.recheck
+        <maitred.Maitred.recheck>`); otherwise ``TASK_NOT_FOUND``, worded as for a made-up id.
+
+        Raises:
+            MaitredError: the decision could not be written.
+        """
+        call = ToolCall(method, {"taskId": task_id}, new_call_id())
+        who = (self.tenant, self.account, self.principal.subject)
+        common: dict[str, Any] = {
+            "mutates": method != "tasks/get",
+            "now": self.engine.now(),
+            "policy": TASKS_POLICY,
+            "session_id": self.session.id,
+            "tenant": self.tenant,
+            "account": self.account,
+            "subject": self.principal.subject,
+        }
+        why = why_not(method, task_id, task, who)
+        again: Decision | None = None
+        if not why and task is not None:
+            again = self.engine.recheck(task.call, session=self.session, context=self.context)
+            why = f"its creator may not make its call {task.call.name} now: {again.message}"
+        outcomes = again.outcomes if again is not None else ()
+        if again is not None and allows(again):
+            said = f"{method} of task {task_id} by its creator, who may make its call now"
+            decision = Decision(call, "allow", OK, said, outcomes=outcomes, **common)
+        else:
+            said = f"{method} of task {task_id}: {why}: {TASK_NOT_FOUND}"
+            decision = Decision(
+                call, "reject", TASK_NOT_FOUND, said, not_found_text(), outcomes=outcomes, **common
+            )
+        log = self.engine.log
+        if log is not None:
+            log.write_decisions([decision])
+            log.flush()
+        return decision
 
     @property
     def in_process(self) -> bool:

@@ -4,12 +4,23 @@ Stage 2's verdict applied to resources, resource templates, prompts and skills: 
 gateway serves them (:mod:`maitred.gateway.surfaces`, the MCP plumbing and the config), this
 module decides them, with no MCP library in sight.
 
+**Decided on what would be served, never on how it was spelled.** A URI is first resolved
+(:meth:`SurfaceContracts.target`) to its canonical form (:func:`~maitred.gate.uris.canonical_uri`:
+percent-decoding, ``%2F`` included, dot segments, repeated slashes, the scheme's case rules)
+and, under one of the gateway's own skills, to the file that would be served
+(:class:`~maitred.gate.uris.SkillIndex`, the resolution the gateway serves that file by). Every
+verdict and logged decision is on that identity; a URI under the gateway's own skills that
+resolves to none of their files is refused like an unknown resource.
+
 **Which contract governs what** (:meth:`SurfaceContracts.governing`). A listed template: the
-entry of its exact ``uriTemplate``. A prompt: the entry of its name. A concrete resource URI,
-listed or read: the entry of that URI if there is one, else *every* template entry whose
-template matches it (the gateway's matcher, the one that routes the read) -- all must pass, so
-reading a URI under a hidden template is refused like the template. A file of a skill: the
-entry of its folder's ``SKILL.md``. Nothing governs it: it is *ungated*, and ``ungated``
+entry of its exact ``uriTemplate``. A prompt: the entry of its name. A file of one of the
+gateway's own skills: the entry of its skill. A concrete resource URI, listed or read: the
+entries whose URI has the same canonical form, or is the resource its query or trailing slash is
+appended to (``docs://pricing?v=2`` and ``docs://pricing/`` are governed by ``docs://pricing``);
+else the entry of the upstream skill whose folder it falls under; else *every* template entry
+whose template matches it as written, in canonical form or without its query (the gateway's
+matcher, the one that routes the read) -- all must pass, so reading a URI under a hidden
+template is refused like the template. Nothing governs it: it is *ungated*, and ``ungated``
 decides: ``pass`` or ``hide`` (a skill no contract governs is always hidden).
 
 **The same promise as tools.** Visible means the decision kernel
@@ -31,6 +42,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
+from urllib.parse import unquote
 
 from maitred._canonical import content_hash
 from maitred.actions.model import OK, STATE_UNAVAILABLE, Decision, ToolCall
@@ -39,6 +51,7 @@ from maitred.actions.session import Session
 from maitred.contract.kernel import decide_exit
 from maitred.contract.model import Contract
 from maitred.gate.executability import fetch_keys
+from maitred.gate.uris import SkillFile, SkillIndex, base_uri, canonical_uri
 from maitred.log.base import DecisionLog
 from maitred.state.snapshot import Snapshot, StateProvider
 
@@ -67,12 +80,15 @@ class Surface:
         key: the URI, URI template or prompt name, exactly as listed.
         upstream: the upstream whose sidecar declares it.
         contract: its contract (exit predicates).
+        files: for a skill the gateway serves itself (family ``skills``): the paths of its
+            files inside its folder, as its manifest lists them.
     """
 
     family: Family
     key: str
     upstream: str
     contract: Contract
+    files: frozenset[str] = frozenset()
 
     def describe(self) -> str:
         if self.family == "skills":
@@ -82,6 +98,31 @@ class Surface:
 
 
 Governing = tuple[Surface, ...] | None  # None: ungated
+
+
+@dataclass(frozen=True)
+class Target:
+    """What one read or get names, resolved: the identity it is decided on.
+
+    Attributes:
+        family: what it is of (``resources`` for a read, ``skills`` for a skill's entry).
+        written: the URI or name as the client spelled it.
+        canonical: its canonical form (a prompt's or template's name as written).
+        file: the file of one of the gateway's own skills it would be served as.
+        unserved: it falls under one of the gateway's own skills but names none of their
+            files: nothing would be served (refused like an unknown resource).
+    """
+
+    family: Family
+    written: str
+    canonical: str
+    file: SkillFile | None = None
+    unserved: bool = False
+
+    @property
+    def respelled(self) -> bool:
+        """Whether the client spelled it otherwise than its canonical form."""
+        return self.written != self.canonical
 
 
 class SurfaceView:
@@ -124,13 +165,23 @@ class SurfaceContracts:
         matches: Callable[[str, str], bool],
     ) -> None:
         self.ungated = ungated
-        self.by_key = {(s.family, s.key): s for s in surfaces}
+        self.surfaces = tuple(surfaces)
+        #: each entry by its family and key, a URI's key in canonical form (two spellings of
+        #: one URI are one resource: both entries govern it)
+        self.by_key: dict[tuple[Family, str], tuple[Surface, ...]] = {}
+        for s in surfaces:
+            key = (s.family, _canonical(s.family, s.key))
+            self.by_key[key] = (*self.by_key.get(key, ()), s)
         self.templates = tuple(s for s in surfaces if s.family == "templates")
-        #: the gateway's own skills, and the upstreams' (a ``resources`` entry of a skill's
-        #: ``skill://.../SKILL.md``): each governs every file under its folder's URI
+        #: the gateway's own skills, and the files each serves (resolved as it serves them)
         self.skills = tuple(s for s in surfaces if s.family == "skills")
+        self.index = SkillIndex({_skill_path(s.key): s.files for s in self.skills})
+        self.own = {SkillFile(_skill_path(s.key), "SKILL.md").uri: s for s in self.skills}
+        #: the skills an upstream serves (a ``resources`` entry of a skill's
+        #: ``skill://.../SKILL.md``), and the gateway's own: each governs every file under
+        #: its folder's canonical URI
         roots = [s for s in surfaces if s.family in ("skills", "resources") and _skill_md(s.key)]
-        self.skill_roots = {s.key.removesuffix("SKILL.md"): s for s in roots}
+        self.skill_roots = {canonical_uri(s.key).removesuffix("SKILL.md"): s for s in roots}
         self.provider = provider
         self.clock = clock
         self.log = log
@@ -148,7 +199,7 @@ class SurfaceContracts:
         if not skills or self.skills:
             return self
         return SurfaceContracts(
-            [*self.by_key.values(), *skills],
+            [*self.surfaces, *skills],
             ungated=self.ungated,
             provider=self.provider,
             clock=self.clock,
@@ -161,19 +212,43 @@ class SurfaceContracts:
         """True when nothing is gated: no entries, and ungated ones pass."""
         return not self.by_key and self.ungated == "pass"
 
-    def governing(self, family: Family, target: str) -> Governing:
+    def target(self, family: Family, written: str) -> Target:
+        """What ``written`` (a URI, template or prompt name of ``family``) names, resolved:
+        a URI to its canonical form and, under the gateway's own skills, to the file the
+        gateway would serve (:meth:`SkillIndex.resolve <maitred.gate.uris.SkillIndex.resolve>`,
+        the resolution its skill provider serves by)."""
+        canonical = _canonical(family, written)
+        if family != "resources" or not self.index or self.index.owner(canonical) is None:
+            return Target(family, written, canonical)
+        found = self.index.resolve(canonical)
+        return Target(family, written, canonical, found, unserved=found is None)
+
+    def governing(self, family: Family, target: str | Target) -> Governing:
         """The entries that govern ``target`` (see the module docstring); None: ungated."""
-        found = self.by_key.get((family, target))
-        if found is not None:
-            return (found,)
-        if family == "skills":  # an upstream's skill: its SKILL.md's resource entry, if any
-            return self.governing("resources", target) if _skill_md(target) else None
-        if family == "resources" and self.skill_roots:  # a file of one of the gateway's skills
-            roots = [r for r in self.skill_roots if target.startswith(r)]
-            if roots:
-                return (self.skill_roots[max(roots, key=len)],)
-        if family == "resources" and self.templates:
-            under = tuple(t for t in self.templates if self.matches(target, t.key))
+        t = target if isinstance(target, Target) else self.target(family, target)
+        if family == "skills":  # the gateway's own, or an upstream's SKILL.md resource entry
+            found = self.by_key.get(("skills", t.canonical))
+            if found is None and _skill_md(t.canonical):
+                found = self.by_key.get(("resources", t.canonical))
+            return found
+        if family != "resources":
+            return self.by_key.get((family, t.canonical))
+        if t.file is not None or t.unserved:  # under one of the gateway's own skills
+            return (self.own[SkillFile(str(self.index.owner(t.canonical)), "SKILL.md").uri],)
+        base = base_uri(t.canonical)
+        named = self.by_key.get(("resources", t.canonical), ())
+        if base != t.canonical:
+            named += tuple(s for s in self.by_key.get(("resources", base), ()) if s not in named)
+        if named:
+            return named
+        roots = [r for r in self.skill_roots if t.canonical.startswith(r)]
+        if roots:  # a file of an upstream's skill
+            return (self.skill_roots[max(roots, key=len)],)
+        if self.templates:
+            spellings = (t.written, t.canonical, base)
+            under = tuple(
+                s for s in self.templates if any(self.matches(u, s.key) for u in spellings)
+            )
             return under or None
         return None
 
@@ -256,17 +331,21 @@ class SurfaceContracts:
         granted: frozenset[str] | None = None,
     ) -> Decision:
         """May ``session`` (its account, for a caller granted ``granted``) read the resource
-        (or get the prompt, the skill) ``target`` now? Decided on fresh state, logged and
-        flushed, then returned.
+        (or get the prompt, the skill) ``target`` now? Decided on what ``target`` resolves to
+        (:meth:`target`), on fresh state; logged (a respelled URI's call carries its canonical
+        form as ``canonical``) and flushed, then returned.
 
         Raises:
             MaitredError: the decision could not be logged (the read must not happen).
         """
-        governing = self.governing(family, target)
+        resolved = self.target(family, target)
+        if resolved.respelled:
+            call = replace(call, arguments={**call.arguments, "canonical": resolved.canonical})
+        governing = self.governing(family, resolved)
         snapshot = self.read(session.account, [governing])
         now = self.clock()
         decision = replace(
-            self._decide(family, target, call, governing, snapshot, now, view, granted),
+            self._decide(resolved, call, governing, snapshot, now, view, granted),
             mutates=False,
             now=now,
             policy=self.policy,
@@ -280,8 +359,7 @@ class SurfaceContracts:
 
     def _decide(
         self,
-        family: Family,
-        target: str,
+        target: Target,
         call: ToolCall,
         governing: Governing,
         snapshot: Snapshot,
@@ -289,8 +367,12 @@ class SurfaceContracts:
         view: SurfaceView | None,
         granted: frozenset[str] | None = None,
     ) -> Decision:
-        noun = NOUN[family]
-        what = f"{call.name} of {noun} {target!r}"
+        family, noun = target.family, NOUN[target.family]
+        what = f"{call.name} of {noun} {target.canonical!r}"
+        if target.respelled:
+            what += f" (written {target.written!r})"
+        if target.unserved:  # under the gateway's own skills, no file of theirs: unknown
+            return _refused(call, family, f"{what}: no such file of a skill is served")
         if governing is None:
             if family == "skills":  # not a skill the gateway serves: refused like a hidden one
                 return _refused(call, family, f"{what}: no such skill is served")
@@ -309,7 +391,7 @@ class SurfaceContracts:
         fired = [o.predicate for _, v in hidden for o in v.fired]
         why = f"cause {cause}" if cause else f"exit predicate(s) {fired} hold"
         people = f"{what}: hidden by {by}: {why}"
-        if not self._was_shown(family, target, view):  # what it was not shown stays unseen
+        if not self._was_shown(target, view):  # what it was not shown stays unseen
             return _refused(call, family, people, outcomes, cause)
         if cause == "state_unavailable":
             return _refused(
@@ -337,20 +419,34 @@ class SurfaceContracts:
             why=f"this {noun} is not available for this account now ({detail})",
         )
 
-    def _was_shown(self, family: Family, target: str, view: SurfaceView | None) -> bool:
-        """Whether the session's latest listing showed ``target`` (a resource: its URI, or a
-        template it falls under)."""
+    def _was_shown(self, target: Target, view: SurfaceView | None) -> bool:
+        """Whether the session's latest listing showed ``target`` (its canonical form; a
+        resource: its URI, or a template it falls under)."""
         if view is None:
             return False
-        if target in view.shown(family):
+        family = target.family
+        if target.canonical in {_canonical(family, s) for s in view.shown(family)}:
             return True
         return family == "resources" and any(
-            self.matches(target, t) for t in view.shown("templates")
+            self.matches(u, t)
+            for t in view.shown("templates")
+            for u in (target.written, target.canonical)
         )
 
 
 def _skill_md(uri: str) -> bool:
     return uri.startswith("skill://") and uri.endswith("/SKILL.md")
+
+
+def _canonical(family: Family, key: str) -> str:
+    """A URI's canonical form (a resource's or skill's); a template or prompt as written."""
+    return canonical_uri(key) if family in ("resources", "skills") else key
+
+
+def _skill_path(uri: str) -> str:
+    """The path of the skill whose ``SKILL.md`` is at ``uri`` (``internal-comms``)."""
+    inner = canonical_uri(uri).removeprefix("skill://").removesuffix("/SKILL.md")
+    return unquote(inner)
 
 
 def _refused(
@@ -393,4 +489,5 @@ __all__ = [
     "Surface",
     "SurfaceContracts",
     "SurfaceView",
+    "Target",
 ]

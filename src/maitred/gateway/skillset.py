@@ -34,6 +34,16 @@ on state read afresh:
 * ``resources/list`` and ``resources/read`` of a skill's files follow its contract through the
   surfaces' middleware, so a hidden skill cannot be read file by file either.
 
+**Served by what was decided.** A read of a ``skill://`` URI is resolved to the file it names
+by the core's :meth:`SkillIndex.resolve <maitred.gate.uris.SkillIndex.resolve>` (percent-
+decoding, ``%2F`` included, dot segments, repeated slashes, the scheme's case): the surfaces'
+gate decides and logs the read on that file, and this module's provider
+(:class:`ServedSkillFiles`) serves the file by that same resolution, never by FastMCP's own
+lookup of the URI as written. ``skill://%69nternal-comms/SKILL.md`` is
+``skill://internal-comms/SKILL.md`` to both, and a URI under a skill's folder that names none
+of its files is refused like an unknown resource. ``skills/get`` is decided and answered on
+the canonical URI too.
+
 **An upstream's skills pass through, gated by its sidecar.** An upstream skill is served when
 the upstream's sidecar gives its ``SKILL.md`` a ``resources`` entry (``skill://guide/SKILL.md:
 {exit_predicates: [...]}``; ``{}``: reviewed, always shown): that entry is the skill's contract
@@ -58,6 +68,7 @@ from typing import Any, Protocol
 
 import anyio
 import mcp_types as mt  # the MCP wire types (`mcp.types` re-exports them)
+from fastmcp.resources import Resource
 from fastmcp.server.extensions import MethodBinding, ServerExtension
 from fastmcp.skills import GetSkillResult, ListSkillsResult, MCPSkill, SkillsClientExtension
 from fastmcp.skills import Skill as SkillFiles
@@ -67,7 +78,12 @@ from fastmcp.skills.models import (
     ListSkillsParams,
     ListSkillsRequest,
 )
-from fastmcp.skills.provider import SkillCatalogProvider
+from fastmcp.skills.provider import (
+    SkillCatalogProvider,
+    SkillFileResource,
+    SkillManifestResource,
+)
+from fastmcp.utilities.versions import VersionSpec
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
@@ -77,6 +93,7 @@ from maitred.actions.refusals import GATE_UNAVAILABLE, NOTHING_READ, auth_requir
 from maitred.contract.sidecar import SIDECAR
 from maitred.errors import ConfigError, MaitredError
 from maitred.gate.surfaces import Surface
+from maitred.gate.uris import MANIFEST, SkillIndex, canonical_uri
 from maitred.gateway.config import GatewayConfig
 from maitred.gateway.keeper import Gatekeeper
 from maitred.gateway.metrics import GatewayMetrics
@@ -98,11 +115,40 @@ class ServedSkill:
         uri: the URI of its ``SKILL.md`` (``skill://<name>/SKILL.md``): its key everywhere.
         skill: the skill as maitred read it, with its contract.
         entry: its skills-extension entry (frontmatter and file manifest).
+        files: the paths of its files inside its folder, as the manifest lists them.
     """
 
     uri: str
     skill: Skill
     entry: MCPSkill
+    files: frozenset[str] = frozenset()
+
+
+class ServedSkillFiles(SkillCatalogProvider):
+    """FastMCP's skill provider (it lists the files as ``skill://`` resources), but a read
+    is served by the file the core resolves the URI to (:class:`~maitred.gate.uris.SkillIndex`,
+    the resolution the surfaces' gate decides on), never by FastMCP's lookup of the URI as
+    written.
+
+    Args:
+        skills: each skill's files, by the skill's path (its name).
+        index: the same skills' files, to resolve a read by.
+    """
+
+    def __init__(self, skills: Mapping[str, SkillFiles], index: SkillIndex) -> None:
+        super().__init__(skills)
+        self.index = index
+
+    async def _get_resource(self, uri: str, version: VersionSpec | None = None) -> Resource | None:
+        found = self.index.resolve(uri)
+        if found is None:
+            return None
+        resource = await super()._get_resource(found.uri, version)  # built for that file
+        if isinstance(resource, SkillFileResource):
+            same = (resource.skill_path, resource.file_path) == (found.skill, found.path)
+        else:
+            same = isinstance(resource, SkillManifestResource) and found.path == MANIFEST
+        return resource if same else None
 
 
 @dataclass(frozen=True)
@@ -110,18 +156,25 @@ class SkillSet:
     """The skill folders of a gateway config, loaded once at start.
 
     Attributes:
-        skills: each served skill, by the URI of its ``SKILL.md``, in URI order.
-        provider: serves their files as ``skill://`` resources (FastMCP's own provider).
+        skills: each served skill, by the canonical URI of its ``SKILL.md``, in URI order.
+        provider: serves their files as ``skill://`` resources.
     """
 
     skills: Mapping[str, ServedSkill]
-    provider: SkillCatalogProvider
+    provider: ServedSkillFiles
 
     @property
     def surfaces(self) -> tuple[Surface, ...]:
-        """Each skill as a surface of the family ``skills`` (what the surfaces' gate decides)."""
+        """Each skill as a surface of the family ``skills`` (what the surfaces' gate decides),
+        with its files (what it resolves a read to)."""
         return tuple(
-            Surface("skills", uri, f"skills folder {s.skill.path}", s.skill.contract)
+            Surface(
+                "skills",
+                uri,
+                f"skills folder {s.skill.path}",
+                s.skill.contract,
+                s.files,
+            )
             for uri, s in self.skills.items()
         )
 
@@ -157,10 +210,12 @@ def load_skills(config: GatewayConfig) -> SkillSet | None:
                 f"{str(exc).splitlines()[0]}"
             ) from None
         entry = served_files.manifest.to_mcp_skill()
-        served[entry.uri] = ServedSkill(entry.uri, skill, entry)
+        uri = canonical_uri(entry.uri)
+        served[uri] = ServedSkill(uri, skill, entry, frozenset(served_files.manifest.files))
         files[skill.name] = served_files
     ordered = {uri: served[uri] for uri in sorted(served)}
-    return SkillSet(ordered, SkillCatalogProvider(files))
+    index = SkillIndex({name: f.manifest.files for name, f in files.items()})
+    return SkillSet(ordered, ServedSkillFiles(files, index))
 
 
 def _files(folder: Path) -> dict[str, bytes]:
@@ -263,9 +318,11 @@ class GatedSkills(ServerExtension):
     async def get_skill(
         self, ctx: ServerRequestContext[Any, Any], params: GetSkillParams
     ) -> GetSkillResult:
-        """The entry of one skill, if the caller may use it now (a logged decision)."""
+        """The entry of one skill, if the caller may use it now (a logged decision on the
+        canonical form of its URI, the one it is answered for)."""
         keeper, guard = self._caller()
         uri = params.uri
+        canonical = guard.contracts.target("skills", uri).canonical
         call = ToolCall("skills/get", {"uri": uri}, new_call_id())
         count = self.serving.metrics.surface_requests
         view = guard.views.get(keeper)
@@ -287,10 +344,10 @@ class GatedSkills(ServerExtension):
         if decision.reject:
             rejection = decision.rejection()
             raise MCPError(mt.INVALID_PARAMS, rejection.message, rejection.to_json())
-        served = self.local.get(uri)
+        served = self.local.get(canonical)
         entry = served.entry if served is not None else None
         for proxy in [] if entry is not None else self._skilled(guard):
-            entry = await _got(proxy, uri)
+            entry = await _got(proxy, canonical)
             if entry is not None:
                 break
         if entry is None:  # governed, but no upstream serves it: as an upstream would answer

@@ -342,6 +342,10 @@ class SurfaceGuard(Middleware):
         uri = str(context.message.uri)
         call = ToolCall("resources/read", {"uri": uri}, new_call_id())
         decision = await self._decided(context, "resources", uri, call)
+        served = self.contracts.target("resources", uri).file
+        if served is not None:  # one of the gateway's own skill files: served as decided
+            message = context.message.model_copy(update={"uri": served.uri})
+            context = context.copy(message=message)
         result = await call_next(context)
         meta = {**(result.meta or {}), DECISION_ID_META: decision.decision_id}
         return result.model_copy(update={"meta": meta})

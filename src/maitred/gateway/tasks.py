@@ -20,18 +20,25 @@ with a result.
 recorded (:meth:`TaskBook.created`) before the client sees it: an action decision
 ``tasks/create`` whose decision id is the task's id *at the gateway* -- a fresh, unguessable
 id, since several upstreams may use the same ids, and one may use guessable ones -- and whose
-arguments name the upstream, the upstream's own task id, the tool, the account and the
-decision that allowed the call; its session and tenant are the creator's. The client gets the
-handle under the gateway's id. So any replica on the same log, or this process restarted,
-finds the task's owner with one primary-key probe, and routes a ``tasks/*`` request to the
-upstream that holds it.
+arguments name the upstream, the upstream's own task id, the tool and the call's arguments,
+the account, the credential's subject (a JWT's ``sub``) and the decision that allowed the
+call; its session and tenant are the creator's. The client gets the handle under the
+gateway's id. So any replica on the same log, or this process restarted, finds the task's
+owner with one primary-key probe, and routes a ``tasks/*`` request to the upstream that holds
+it.
 
-**Only its creator may see a task.** ``tasks/get``, ``tasks/update`` and ``tasks/cancel`` are
-each decided (:meth:`TaskBook.decide`) and logged like a resource read: a task id that another
-principal (another tenant or account) created is answered exactly as an id that does not exist
-(``-32602``, ``TASK_NOT_FOUND``, the same message, both logged), so a task's existence never
-leaks; only the creator's request is forwarded, with the upstream's id, and the answer comes
-back under the gateway's id.
+**A task belongs to the principal that created it, decided again on every access.**
+``tasks/get`` (which carries the result), ``tasks/update`` and ``tasks/cancel`` are each
+decided and logged like a resource read -- by the caller's session, not here
+(:meth:`Conversation.task_access <maitred.conversation.Conversation.task_access>`, which asks
+the engine): allowed only for the task's creator (the same tenant, account and credential's
+subject) who could make the task's call *now* -- the tool's decision for this caller on fresh
+state: its scopes, exit predicates and call policies. Anything else -- another principal's
+task, another token of the same account that lacks the tool's scope, the creator once the
+state hides the tool -- is answered exactly as an id that does not exist (``-32602``,
+``TASK_NOT_FOUND``, the same message, both logged), so a task's existence never leaks; only an
+allowed request is forwarded, with the upstream's id, and the answer comes back under the
+gateway's id.
 
 **Where it applies.** Streamable-HTTP upstreams: each request to one is a connection of its
 own, so one can declare the extension and the next not. A stdio upstream is one session the
@@ -66,11 +73,12 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ConfigDict, Field
 
-from maitred.actions.model import OK, Decision, Rejection, ToolCall, new_call_id
-from maitred.actions.refusals import gate_unavailable, refusal_text
+from maitred.actions.model import OK, Decision, Rejection, ToolCall
+from maitred.actions.refusals import gate_unavailable
+from maitred.conversation import Conversation as Gatekeeper
+from maitred.conversation.tasks import TASK_NOT_FOUND, TASKS_POLICY, TaskOrigin
 from maitred.errors import MaitredError
 from maitred.gateway.config import Upstream
-from maitred.gateway.keeper import Gatekeeper
 from maitred.gateway.upstreams import ListingProxy, UpstreamTool, declaring, sdk_request
 from maitred.log.base import DecisionLog
 from maitred.log.offers import LINKED_DECISION_SQL
@@ -78,7 +86,6 @@ from maitred.log.storable import identity_fault
 
 #: the tasks extension's identifier (SEP-2663)
 TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
-TASK_NOT_FOUND = "TASK_NOT_FOUND"
 #: the call name of the decision that records a task (its decision id is the task's id)
 CREATE = "tasks/create"
 _KEPT = 10_000  # task records kept in memory (the log has them all)
@@ -141,8 +148,9 @@ class TaskRecord:
     Attributes:
         task_id: its id at the gateway (the recording decision's id).
         upstream: the upstream that holds it, and ``upstream_task_id`` its id there.
-        tenant, account: its creator.
-        tool: the tool whose call created it; ``decision_id``: the decision that allowed it.
+        tenant, account: its creator; ``subject``: the creator's credential's subject.
+        tool: the tool whose call created it; ``decision_id``: the decision that allowed it;
+            ``arguments``: the call's arguments.
     """
 
     task_id: str
@@ -152,6 +160,14 @@ class TaskRecord:
     account: str
     tool: str
     decision_id: str
+    subject: str = ""
+    arguments: Mapping[str, Any] | None = None
+
+    @property
+    def origin(self) -> TaskOrigin:
+        """Who made it, and with what call (what each access is decided on)."""
+        call = ToolCall(self.tool, dict(self.arguments or {}))
+        return TaskOrigin(self.tenant, self.account, self.subject, call)
 
     @classmethod
     def of(cls, decision: Mapping[str, Any]) -> TaskRecord | None:
@@ -168,6 +184,8 @@ class TaskRecord:
             str(args.get("account", "")),
             str(args.get("tool", "")),
             str(args.get("decision", "")),
+            str(args.get("subject", "")),
+            dict(args.get("arguments") or {}),
         )
 
 
@@ -193,10 +211,15 @@ class TaskBook:
             self.kept.popitem(last=False)
 
     def created(
-        self, keeper: Gatekeeper, allowed: Decision, upstream: str, task: CreatedTask
+        self,
+        keeper: Gatekeeper,
+        allowed: Decision,
+        upstream: str,
+        task: CreatedTask,
     ) -> TaskRecord:
-        """Record ``task``, made by ``upstream`` for the call ``allowed`` decided; returns the
-        record once it is in the log (flushed).
+        """Record ``task``, made by ``upstream`` for the call ``allowed`` decided, for
+        ``keeper``'s principal (its tenant, account and credential's subject); returns the record
+        once it is in the log (flushed).
 
         Raises:
             MaitredError: the record could not be written (the task must not be handed out).
@@ -206,7 +229,9 @@ class TaskBook:
             "upstream": upstream,
             "upstreamTaskId": task.task_id,
             "tool": allowed.call.name,
+            "arguments": dict(allowed.call.arguments),
             "account": keeper.account,
+            "subject": keeper.principal.subject,
             "decision": allowed.decision_id,
         }
         now = self.clock()
@@ -216,13 +241,16 @@ class TaskBook:
             OK,
             f"task {task_id} of {allowed.call.name} (upstream {upstream!r}, its id "
             f"{task.task_id!r}) created by the call decision {allowed.decision_id} for "
-            f"account {keeper.account!r}; only its creator may get, update or cancel it",
+            f"account {keeper.account!r}; only its creator, while it may make that call, may "
+            "get, update or cancel it",
             mutates=False,
             now=now,
-            policy="mcp-tasks",
+            policy=TASKS_POLICY,
             decision_id=task_id,
             session_id=keeper.session.id,
             tenant=keeper.tenant,
+            account=keeper.account,
+            subject=keeper.principal.subject,
         )
         if self.log is not None:
             self.log.write_decisions([decision])
@@ -248,51 +276,18 @@ class TaskBook:
     def decide(
         self, keeper: Gatekeeper, method: str, task_id: str
     ) -> tuple[Decision, TaskRecord | None]:
-        """May ``keeper``'s principal send ``method`` for ``task_id``? Decided, logged and
-        flushed: allowed only for the task's creator (same tenant and account).
+        """May ``keeper``'s principal send ``method``
+        for ``task_id`` now? Asked of its conversation (:meth:`Conversation.task_access
+        <maitred.conversation.Conversation.task_access>`: decided, logged and flushed); the
+        task's record comes with an allowed decision only.
 
         Raises:
             MaitredError: the record could not be read, or the decision written.
         """
         record = self.find(task_id)
-        mine = (
-            record is not None
-            and record.tenant == keeper.tenant
-            and record.account == keeper.account
-        )
-        call = ToolCall(method, {"taskId": task_id}, new_call_id())
-        now = self.clock()
-        common: dict[str, Any] = {
-            "mutates": method != "tasks/get",
-            "now": now,
-            "policy": "mcp-tasks",
-            "session_id": keeper.session.id,
-            "tenant": keeper.tenant,
-        }
-        if mine:
-            assert record is not None
-            decision = Decision(
-                call, "allow", OK, f"{method} of task {task_id} by its creator", **common
-            )
-        else:
-            whose = "no such task" if record is None else "another principal's task"
-            decision = Decision(
-                call,
-                "reject",
-                TASK_NOT_FOUND,
-                f"{method} of task {task_id}: {whose}: {TASK_NOT_FOUND}",
-                refusal_text(
-                    TASK_NOT_FOUND,
-                    "no task with that id is known to you",
-                    undone="Nothing was done",
-                    then="use the id a call of yours returned",
-                ),
-                **common,
-            )
-        if self.log is not None:
-            self.log.write_decisions([decision])
-            self.log.flush()
-        return decision, record if mine else None
+        origin = record.origin if record is not None else None
+        decision = keeper.task_access(method, task_id, origin)
+        return decision, record if decision.allow else None
 
 
 def _as_json(decision: Decision) -> dict[str, Any]:
