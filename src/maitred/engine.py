@@ -121,7 +121,7 @@ class Maitred:
             Rulebook.from_catalog(pipeline.catalog), clock=pipeline.clock, log=pipeline.log
         )
         self._owns_log = owns_log
-        self._unlogged: ActionGate | None = None  # :meth:`recheck`'s, built on first use
+        self._unlogged: ActionGate | None = None  # :meth:`check_unlogged`'s, built on first use
         self._tenant_runs: dict[str, str] = {}
         self._tenant_runs_lock = threading.Lock()
         self._spent = SpentStates(pipeline.log)
@@ -461,7 +461,7 @@ class Maitred:
             self.log.flush()
         return decision
 
-    def recheck(
+    def check_unlogged(
         self,
         call: ToolCall,
         *,

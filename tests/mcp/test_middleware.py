@@ -31,7 +31,7 @@ class _BrokenLogKeeper:
     def lists_first(self, name: str, hold: Any = None) -> bool:
         return False
 
-    def check(self, name: str, arguments: Any, *, hold: Any = None) -> Any:
+    def check(self, name: str, arguments: Any, *, hold: Any = None, **_: Any) -> Any:
         raise LogError("database is locked")
 
 
@@ -70,7 +70,7 @@ class _ThreadKeeper(_BrokenLogKeeper):
     def lists_first(self, name: str, hold: Any = None) -> bool:
         return self._lists_first
 
-    def check(self, name: str, arguments: Any, *, hold: Any = None) -> Any:
+    def check(self, name: str, arguments: Any, *, hold: Any = None, **_: Any) -> Any:
         self.threads.append(threading.current_thread())
         return Decision(ToolCall(name, {}), "reject", "TOOL_NOT_OFFERED", decision_id="d-1")
 

@@ -334,7 +334,8 @@ def test_another_credential_of_the_same_account_never_reaches_a_task_it_could_no
     creates a task; a static token of the same account without that scope (refused
     ``INSUFFICIENT_SCOPE`` for the tool) and a JWT of another subject with the scope neither
     read nor cancel it -- ``TASK_NOT_FOUND``, worded as a made-up id, logged, never forwarded
-    -- while the creator still can, and a JWT's own task is its subject's alone."""
+    -- while the creator still can, and a JWT's own task is its subject's alone, and hers only
+    while her grant reaches the tool (the same subject with the scope taken away: refused)."""
     issuer = Issuer()
     (site.root / "jwks.json").write_text(json.dumps(issuer.jwks()), encoding="utf-8")
     tokens = (
@@ -348,6 +349,7 @@ def test_another_credential_of_the_same_account_never_reaches_a_task_it_could_no
     config = site.config("server: {host: 127.0.0.1, port: 0}\n" + tokens, SCOPED_SIDECAR)
     site.set_plan("pro")
     ann, dan = (issuer.mint(sub=who, acct="acc-1", scope="reports:read") for who in ("ann", "dan"))
+    ann_bare = issuer.mint(sub="ann", acct="acc-1", scope="")  # ann, her grant narrowed since
     got: dict[str, Any] = {}
 
     async def main(url: str) -> None:
@@ -369,6 +371,8 @@ def test_another_credential_of_the_same_account_never_reaches_a_task_it_could_no
             got["ann_task"] = (await call(jwt_client, "render_report", {"title": "Q1"})).task_id
         async with Client(url, auth=dan, extensions=[Tasks()]) as other:
             got["dan_ann"] = await refused(task(other, "tasks/get", got["ann_task"]))
+        async with Client(url, auth=ann_bare, extensions=[Tasks()]) as bare:
+            got["ann_bare"] = await refused(task(bare, "tasks/get", got["ann_task"]))
         async with Client(url, auth=ann, extensions=[Tasks()]) as jwt_client:
             got["ann_get"] = await task(jwt_client, "tasks/get", got["ann_task"])
         async with Client(url, auth=SCOPED, extensions=[Tasks()]) as scoped:
@@ -385,7 +389,7 @@ def test_another_credential_of_the_same_account_never_reaches_a_task_it_could_no
     finally:
         gateway.stop()
     assert got["call"].is_error and "INSUFFICIENT_SCOPE" in got["call"].content[0].text
-    for key in ("unscoped_get", "unscoped_cancel", "dan_get", "dan_ann"):
+    for key in ("unscoped_get", "unscoped_cancel", "dan_get", "dan_ann", "ann_bare"):
         assert got[key]["code"] == "TASK_NOT_FOUND", key
         assert got[key]["text"] == got["unknown"]["text"], key  # the words of a made-up id
     assert got["scoped_get"]["taskId"] == got["task"] and got["scoped_get"]["status"] == "working"
@@ -400,8 +404,9 @@ def test_another_credential_of_the_same_account_never_reaches_a_task_it_could_no
     ]
     rows = _rows(site)
     for key, why in (
-        ("unscoped_get", "INSUFFICIENT_SCOPE"),
+        ("unscoped_get", "another principal's task"),  # another token is another principal
         ("dan_get", "another principal's task"),
+        ("ann_bare", "INSUFFICIENT_SCOPE"),  # the creator, who could not make the call now
     ):
         row = rows[got[key]["decision_id"]]
         assert (row["verdict"], row["tenant"]) == ("reject", "acme")

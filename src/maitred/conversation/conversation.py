@@ -344,8 +344,9 @@ class Conversation:
         (:mod:`maitred.conversation.tasks`).
 
         Allowed only when the caller is the task's creator -- the same tenant, account and
-        credential's subject -- *and* could make the task's call now (:meth:`Maitred.recheck
-        <maitred.Maitred.recheck>`); otherwise ``TASK_NOT_FOUND``, worded as for a made-up id.
+        credential's subject -- *and* could make the task's call now
+        (:meth:`Maitred.check_unlogged <maitred.Maitred.check_unlogged>`); otherwise
+        ``TASK_NOT_FOUND``, worded as for a made-up id.
 
         Raises:
             MaitredError: the decision could not be written.
@@ -364,7 +365,9 @@ class Conversation:
         why = why_not(method, task_id, task, who)
         again: Decision | None = None
         if not why and task is not None:
-            again = self.engine.recheck(task.call, session=self.session, context=self.context)
+            again = self.engine.check_unlogged(
+                task.call, session=self.session, context=self.context
+            )
             why = f"its creator may not make its call {task.call.name} now: {again.message}"
         outcomes = again.outcomes if again is not None else ()
         if again is not None and allows(again):

@@ -5,7 +5,7 @@ A task (MCP's tasks extension) is the result of a call, to be fetched, fed or st
 It belongs to the principal that made the call -- tenant, account and the credential's
 subject -- and is decided again on every access: the caller must be that principal *and*
 could make the task's call now (its scopes, the tool's exit predicates, its call policies,
-on fresh state; :meth:`Maitred.recheck <maitred.Maitred.recheck>`). Anything else is
+on fresh state; :meth:`Maitred.check_unlogged <maitred.Maitred.check_unlogged>`). Anything else is
 ``TASK_NOT_FOUND``, in the very words of an id that does not exist, so a task's existence
 never leaks; the log says which it was.
 """

@@ -186,7 +186,8 @@ async def open_gateway(
     except BaseException:
         engines.close()
         raise
-    limit = (config.server or HttpServer()).max_sessions
+    where = config.server or HttpServer()
+    limit = where.max_sessions
     tasks = (
         TaskBook(engines.engine.log, engines.engine.now) if offers_tasks(config.upstreams) else None
     )
@@ -199,10 +200,9 @@ async def open_gateway(
         limiter=limiter,
         upstreams=upstreams,
         tasks=tasks,
+        approvals=Approvals(where.request_state_ttl_s),  # a yes lives as its sealed state
     )
     passthrough.serve_listen(gate.listen)
-    where = config.server or HttpServer()
-    gate.approvals = Approvals(where.request_state_ttl_s)  # a yes lives as its sealed state
     auth = (
         GatewayAuth(
             config.tokens,

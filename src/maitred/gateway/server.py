@@ -131,6 +131,8 @@ class GateMiddleware(CallPath, Middleware):
             tries a down one again, a failed call has its upstream listed again.
         tasks: who created which task (:mod:`maitred.gateway.tasks`); ``None``: no upstream
             can make one.
+        approvals: how people are asked (:mod:`maitred.gateway.approval`; its yes lives as
+            long as the server's sealed request state).
     """
 
     def __init__(
@@ -144,6 +146,7 @@ class GateMiddleware(CallPath, Middleware):
         limiter: Limiter | None = None,
         upstreams: Upstreams | None = None,
         tasks: TaskBook | None = None,
+        approvals: Approvals | None = None,
     ) -> None:
         self.engines = engines
         self.tasks = tasks
@@ -157,7 +160,8 @@ class GateMiddleware(CallPath, Middleware):
         #: what ``GET /metrics`` shows (over HTTP)
         self.metrics = GatewayMetrics(lambda: len(self.keepers))
         #: questions put to people about calls that need approval (:mod:`.approval`)
-        self.approvals = Approvals()  # the yes's lifetime: the sealed state's (.build)
+        #: questions put to people (:mod:`.approval`); a yes lives as its sealed state
+        self.approvals = approvals if approvals is not None else Approvals()
         self.tracing = tracing
         self.surface_guard = SurfaceGuard(self, surfaces) if surfaces is not None else None
         self.limiter = limiter
