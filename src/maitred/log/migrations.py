@@ -46,6 +46,9 @@ guarded table refuse an ``INSERT`` of a row that is not chained (:mod:`maitred.l
 brought back (:meth:`~maitred.log.base.DecisionLog.spend`), keyed by what was spent, so a second
 use is found on every process sharing the log; guarded like the others (on SQLite an insert of
 a key already there is skipped, never replaces the first use).
+``0014_decision_accounts`` gives every action decision its account as a column (from its JSON,
+checked by ``verify`` like the other copied columns) and indexes the lists by account and by
+time.
 """
 
 from __future__ import annotations
