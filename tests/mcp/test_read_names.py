@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+import anyio
 import mcp_types as mt
 import pytest
 from anyio.from_thread import BlockingPortal, start_blocking_portal
@@ -41,6 +42,10 @@ from tests.mcp.test_skills import HIDDEN_SIDECAR, _skill
 from tests.mcp.test_surfaces import LIBRARY, Library, library_at
 
 from maitred.gate.uris import SkillFile, SkillIndex, base_uri, canonical_uri
+from maitred.gateway import load_config
+from maitred.gateway.build import open_gateway
+from maitred.log import open_log
+from maitred.log.lookup import DecisionFilter, list_decisions
 
 TOKEN = "tok-names-acc1-5d0e"
 HIDDEN_FILES = ("SKILL.md", "references/GUIDE.md", "_manifest")
@@ -261,3 +266,53 @@ def test_no_spelling_of_a_hidden_skill_file_or_resource_is_ever_served(
     served = site.served()
     assert not [s for s in served if s.startswith(("read docs://pricing", "read reports://"))]
     assert not [s for s in served if s == "read docs://roadmap"] or ungated == "pass"
+
+
+def test_an_allowed_skill_file_is_served_by_its_canonical_name_and_a_missing_one_refused(
+    tmp_path: Path,
+) -> None:
+    """The file served is the file decided on: a respelled read of a visible skill's file is
+    served that file, logged with both spellings; a URI under a served skill that names none
+    of its files is refused like an unknown resource, whatever ``ungated`` says."""
+    site = _site(tmp_path, "pass")
+    got: dict[str, Any] = {}
+
+    async def main() -> None:
+        server, engines = await open_gateway(load_config(site.config))
+        try:
+            async with Client(server, mode="legacy") as client:  # type: ignore[arg-type]
+                read = mt.ReadResourceRequest(
+                    params=mt.ReadResourceRequestParams(
+                        uri="SKILL://%68andbook-tour/./references%2FGUIDE.md#top"
+                    )
+                )
+                got["read"] = await client.session.send_request(read, mt.ReadResourceResult)
+                got["missing"] = await _refusal(
+                    client, "resources/read", "skill://handbook-tour/nope.md"
+                )
+                got["hidden"] = await _refusal(
+                    client, "resources/read", "skill://price-negotiation/SKILL.md"
+                )
+        finally:
+            engines.close()
+
+    anyio.run(main)
+    answer = got["read"]
+    assert answer.contents[0].text == "The handbook-tour guide.\n"
+    logged = site.decisions()[answer.meta["maitred/decision_id"]]
+    assert logged["verdict"] == "allow"
+    assert logged["call"]["arguments"] == {
+        "uri": "SKILL://%68andbook-tour/./references%2FGUIDE.md#top",
+        "canonical": "skill://handbook-tour/references/GUIDE.md",
+    }
+    missing, hidden = got["missing"], got["hidden"]
+    assert missing["code"] == hidden["code"] == "RESOURCE_NOT_AVAILABLE"
+    assert missing["message"] == hidden["message"]  # nothing says which one exists
+    row = site.decisions()[missing["decision_id"]]
+    assert row["verdict"] == "reject" and "no such file of a skill is served" in row["message"]
+    # every read names its account, so an operator's filter by account finds it (item 8)
+    assert logged["account"] == row["account"] == "acc-1"
+    with open_log(str(site.root / "gateway.sqlite")) as log:
+        mine = list_decisions(log, DecisionFilter(account="acc-1", kind="action", limit=500))
+    found = {d.decision_id for d in mine.decisions}
+    assert {answer.meta["maitred/decision_id"], missing["decision_id"]} <= found

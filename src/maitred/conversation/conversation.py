@@ -365,9 +365,10 @@ class Conversation:
         why = why_not(method, task_id, task, who)
         again: Decision | None = None
         if not why and task is not None:
-            again = self.engine.check_unlogged(
-                task.call, session=self.session, context=self.context
-            )
+            with self.lock:  # the session's reads, as a call of it would see them
+                again = self.engine.check_unlogged(
+                    task.call, session=self.session, context=self.context
+                )
             why = f"its creator may not make its call {task.call.name} now: {again.message}"
         outcomes = again.outcomes if again is not None else ()
         if again is not None and allows(again):

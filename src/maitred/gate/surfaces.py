@@ -351,6 +351,7 @@ class SurfaceContracts:
             policy=self.policy,
             session_id=session.id,
             tenant=session.tenant,
+            account=session.account,
         )
         if self.log is not None:
             self.log.write_decisions([decision])
