@@ -7,11 +7,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from maitred.actions.model import Hold, ToolCall
 from maitred.conversation import Principal
+from maitred.log.lookup import DecisionFilter, list_decisions
+
+pytest.importorskip("fastmcp", reason="the MCP gateway's engines need the mcp extra")
 from maitred.gateway.config import parse_config
 from maitred.gateway.keeper import GatewayEngines
-from maitred.log.lookup import DecisionFilter, list_decisions
 
 TOOLS = [
     {
