@@ -461,10 +461,13 @@ def evaluate(args: argparse.Namespace) -> list[dict[str, Any]]:
 
 def report(args: argparse.Namespace) -> None:
     """Markdown: per set, base vs the fold model that did not see it, and vs ``all`` (the rows
-    of every ``eval*.json`` under ``--out``; a later file's row wins)."""
+    of every ``eval*.json`` under ``--out``, merged)."""
     files = sorted(args.out.glob("eval*.json"))
     rows = [r for p in files for r in json.loads(p.read_text("utf-8"))]
-    index = {(r["set"], r["model"], r["method"]): r for r in rows}
+    index: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for r in rows:  # a later file's figures win; keys only an earlier one has are kept
+        key = (r["set"], r["model"], r["method"])
+        index[key] = {**index.get(key, {}), **r}
     for method in args.methods.split(","):
         print(f"\n{method}: nDCG@10 / complete@10 (step-wise C@10, tools shown)")
         print("| set | base | held-out fold | Δ nDCG@10 | all (trained on it) |")
