@@ -59,6 +59,7 @@ BUILTINS: dict[str, dict[str, str]] = {
     "embedder": {
         "minilm": "maitred.recall.embedders:make_minilm",
         "minilm-tools": "maitred.recall.embedders:make_minilm_tools",
+        "minilm-tools2": "maitred.recall.embedders:make_minilm_tools2",
         "minilm-l3": "maitred.recall.embedders:make_minilm_l3",
         "e5-small": "maitred.recall.embedders:make_e5_small",
     },

