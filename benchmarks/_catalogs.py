@@ -36,7 +36,7 @@ from numpy.typing import NDArray
 
 from maitred.contract import Contract
 from maitred.contract.predicate import CelPredicate, FailMode
-from maitred.decision import Message
+from maitred.records import Message
 from maitred.recall.dense import Embedder, Progress
 from maitred.skills.model import Catalog, Skill
 from maitred.state.memory import MemoryStateProvider

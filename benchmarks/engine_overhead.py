@@ -91,7 +91,7 @@ def import_times(runs: int, src: str | None) -> dict[str, Any]:
 def call_overhead(n: int) -> dict[str, Any]:
     from maitred import Maitred, MemoryStateProvider, PipelineOptions, ToolCall
     from maitred.actions.document import SnapshotState
-    from maitred.decision import Message
+    from maitred.records import Message
 
     folder = Path(tempfile.mkdtemp())
     (folder / "tools.json").write_text(json.dumps(TOOLS), encoding="utf-8")

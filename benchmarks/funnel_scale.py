@@ -27,7 +27,7 @@ from log_write import SKILLS, make_records
 
 from maitred.analytics.funnel import funnel
 from maitred.analytics.report import collect
-from maitred.decision import RunInfo
+from maitred.records import RunInfo
 from maitred.log import open_log
 
 GOAL_S = 60.0

@@ -31,7 +31,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from maitred.decision import RunInfo, TurnRecord
+from maitred.records import RunInfo, TurnRecord
 from maitred.log import open_log
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

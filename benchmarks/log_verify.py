@@ -27,7 +27,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from maitred.contract.evaluate import PredicateOutcome
-from maitred.decision import Message, PairRecord, RunInfo, TurnRecord
+from maitred.records import Message, PairRecord, RunInfo, TurnRecord
 from maitred.log import DecisionLog, open_log, verify
 from maitred.state.snapshot import Snapshot
 

@@ -25,7 +25,7 @@ import uuid
 from pathlib import Path
 
 from maitred.contract.evaluate import PredicateOutcome, Status
-from maitred.decision import Message, PairRecord, RunInfo, TurnRecord
+from maitred.records import Message, PairRecord, RunInfo, TurnRecord
 from maitred.log import open_log
 from maitred.state.snapshot import Snapshot
 

@@ -53,7 +53,7 @@ import yaml
 
 from maitred import Maitred
 from maitred.actions.session import Session
-from maitred.decision import Message
+from maitred.records import Message
 from maitred.lab.domains import sitecare
 from maitred.serve import load_config, open_engine
 

@@ -49,7 +49,7 @@ from typing import Any
 import _catalogs as wl
 
 import maitred.log.sqlite  # noqa: F401  # imported up front, not inside the first timed log
-from maitred.decision import Message, RunInfo, TurnRecord
+from maitred.records import Message, RunInfo, TurnRecord
 from maitred.log import open_log
 from maitred.menu.render import MenuRenderer
 from maitred.menu.tokens import count_tokens

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from maitred.decision import Message
+from maitred.records import Message
 from maitred.errors import InputError
 from maitred.messages import parse_message, read_messages
 
@@ -137,7 +137,7 @@ def test_parse_message_uses_the_given_path_and_line():
 
 
 def test_a_message_that_is_not_valid_unicode_is_kept_with_replacement_characters() -> None:
-    from maitred.decision import Message
+    from maitred.records import Message
 
     assert Message("a", "caf\udce9 ok", "acc").text == "caf\ufffd ok"
     assert "\ud800" not in Message("b", "x\ud800y", "acc").text

@@ -3,11 +3,15 @@ done here too (the way httpx guards its ``__all__``), and ``import maitred`` sta
 
 from __future__ import annotations
 
+import importlib
 import json
 import subprocess
 import sys
 
+import pytest
+
 import maitred
+import maitred.records
 
 PUBLIC = [
     "ActionGate",
@@ -73,3 +77,14 @@ def test_import_maitred_imports_no_heavy_dependency() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert json.loads(out.stdout) == []
+
+
+def test_the_old_records_module_is_a_deprecated_alias() -> None:
+    """``maitred.decision`` held no ``Decision``: it is ``maitred.records`` now, aliased for
+    one release with a warning."""
+    code = "import warnings; warnings.simplefilter('error'); import maitred.decision"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode != 0 and "maitred.records" in out.stderr
+    with pytest.warns(DeprecationWarning, match="maitred.records"):
+        old = importlib.reload(importlib.import_module("maitred.decision"))
+    assert old.TurnRecord is maitred.records.TurnRecord

@@ -16,22 +16,14 @@ import ast
 from pathlib import Path
 
 import maitred
+from maitred.actions import refusals
 
 SRC = Path(maitred.__file__).parent
 HOME = "actions/refusals.py"
 ADAPTERS = ("gateway", "serve")
 KERNEL = "maitred.contract.kernel"
 #: the ``error`` values of refusals (:attr:`maitred.actions.refusals.Rejection.error`)
-KINDS = frozenset(
-    {
-        "rejected_by_policy",
-        "gate_unavailable",
-        "upstream_failed",
-        "auth_required",
-        "invalid_arguments",
-        "rate_limited",
-    }
-)
+KINDS = frozenset(refusals.KINDS.values()) | {refusals.POLICY}
 #: (module, the dict's string keys): dicts with a string ``code`` and a ``message`` that are
 #: no refusal, and why
 NOT_REFUSALS: dict[tuple[str, frozenset[str]], str] = {

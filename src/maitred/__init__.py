@@ -43,7 +43,7 @@ _EXPORTS: dict[str, str] = {
     "Maitred": "maitred.engine",
     "MaitredError": "maitred.errors",
     "MemoryStateProvider": "maitred.state",
-    "Message": "maitred.decision",
+    "Message": "maitred.records",
     "Pipeline": "maitred.pipeline",
     "PipelineOptions": "maitred.build",
     "ProcedureContext": "maitred.contract.procedure",
@@ -57,7 +57,7 @@ _EXPORTS: dict[str, str] = {
     "TableSpec": "maitred.state",
     "ToolCall": "maitred.actions.model",
     "Turn": "maitred.pipeline",
-    "TurnRecord": "maitred.decision",
+    "TurnRecord": "maitred.records",
     "Violation": "maitred.contract.policy",
     "build_pipeline": "maitred.build",
     "cel_rule": "maitred.contract.policy",
@@ -133,7 +133,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerl
     from maitred.contract.policy import Violation, cel_rule, policy_rule
     from maitred.contract.predicate import exit_predicate
     from maitred.contract.procedure import ProcedureContext, SkillExit
-    from maitred.decision import Message, TurnRecord
+    from maitred.records import Message, TurnRecord
     from maitred.engine import Maitred
     from maitred.errors import MaitredError
     from maitred.log.base import DecisionLog, open_log

@@ -78,7 +78,7 @@ from maitred.actions.session import Session
 from maitred.build import PipelineOptions, build_pipeline
 from maitred.context import DEFAULT, CallContext
 from maitred.contract.kernel import missing_scopes
-from maitred.decision import Message
+from maitred.records import Message
 from maitred.errors import ConfigError
 from maitred.gate.executability import fetch_keys
 from maitred.log.base import DecisionLog, open_log

@@ -20,7 +20,7 @@ import math
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from maitred.decision import Message
+from maitred.records import Message
 from maitred.errors import InputError
 from maitred.log.storable import MAX_ID_BYTES, key_fault, text_fault
 

@@ -3,7 +3,7 @@
 :class:`Pipeline` is what the library, the CLI and the service all call. It holds the catalog,
 a recaller, a state provider, a cut-off, a depth rule, a menu renderer and (optionally) a
 decision log, and for each message returns a :class:`Turn`: the menu to hand the model, the
-gate's verdicts and the :class:`~maitred.decision.TurnRecord` it logged.
+gate's verdicts and the :class:`~maitred.records.TurnRecord` it logged.
 
 Invariants the code keeps:
 
@@ -28,7 +28,7 @@ from typing import Any
 
 from maitred.context import DEFAULT, CallContext
 from maitred.contract.kernel import SCOPES
-from maitred.decision import Message, PairRecord, RunInfo, TurnRecord
+from maitred.records import Message, PairRecord, RunInfo, TurnRecord
 from maitred.depth.rules import DepthRule, ExposeAll, Ranked
 from maitred.gate.executability import ExecutabilityGate, GateResult
 from maitred.log.base import DecisionLog

@@ -129,3 +129,18 @@ def test_the_engine_logs_a_refusal_with_the_session_and_its_turn(tmp_path: Path)
     row = rows[refused.decision_id]  # what `maitred log show <id>` reads
     assert (row["code"], row["session_id"]) == ("ARGS_INVALID", session.id)
     assert row["turn_id"] == turn.turn_id and turn.turn_id
+
+
+def test_a_refusal_s_error_names_its_kind_not_always_policy() -> None:
+    """One word per idea (issue 34): a tool that was not offered is no policy's refusal."""
+    kind = {
+        code: decided(Decision(ToolCall("x"), "reject", code, "people", "model")).error
+        for code in ("TOOL_NOT_OFFERED", "ARGS_INVALID", "STATE_STALE", "SHOP_MUST_READ_CART")
+    }
+    assert kind == {
+        "TOOL_NOT_OFFERED": "not_offered",
+        "ARGS_INVALID": "invalid_arguments",
+        "STATE_STALE": "state_unavailable",
+        "SHOP_MUST_READ_CART": "rejected_by_policy",
+    }
+    assert auth_required().error == "auth_required"  # an adapter's own kind is kept

@@ -27,7 +27,7 @@ from typer.testing import CliRunner
 from maitred.analytics.funnel import funnel
 from maitred.cli.main import app
 from maitred.contract import CelPredicate, Contract
-from maitred.decision import Message
+from maitred.records import Message
 from maitred.errors import ConfigError
 from maitred.lab.domains import sitecare
 from maitred.log import open_log

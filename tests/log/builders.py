@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from maitred.contract.evaluate import PredicateOutcome
-from maitred.decision import Message, PairRecord, RunInfo, TurnRecord
+from maitred.records import Message, PairRecord, RunInfo, TurnRecord
 from maitred.log import DecisionLog
 from maitred.state.snapshot import Snapshot
 

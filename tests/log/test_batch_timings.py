@@ -9,7 +9,7 @@ import pytest
 
 import maitred.pipeline
 from maitred.contract import Contract
-from maitred.decision import Message
+from maitred.records import Message
 from maitred.log import decode_turn, open_log
 from maitred.pipeline import Pipeline
 from maitred.recall.registry import make_recaller

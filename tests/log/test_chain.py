@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from maitred._canonical import content_hash
-from maitred.decision import PairRecord
+from maitred.records import PairRecord
 from maitred.errors import LogError
 from maitred.log import MIGRATIONS, open_log, verify
 from maitred.log.migrations import migrate

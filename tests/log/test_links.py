@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from maitred.actions.model import Decision, ToolCall
-from maitred.decision import PairRecord, RunInfo, TurnRecord
+from maitred.records import PairRecord, RunInfo, TurnRecord
 from maitred.log import DecisionLog
 from maitred.log.verify import verify
 

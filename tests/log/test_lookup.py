@@ -11,7 +11,7 @@ import pytest
 
 from maitred.actions.model import Approval, Decision, ToolCall
 from maitred.contract.evaluate import PredicateOutcome
-from maitred.decision import TurnRecord
+from maitred.records import TurnRecord
 from maitred.errors import ConfigError, DecisionNotFoundError
 from maitred.log import open_log
 from maitred.log.lookup import (

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from maitred._canonical import canonical_json, content_hash
-from maitred.decision import Message, PairRecord, TurnRecord
+from maitred.records import Message, PairRecord, TurnRecord
 from maitred.errors import ConfigError, LogError
 from maitred.log import decode_turn, open_log, row_hash_payload, verify
 from maitred.log.rows import (

@@ -14,7 +14,7 @@ from collections.abc import Callable
 import pytest
 
 from maitred.actions.model import Decision, ToolCall
-from maitred.decision import RunInfo
+from maitred.records import RunInfo
 from maitred.log import DecisionLog
 from maitred.log.verify import verify
 

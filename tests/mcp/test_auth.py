@@ -252,7 +252,7 @@ def test_a_scope_gated_tool_is_absent_and_refused_by_name_with_insufficient_scop
     is_error, payload = got["refused"]
     assert is_error and payload["code"] == "INSUFFICIENT_SCOPE"
     assert "shop:write" in payload["message"] and "upgrade" not in payload["message"]
-    assert payload["executed"] is False and payload["error"] == "rejected_by_policy"
+    assert payload["executed"] is False and payload["error"] == "insufficient_scope"
     assert got["meta"]["maitred/decision_id"] == payload["decision_id"]
     assert got["plan"] == "free"
     assert site.upstream_calls()[before:] == ["get_plan"]  # the refused call never reached it

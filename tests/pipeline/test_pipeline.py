@@ -9,7 +9,7 @@ import pytest
 
 from maitred.analytics.funnel import funnel
 from maitred.contract import CelPredicate, Contract
-from maitred.decision import Message
+from maitred.records import Message
 from maitred.depth import FixedK
 from maitred.errors import ProviderError
 from maitred.log.base import open_log

@@ -78,7 +78,7 @@ from maitred.actions.refusals import decided
 from maitred.contract.evaluate import PredicateOutcome
 from maitred.contract.policy import APPROVAL_DECLINED as APPROVAL_DECLINED  # the contract's
 from maitred.contract.policy import APPROVAL_REQUIRED as APPROVAL_REQUIRED  # codes, re-exported
-from maitred.decision import Cause
+from maitred.records import Cause
 
 Verdict = Literal["allow", "reject"]
 #: a person's answer to an approval: yes, no, or the question dismissed unanswered

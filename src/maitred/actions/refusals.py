@@ -90,6 +90,47 @@ def _sentence(text: str) -> str:
     return text if text.endswith(_ENDS) else f"{text}."
 
 
+#: the kind of each refusal code (a :class:`Rejection`'s ``error``): what a client can do about
+#: it. A code not named here is a contract's own call-policy rule (``"rejected_by_policy"``).
+KINDS: dict[str, str] = {
+    # not the caller's to reach: never says whether it exists or why it is hidden
+    "TOOL_UNKNOWN": "not_offered",
+    "TOOL_NOT_OFFERED": "not_offered",
+    "RESOURCE_NOT_AVAILABLE": "not_offered",
+    "PROMPT_NOT_AVAILABLE": "not_offered",
+    "SKILL_NOT_AVAILABLE": "not_offered",
+    "TASK_NOT_FOUND": "not_offered",
+    "INSUFFICIENT_SCOPE": "insufficient_scope",
+    # offered, but the account's state rules it out now (an exit predicate holds)
+    "TOOL_NOT_EXECUTABLE": "not_executable",
+    # the state could not be read or trusted: the gate failed closed
+    "STATE_MISSING": "state_unavailable",
+    "STATE_STALE": "state_unavailable",
+    "STATE_UNAVAILABLE": "state_unavailable",
+    "PREDICATE_ERROR": "state_unavailable",
+    "ARGS_MISSING": "invalid_arguments",
+    "ARGS_INVALID": "invalid_arguments",
+    "APPROVAL_REQUIRED": "approval_required",
+    "APPROVAL_DECLINED": "approval_declined",
+    "RATE_LIMITED": "rate_limited",
+    "RATE_LIMIT_UNAVAILABLE": "rate_limited",
+    "REQUEST_STATE_REPLAYED": "invalid_request_state",
+    "REQUEST_STATE_NOT_YOURS": "invalid_request_state",
+    "TOOL_DEFINITION_CHANGED": "definition_changed",
+    GATE_UNAVAILABLE: "gate_unavailable",
+    UPSTREAM_FAILED: "upstream_failed",
+    AUTH_REQUIRED: "auth_required",
+}
+#: the kind of a code a contract defines itself (a call policy's rule)
+POLICY = "rejected_by_policy"
+
+
+def kind_of(code: str) -> str:
+    """The kind of refusal ``code`` is (:data:`KINDS`; a contract's own rule code is
+    :data:`POLICY`)."""
+    return KINDS.get(code, POLICY)
+
+
 @dataclass(frozen=True)
 class Rejection:
     """What the model receives instead of a tool's output when a call does not run.
@@ -103,9 +144,11 @@ class Rejection:
         fields: the argument paths at fault (``"payment_methods[1].amount"``).
         decision_id: the decision-log id of the decision (``""`` when none was logged: the
             gate itself could not decide, or no one was authenticated).
-        error: the kind of refusal: ``"rejected_by_policy"`` for a gate decision, or the
-            adapter's own (``"gate_unavailable"``, ``"upstream_failed"``, ``"auth_required"``,
-            ``"rate_limited"``).
+        error: the kind of refusal, one word per family of codes (:func:`kind_of`:
+            ``"not_offered"``, ``"invalid_arguments"``, ``"rejected_by_policy"`` for a
+            contract's own rule...), or the adapter's own where nothing was decided
+            (``"gate_unavailable"``, ``"upstream_failed"``, ``"auth_required"``,
+            ``"rate_limited"``). ``""`` (the default) takes the code's kind.
         executed: always False for a gate rejection; None when it is not known (an upstream
             that failed mid-call).
         retry_after_s: whole seconds after which the same call may pass (``RATE_LIMITED``);
@@ -119,11 +162,15 @@ class Rejection:
     message: str
     fields: tuple[str, ...] = ()
     decision_id: str = ""
-    error: str = "rejected_by_policy"
+    error: str = ""
     executed: bool | None = False
     retry_after_s: int | None = None
     upstream: str = ""
     hint: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.error:
+            object.__setattr__(self, "error", kind_of(self.code))
 
     def to_json(self) -> dict[str, Any]:
         """The payload as JSON (the tool result's text, the service's ``tool_result``)."""

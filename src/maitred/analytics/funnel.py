@@ -17,7 +17,7 @@ Turns that **failed closed as a whole** are counted apart, per cause (``state_un
 the state store failed; ``account_not_found``: it has no record of the account): how many
 turns, and how many of the blocked pairs were blocked for that cause rather than by a
 predicate. The cause is read from the prefix of ``turns.provider_error`` (see
-:mod:`maitred.decision`); an error text without a known prefix, from a log written before
+:mod:`maitred.records`); an error text without a known prefix, from a log written before
 causes existed, counts as ``state_unavailable``. These pairs are part of ``blocked_pairs``
 (they were withheld) but never of ``top_predicates`` (no predicate fired on them).
 
@@ -40,7 +40,7 @@ from typing import Any
 
 from rich.table import Table
 
-from maitred.decision import CAUSES
+from maitred.records import CAUSES
 from maitred.errors import ConfigError
 from maitred.log import DecisionLog, open_log
 from maitred.log.storable import text_fault
@@ -89,7 +89,7 @@ ORDER BY n DESC, predicate
 def cause_sql(column: str = "t.provider_error") -> str:
     """SQL for the cause of a turn whose ``provider_error`` (``column``) is not empty.
 
-    The arms are generated from :data:`maitred.decision.CAUSES`; text without a known prefix
+    The arms are generated from :data:`maitred.records.CAUSES`; text without a known prefix
     is ``state_unavailable``. Plain ``substr`` and ``CASE``: SQLite, PostgreSQL and DuckDB.
     """
     arms = " ".join(

@@ -31,7 +31,7 @@ from typing import Any
 
 from maitred.analytics.duck import connect_log
 from maitred.analytics.funnel import cause_sql
-from maitred.decision import CAUSES
+from maitred.records import CAUSES
 
 _WHERE_RUN = "WHERE t.run_id = ?"
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from rich.console import Console
 
-from maitred.decision import PairRecord
+from maitred.records import PairRecord
 from maitred.log.lookup import DecisionSummary, LoggedAction, LoggedTurn, iso_time
 
 _TEXT_CUT = 60

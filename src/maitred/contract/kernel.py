@@ -67,7 +67,7 @@ from dataclasses import dataclass
 from maitred._canonical import text_hash
 from maitred.contract.evaluate import PredicateOutcome, evaluate
 from maitred.contract.model import Contract
-from maitred.decision import Cause
+from maitred.records import Cause
 from maitred.state.snapshot import Snapshot
 
 #: ``Snapshot.version`` of the all-missing snapshot recorded when the provider failed.

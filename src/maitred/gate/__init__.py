@@ -1,6 +1,6 @@
 """Stage 2: the deterministic executability gate."""
 
-from maitred.decision import CAUSES, Cause
+from maitred.records import CAUSES, Cause
 from maitred.gate.executability import (
     ExecutabilityGate,
     GateOutcome,

@@ -19,7 +19,7 @@ state is blocked with it (a candidate that reads nothing is decided as usual):
 
 The cause is data: it is on each :class:`GateOutcome`, and the turn's ``provider_error`` text
 starts with it (``"state_unavailable: ProviderError: ..."``), which is how the decision log keeps
-it without a new column and how :attr:`maitred.decision.TurnRecord.cause` reads it back.
+it without a new column and how :attr:`maitred.records.TurnRecord.cause` reads it back.
 
 :func:`require_coverage` is the load-time half of the same promise: a provider that can tell
 which keys it can never serve (:class:`~maitred.state.snapshot.CoverageAware`) must serve every
@@ -40,7 +40,7 @@ from maitred.contract.kernel import (
     snapshot_cause,
 )
 from maitred.contract.kernel import SCOPES as SCOPES  # the scope rule's outcome, for adapters
-from maitred.decision import Cause, cause_of_text, cause_text
+from maitred.records import Cause, cause_of_text, cause_text
 from maitred.errors import ConfigError, MaitredError
 from maitred.skills.model import Catalog
 from maitred.state.answer import DEFAULT_CLOCK_SKEW_S, accept

@@ -45,7 +45,7 @@ from contextlib import AbstractContextManager
 from types import TracebackType
 from typing import Any
 
-from maitred.decision import RunInfo, TurnRecord
+from maitred.records import RunInfo, TurnRecord
 from maitred.errors import ConfigError, LogError
 from maitred.log._chain import ChainHeads, Head
 from maitred.log._flusher import Flusher

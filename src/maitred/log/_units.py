@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from maitred.decision import TurnRecord
+from maitred.records import TurnRecord
 from maitred.log._chain import Head
 from maitred.log.rows import TURN_COLUMNS, encode_snapshot, encode_turn
 

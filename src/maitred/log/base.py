@@ -1,7 +1,7 @@
 """The decision-log interface and :func:`open_log`, which picks a backend by URL scheme.
 
 Every turn the pipeline decides is written to a :class:`DecisionLog`: a run header
-(:meth:`~DecisionLog.begin_run`), then one :class:`~maitred.decision.TurnRecord` per message
+(:meth:`~DecisionLog.begin_run`), then one :class:`~maitred.records.TurnRecord` per message
 (:meth:`~DecisionLog.write`); every action-gate decision goes in with
 :meth:`~DecisionLog.write_decisions` (a log is a :class:`~maitred.actions.sink.DecisionSink`).
 Writes are buffered and land in batches, one transaction each: a batch is committed when it
@@ -31,7 +31,7 @@ from types import TracebackType
 from typing import Any, Literal, Protocol, runtime_checkable
 
 import maitred.plugins as plugins
-from maitred.decision import RunInfo, TurnRecord
+from maitred.records import RunInfo, TurnRecord
 from maitred.errors import ConfigError
 from maitred.log.action_rows import LoggableDecision
 from maitred.log.migrations import Dialect

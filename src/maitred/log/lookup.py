@@ -7,7 +7,7 @@ a code and a time. Two reads answer them, on SQLite and PostgreSQL alike (``?`` 
 
 * :func:`find_decision` -- everything the log holds about one decision. A **turn** (stages 1-4:
   what a message was offered) comes back as a :class:`LoggedTurn`: the
-  :class:`~maitred.decision.TurnRecord` (every candidate with its score, visibility, exposure
+  :class:`~maitred.records.TurnRecord` (every candidate with its score, visibility, exposure
   and the predicates that fired, the state snapshot it read, the depth rule's estimates), its
   run, its tenant, its place in the run's hash chain, and the action decisions made on its
   menu. An **action decision** (stage 5: one tool call) comes back as a :class:`LoggedAction`:
@@ -47,7 +47,7 @@ from typing import Any, Final, Literal
 
 from maitred._canonical import content_hash, text_hash
 from maitred.contract.policy import APPROVAL_REQUIRED
-from maitred.decision import RunInfo, TurnRecord
+from maitred.records import RunInfo, TurnRecord
 from maitred.errors import ConfigError, DecisionNotFoundError
 from maitred.log.action_rows import ACTION_DECISION_COLUMNS
 from maitred.log.base import DecisionLog

@@ -1,4 +1,4 @@
-"""How a :class:`~maitred.decision.TurnRecord` becomes rows, and how its row hash is defined.
+"""How a :class:`~maitred.records.TurnRecord` becomes rows, and how its row hash is defined.
 
 A turn is stored as one ``turns`` row, one ``pairs`` row per candidate and, when the gate read
 state, one ``snapshots`` row shared by every turn that saw the same content (the snapshot's own
@@ -49,7 +49,7 @@ from typing import Any
 
 from maitred._canonical import HASH_SCHEME, _default, canonical_json, content_hash
 from maitred.contract.evaluate import PredicateOutcome
-from maitred.decision import Message, PairRecord, RunInfo, TurnRecord
+from maitred.records import Message, PairRecord, RunInfo, TurnRecord
 from maitred.errors import LogError
 from maitred.log.storable import check_row
 from maitred.state.snapshot import Snapshot

@@ -66,7 +66,7 @@ from maitred.actions.model import ToolCall
 from maitred.actions.session import Session
 from maitred.analytics.funnel import funnel
 from maitred.context import CallContext
-from maitred.decision import Message
+from maitred.records import Message
 from maitred.engine import Maitred
 from maitred.errors import MaitredError, UnstorableError
 from maitred.log.base import DecisionLog
