@@ -36,8 +36,8 @@ from numpy.typing import NDArray
 
 from maitred.contract import Contract
 from maitred.contract.predicate import CelPredicate, FailMode
-from maitred.records import Message
 from maitred.recall.dense import Embedder, Progress
+from maitred.records import Message
 from maitred.skills.model import Catalog, Skill
 from maitred.state.memory import MemoryStateProvider
 

@@ -27,8 +27,8 @@ from log_write import SKILLS, make_records
 
 from maitred.analytics.funnel import funnel
 from maitred.analytics.report import collect
-from maitred.records import RunInfo
 from maitred.log import open_log
+from maitred.records import RunInfo
 
 GOAL_S = 60.0
 CHUNK = 20_000

@@ -31,8 +31,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from maitred.records import RunInfo, TurnRecord
 from maitred.log import open_log
+from maitred.records import RunInfo, TurnRecord
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from log_write import make_records

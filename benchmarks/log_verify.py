@@ -27,8 +27,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from maitred.contract.evaluate import PredicateOutcome
-from maitred.records import Message, PairRecord, RunInfo, TurnRecord
 from maitred.log import DecisionLog, open_log, verify
+from maitred.records import Message, PairRecord, RunInfo, TurnRecord
 from maitred.state.snapshot import Snapshot
 
 

@@ -25,8 +25,8 @@ import uuid
 from pathlib import Path
 
 from maitred.contract.evaluate import PredicateOutcome, Status
-from maitred.records import Message, PairRecord, RunInfo, TurnRecord
 from maitred.log import open_log
+from maitred.records import Message, PairRecord, RunInfo, TurnRecord
 from maitred.state.snapshot import Snapshot
 
 GOAL = 100_000

@@ -53,8 +53,8 @@ import yaml
 
 from maitred import Maitred
 from maitred.actions.session import Session
-from maitred.records import Message
 from maitred.lab.domains import sitecare
+from maitred.records import Message
 from maitred.serve import load_config, open_engine
 
 TOKEN = "bench-token"

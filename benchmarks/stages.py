@@ -49,13 +49,13 @@ from typing import Any
 import _catalogs as wl
 
 import maitred.log.sqlite  # noqa: F401  # imported up front, not inside the first timed log
-from maitred.records import Message, RunInfo, TurnRecord
 from maitred.log import open_log
 from maitred.menu.render import MenuRenderer
 from maitred.menu.tokens import count_tokens
 from maitred.pipeline import Pipeline
 from maitred.recall import MiniLMEmbedder, make_recaller
 from maitred.recall.base import Cutoff, Recaller
+from maitred.records import Message, RunInfo, TurnRecord
 from maitred.skills.model import Catalog
 from maitred.state.memory import MemoryStateProvider
 

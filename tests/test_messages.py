@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from maitred.records import Message
 from maitred.errors import InputError
 from maitred.messages import parse_message, read_messages
+from maitred.records import Message
 
 
 def _write(tmp_path: Path, lines: list[str], name: str = "msgs.jsonl") -> Path:

@@ -133,11 +133,11 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerl
     from maitred.contract.policy import Violation, cel_rule, policy_rule
     from maitred.contract.predicate import exit_predicate
     from maitred.contract.procedure import ProcedureContext, SkillExit
-    from maitred.records import Message, TurnRecord
     from maitred.engine import Maitred
     from maitred.errors import MaitredError
     from maitred.log.base import DecisionLog, open_log
     from maitred.pipeline import Pipeline, Turn
+    from maitred.records import Message, TurnRecord
     from maitred.skills.catalog import load_catalog
     from maitred.skills.model import Catalog, Skill
     from maitred.state import (

@@ -78,7 +78,6 @@ from maitred.actions.session import Session
 from maitred.build import PipelineOptions, build_pipeline
 from maitred.context import DEFAULT, CallContext
 from maitred.contract.kernel import missing_scopes
-from maitred.records import Message
 from maitred.errors import ConfigError
 from maitred.gate.executability import fetch_keys
 from maitred.log.base import DecisionLog, open_log
@@ -86,6 +85,7 @@ from maitred.log.storable import check_ids
 from maitred.pipeline import Pipeline, RunStats, Turn
 from maitred.recall.dense import Progress
 from maitred.recall.registry import make_recaller
+from maitred.records import Message
 from maitred.skills.catalog import load_catalog
 from maitred.skills.model import Catalog
 from maitred.state.answer import DEFAULT_CLOCK_SKEW_S

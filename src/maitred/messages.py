@@ -20,9 +20,9 @@ import math
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from maitred.records import Message
 from maitred.errors import InputError
 from maitred.log.storable import MAX_ID_BYTES, key_fault, text_fault
+from maitred.records import Message
 
 
 def _is_time(value: object) -> bool:

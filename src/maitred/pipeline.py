@@ -28,12 +28,12 @@ from typing import Any
 
 from maitred.context import DEFAULT, CallContext
 from maitred.contract.kernel import SCOPES
-from maitred.records import Message, PairRecord, RunInfo, TurnRecord
 from maitred.depth.rules import DepthRule, ExposeAll, Ranked
 from maitred.gate.executability import ExecutabilityGate, GateResult
 from maitred.log.base import DecisionLog
 from maitred.menu.render import Menu, MenuRenderer
 from maitred.recall.base import Candidate, Cutoff, Recaller, method_label
+from maitred.records import Message, PairRecord, RunInfo, TurnRecord
 from maitred.skills.model import Catalog
 from maitred.state.answer import DEFAULT_CLOCK_SKEW_S
 from maitred.state.snapshot import StateProvider, now

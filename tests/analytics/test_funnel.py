@@ -15,9 +15,9 @@ from rich.console import Console
 
 from maitred.analytics import Funnel, funnel, render_skills_table, render_table
 from maitred.contract.evaluate import PredicateOutcome
-from maitred.records import Message, PairRecord, RunInfo, TurnRecord
 from maitred.errors import ConfigError, LogError
 from maitred.log import DecisionLog, open_log
+from maitred.records import Message, PairRecord, RunInfo, TurnRecord
 
 Opener = Callable[..., DecisionLog]
 

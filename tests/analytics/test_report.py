@@ -15,9 +15,9 @@ pytest.importorskip("matplotlib", reason="needs the report extra: pip install 'm
 from log.builders import make_run, make_turn  # tests/ is on sys.path (rootdir packages)
 from maitred.analytics import funnel
 from maitred.analytics.report import anonymise, collect, write_report
-from maitred.records import PairRecord
 from maitred.errors import LogError
 from maitred.log import open_log
+from maitred.records import PairRecord
 
 
 @pytest.fixture()

@@ -27,12 +27,12 @@ from typer.testing import CliRunner
 from maitred.analytics.funnel import funnel
 from maitred.cli.main import app
 from maitred.contract import CelPredicate, Contract
-from maitred.records import Message
 from maitred.errors import ConfigError
 from maitred.lab.domains import sitecare
 from maitred.log import open_log
 from maitred.pipeline import Pipeline
 from maitred.recall.base import Candidate
+from maitred.records import Message
 from maitred.skills.model import Catalog, Skill
 from maitred.state import SqlStateProvider
 

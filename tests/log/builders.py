@@ -6,8 +6,8 @@ from collections.abc import Callable
 from typing import Any
 
 from maitred.contract.evaluate import PredicateOutcome
-from maitred.records import Message, PairRecord, RunInfo, TurnRecord
 from maitred.log import DecisionLog
+from maitred.records import Message, PairRecord, RunInfo, TurnRecord
 from maitred.state.snapshot import Snapshot
 
 Opener = Callable[..., DecisionLog]

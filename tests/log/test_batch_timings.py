@@ -9,10 +9,10 @@ import pytest
 
 import maitred.pipeline
 from maitred.contract import Contract
-from maitred.records import Message
 from maitred.log import decode_turn, open_log
 from maitred.pipeline import Pipeline
 from maitred.recall.registry import make_recaller
+from maitred.records import Message
 from maitred.skills.model import Catalog, Skill
 from maitred.state.memory import MemoryStateProvider
 

@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 
 from maitred._canonical import content_hash
-from maitred.records import PairRecord
 from maitred.errors import LogError
 from maitred.log import MIGRATIONS, open_log, verify
 from maitred.log.migrations import migrate
@@ -22,6 +21,7 @@ from maitred.log.rows import (
     row_hash_payload,
 )
 from maitred.log.sqlite import SqliteLog
+from maitred.records import PairRecord
 
 from .builders import make_run, make_snapshot, make_turn
 

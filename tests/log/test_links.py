@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 
 from maitred.actions.model import Decision, ToolCall
-from maitred.records import PairRecord, RunInfo, TurnRecord
 from maitred.log import DecisionLog
 from maitred.log.verify import verify
+from maitred.records import PairRecord, RunInfo, TurnRecord
 
 from .builders import Opener, make_turn
 

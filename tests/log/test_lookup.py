@@ -11,7 +11,6 @@ import pytest
 
 from maitred.actions.model import Approval, Decision, ToolCall
 from maitred.contract.evaluate import PredicateOutcome
-from maitred.records import TurnRecord
 from maitred.errors import ConfigError, DecisionNotFoundError
 from maitred.log import open_log
 from maitred.log.lookup import (
@@ -22,6 +21,7 @@ from maitred.log.lookup import (
     list_decisions,
     parse_time,
 )
+from maitred.records import TurnRecord
 
 from .builders import Opener, make_run, make_turn
 

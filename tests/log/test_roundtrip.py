@@ -10,7 +10,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from maitred._canonical import canonical_json, content_hash
-from maitred.records import Message, PairRecord, TurnRecord
 from maitred.errors import ConfigError, LogError
 from maitred.log import decode_turn, open_log, row_hash_payload, verify
 from maitred.log.rows import (
@@ -20,6 +19,7 @@ from maitred.log.rows import (
     _content_hash_fast,
     encode_turn,
 )
+from maitred.records import Message, PairRecord, TurnRecord
 
 from .builders import Opener, make_run, make_snapshot, make_turn
 

@@ -34,9 +34,9 @@ from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
 from maitred.actions.model import Decision, ToolCall
-from maitred.records import PairRecord, RunInfo, TurnRecord
 from maitred.log import open_log
 from maitred.log.verify import verify
+from maitred.records import PairRecord, RunInfo, TurnRecord
 
 from .builders import make_snapshot, make_turn
 

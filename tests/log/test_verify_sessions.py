@@ -14,9 +14,9 @@ from collections.abc import Callable
 import pytest
 
 from maitred.actions.model import Decision, ToolCall
-from maitred.records import RunInfo
 from maitred.log import DecisionLog
 from maitred.log.verify import verify
+from maitred.records import RunInfo
 
 from .builders import Opener, make_turn
 

@@ -9,7 +9,6 @@ import pytest
 
 from maitred.analytics.funnel import funnel
 from maitred.contract import CelPredicate, Contract
-from maitred.records import Message
 from maitred.depth import FixedK
 from maitred.errors import ProviderError
 from maitred.log.base import open_log
@@ -17,6 +16,7 @@ from maitred.menu import MenuRenderer
 from maitred.pipeline import Pipeline
 from maitred.recall.base import Cutoff
 from maitred.recall.registry import make_recaller
+from maitred.records import Message
 from maitred.skills.model import Catalog, Skill
 from maitred.state.memory import MemoryStateProvider
 from maitred.state.snapshot import Snapshot

@@ -40,10 +40,10 @@ from typing import Any
 
 from rich.table import Table
 
-from maitred.records import CAUSES
 from maitred.errors import ConfigError
 from maitred.log import DecisionLog, open_log
 from maitred.log.storable import text_fault
+from maitred.records import CAUSES
 
 _PAIR_TOTALS = """
 SELECT p.skill,

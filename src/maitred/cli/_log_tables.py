@@ -13,8 +13,8 @@ from typing import Any
 
 from rich.console import Console
 
-from maitred.records import PairRecord
 from maitred.log.lookup import DecisionSummary, LoggedAction, LoggedTurn, iso_time
+from maitred.records import PairRecord
 
 _TEXT_CUT = 60
 _VALUES_CUT = 90

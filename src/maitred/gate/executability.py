@@ -40,8 +40,8 @@ from maitred.contract.kernel import (
     snapshot_cause,
 )
 from maitred.contract.kernel import SCOPES as SCOPES  # the scope rule's outcome, for adapters
-from maitred.records import Cause, cause_of_text, cause_text
 from maitred.errors import ConfigError, MaitredError
+from maitred.records import Cause, cause_of_text, cause_text
 from maitred.skills.model import Catalog
 from maitred.state.answer import DEFAULT_CLOCK_SKEW_S, accept
 from maitred.state.snapshot import CoverageAware, Snapshot, StateProvider, now

@@ -465,7 +465,8 @@ def _refused(
     noun = NOUN[family]
     code = code or f"{noun.upper()}_NOT_AVAILABLE"  # RESOURCE_, PROMPT_, SKILL_NOT_AVAILABLE
     why = why or (
-        f"that {noun} is not available in this conversation; use one of the {noun}s you were shown"
+        f"that {noun} is not available in this conversation; "
+        f"use one of the {noun}s you were offered"
     )
     undone = NOTHING_READ if noun == "resource" else f"The {noun} was not fetched"
     return Decision(

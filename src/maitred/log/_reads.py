@@ -15,7 +15,6 @@ from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any, Literal
 
-from maitred.records import RunInfo
 from maitred.errors import LogError
 from maitred.log.action_rows import ACTION_DECISION_COLUMNS
 from maitred.log.migrations import Dialect
@@ -36,6 +35,7 @@ from maitred.log.rows import (
     decode_snapshot,
 )
 from maitred.log.storable import text_fault
+from maitred.records import RunInfo
 from maitred.state.snapshot import Snapshot
 
 _PAGE = 500

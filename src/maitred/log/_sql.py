@@ -45,7 +45,6 @@ from contextlib import AbstractContextManager
 from types import TracebackType
 from typing import Any
 
-from maitred.records import RunInfo, TurnRecord
 from maitred.errors import ConfigError, LogError
 from maitred.log._chain import ChainHeads, Head
 from maitred.log._flusher import Flusher
@@ -64,6 +63,7 @@ from maitred.log.rows import (
     encode_snapshot,
     encode_turn,
 )
+from maitred.records import RunInfo, TurnRecord
 
 DEFAULT_BATCH_PAIRS = 20_000
 #: the age bound of a buffered row: a written turn is committed at most this long afterwards

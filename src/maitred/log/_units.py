@@ -15,9 +15,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from maitred.records import TurnRecord
 from maitred.log._chain import Head
 from maitred.log.rows import TURN_COLUMNS, encode_snapshot, encode_turn
+from maitred.records import TurnRecord
 
 Row = tuple[Any, ...]
 _SEQ, _PREV, _HASH = (TURN_COLUMNS.index(c) for c in ("chain_seq", "prev_hash", "row_hash"))

@@ -31,11 +31,11 @@ from types import TracebackType
 from typing import Any, Literal, Protocol, runtime_checkable
 
 import maitred.plugins as plugins
-from maitred.records import RunInfo, TurnRecord
 from maitred.errors import ConfigError
 from maitred.log.action_rows import LoggableDecision
 from maitred.log.migrations import Dialect
 from maitred.log.offers import CommittedOffer
+from maitred.records import RunInfo, TurnRecord
 from maitred.state.snapshot import Snapshot
 
 

@@ -47,7 +47,6 @@ from typing import Any, Final, Literal
 
 from maitred._canonical import content_hash, text_hash
 from maitred.contract.policy import APPROVAL_REQUIRED
-from maitred.records import RunInfo, TurnRecord
 from maitred.errors import ConfigError, DecisionNotFoundError
 from maitred.log.action_rows import ACTION_DECISION_COLUMNS
 from maitred.log.base import DecisionLog
@@ -62,6 +61,7 @@ from maitred.log.rows import (
     decode_turn,
     row_hash_payload,
 )
+from maitred.records import RunInfo, TurnRecord
 
 DecisionKind = Literal["turn", "action"]
 #: the kinds a filter may name, for messages

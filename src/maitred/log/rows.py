@@ -49,9 +49,9 @@ from typing import Any
 
 from maitred._canonical import HASH_SCHEME, _default, canonical_json, content_hash
 from maitred.contract.evaluate import PredicateOutcome
-from maitred.records import Message, PairRecord, RunInfo, TurnRecord
 from maitred.errors import LogError
 from maitred.log.storable import check_row
+from maitred.records import Message, PairRecord, RunInfo, TurnRecord
 from maitred.state.snapshot import Snapshot
 
 #: Version of the row-hash payload layout (the ``"v"`` field); bump with a migration.

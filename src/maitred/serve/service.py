@@ -66,12 +66,12 @@ from maitred.actions.model import ToolCall
 from maitred.actions.session import Session
 from maitred.analytics.funnel import funnel
 from maitred.context import CallContext
-from maitred.records import Message
 from maitred.engine import Maitred
 from maitred.errors import MaitredError, UnstorableError
 from maitred.log.base import DecisionLog
 from maitred.log.storable import text_fault
 from maitred.menu.render import RENDERERS
+from maitred.records import Message
 from maitred.serve.config import Durability, Limits, Tenant
 from maitred.serve.metrics import Metrics
 from maitred.serve.requests import CheckRequest, Problem, TurnRequest
