@@ -43,9 +43,9 @@
   arguments (``need`` and/or ``needs``) are read, and refused, by
   :mod:`maitred.conversation.finding`.
 * resources, resource templates and prompts: listed per session and read or got only as the
-  sidecars' ``resources`` / ``prompts`` contracts allow, by :class:`SurfaceGuard
-  <maitred.gateway.surfaces.SurfaceGuard>`, the middleware after this one (the state watch
-  and a mutating call announce their changes too).
+  sidecars' ``resources`` / ``prompts`` contracts allow, asked of the session's conversation
+  by :class:`SurfaceGuard <maitred.gateway.surfaces.SurfaceGuard>`, the middleware after this
+  one (the state watch and a mutating call announce their changes too).
 * rate limits (``rate_limits:``, :mod:`maitred.gateway.rates`): a call is charged to its
   caller's budgets before anything else; one past a rate is decided ``RATE_LIMITED`` (a logged
   decision with ``retry_after_s``) and never reaches the upstream.
