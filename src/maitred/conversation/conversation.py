@@ -16,6 +16,9 @@ library caller -- asks, for every kind of request one caller can make:
   shown since is listed afresh and so offered. A name no upstream listed is ``TOOL_UNKNOWN``;
   then the arguments meet the schema and the call policies run, approval rules last. The
   decision is in the log (flushed) before it is returned.
+* **route** (:meth:`Conversation.turn`, engines that route: ``maitred serve``): one message
+  through recall -> executability gate -> depth -> menu, a logged turn whose menu is what the
+  conversation is offered; a call is then decided against that turn, never by listing afresh.
 * **find** (:meth:`Conversation.find`, ``disclosure: find_tools``): each need routed through
   recall -> executability gate -> depth (:meth:`Maitred.turn <maitred.Maitred.turn>`, a logged
   turn under the conversation), the answer carrying what the model needs to call each tool
@@ -25,6 +28,18 @@ library caller -- asks, for every kind of request one caller can make:
   exposed, read from the log -- on any replica, after a restart. A tool the gate blocks is
   never disclosed, however well it matched, and one the principal's scopes do not reach is
   never named.
+* **surfaces** -- resources, resource templates, prompts, skills
+  (:meth:`Conversation.offer`, :meth:`Conversation.read`): what a list of one family offers
+  this principal now, decided by the engines' surface contracts
+  (:class:`~maitred.gate.surfaces.SurfaceContracts`, the same kernel on stage 2's state read;
+  not logged, remembered per family so a change can be announced and a refusal explained),
+  and each read of a resource or a skill's file, get of a prompt or a skill's entry, or
+  subscription: decided on what the name resolves to (its canonical form, the skill file
+  that would be served), on fresh state, logged and flushed, naming the principal like a
+  call's decision (:meth:`origin`). After a mutating call, and on each pass of the watch
+  (:meth:`Engines.recheck_surfaces <maitred.conversation.engines.Engines.recheck_surfaces>`),
+  the families whose offer would now differ are found
+  (:meth:`Conversation.recheck_surfaces`).
 * **after a call** (:meth:`Conversation.after_call`): a successful call recorded in the
   session; after a mutating one the list is decided again, and a changed visible set is the
   front end's cue to say so (``notifications/tools/list_changed``).
@@ -40,7 +55,9 @@ refuses a call to it (``INSUFFICIENT_SCOPE``); nothing here decides scopes itsel
 
 **Whose record.** A conversation's session id in the log is its *holder*: on a 2026-07-28
 connection the principal (:func:`~maitred.conversation.principal.holder_id`, the same id on
-every replica and after a restart), else a fresh id per conversation.
+every replica and after a restart), else a fresh id per conversation -- or the session a front
+end already keeps (``maitred serve``'s, by the client's session id, which lives in the log:
+such a front end may build a conversation per request and keep nothing else).
 
 **Held tools** (the gateway's pinned definitions): :meth:`Conversation.visible`,
 :meth:`Conversation.would_list` and :meth:`Conversation.find` leave them out, and
@@ -69,7 +86,9 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from maitred.actions.model import OK, ApprovalAnswer, Decision, Hold, ToolCall, new_call_id
+from maitred.actions.session import Session
 from maitred.context import CallContext
+from maitred.contract.surfaces import Family
 from maitred.conversation.finding import FIND_TOOLS, answer_for, per_need
 from maitred.conversation.principal import Principal
 from maitred.conversation.tasks import (
@@ -82,6 +101,9 @@ from maitred.conversation.tasks import (
 )
 from maitred.engine import Maitred
 from maitred.errors import ConfigError
+from maitred.gate.surfaces import SurfaceContracts, SurfaceView
+from maitred.pipeline import Turn
+from maitred.records import Message
 from maitred.state.snapshot import Snapshot
 
 if TYPE_CHECKING:
@@ -101,10 +123,20 @@ class Conversation:
         engines: the engines it decides with (shared by every conversation).
         principal: who asks, fixed for the conversation's life.
         holder: the session id it is recorded under (``None``: a fresh one).
+        session: the session it continues (the front end's, of the principal's account and
+            tenant); ``None``: a new one under ``holder``.
+
+    Raises:
+        ValueError: ``session`` is another account's or another tenant's.
     """
 
     def __init__(
-        self, engines: Engines, principal: Principal, *, holder: str | None = None
+        self,
+        engines: Engines,
+        principal: Principal,
+        *,
+        holder: str | None = None,
+        session: Session | None = None,
     ) -> None:
         self.engines = engines
         self.engine = engines.engine
@@ -117,19 +149,29 @@ class Conversation:
         self.context = CallContext(granted=principal.granted, subject=principal.subject)
         #: ``find_tools`` mode: the list is find_tools alone, its answers disclose
         self.finds = engines.finder is not None
-        sid = uuid.uuid4().hex[:16]
-        self.session = self.engine.session(
-            account,
-            id=holder or (f"{tenant}-{sid}" if tenant else sid),
-            tenant=tenant,
-            accumulates=self.finds,
-        )
+        if session is not None:
+            if (session.account, session.tenant) != (account, tenant):
+                raise ValueError(
+                    f"session {session.id!r} is account {session.account!r} of tenant "
+                    f"{session.tenant!r}, not the principal's ({account!r} of {tenant!r})"
+                )
+            self.session = session
+        else:
+            sid = uuid.uuid4().hex[:16]
+            self.session = self.engine.session(
+                account,
+                id=holder or (f"{tenant}-{sid}" if tenant else sid),
+                tenant=tenant,
+                accumulates=self.finds,
+            )
         self.shadow = engines.shadow
         self.shadow_session = self._shadow_session() if self.shadow else None
         self.listed: tuple[str, ...] | None = None
         self._listed_as_set: tuple[tuple[str, ...], frozenset[str]] = ((), frozenset())
         #: the state the watch last found ``listed`` right for (see :meth:`refresh`)
         self.checked: str | None = None
+        #: what its latest list of each surface family offered, and of what (:meth:`offer`)
+        self.surface_offers = SurfaceView()
         #: one request of this session at a time (its listing and reads are its own);
         #: sessions run side by side, on the engine shared by all of them
         self.lock = threading.Lock()
@@ -205,6 +247,32 @@ class Conversation:
         )
         return engine.turn(LIST_TEXT, session=session, context=context).exposed
 
+    def turn(
+        self,
+        message: str | Message,
+        *,
+        run_id: str | None = None,
+        menu_format: str | None = None,
+        durable: bool = True,
+    ) -> Turn:
+        """Route one ``message`` for this principal (recall, executability gate, depth, menu: a
+        logged turn of its session, :meth:`Maitred.turn <maitred.Maitred.turn>`), with its
+        scopes; the menu it returns is what the session is offered once the turn is committed.
+
+        ``run_id`` is the run it is logged under (``None``: the engines' run for the tenant),
+        ``menu_format`` the format the menu is rendered and counted in (``None``: the
+        engine's). With ``durable=False`` the turn is only buffered: the caller waits for its
+        commit (``log.flush()``) before answering, and only then offers its menu
+        (:meth:`Session.offer <maitred.actions.Session.offer>`).
+        """
+        context = CallContext(
+            run_id=run_id or self.engines.run_for(self.engine, self.tenant),
+            menu_format=menu_format,
+            granted=self.granted,
+            subject=self.principal.subject,
+        )
+        return self.engine.turn(message, session=self.session, durable=durable, context=context)
+
     def would_list(
         self, snapshot: Snapshot, verdicts: dict[str, bool] | None = None
     ) -> tuple[str, ...]:
@@ -250,6 +318,8 @@ class Conversation:
         *,
         hold: Hold | None = None,
         era: str = "",
+        call_id: str = "",
+        durable: bool = True,
     ) -> Decision:
         """May ``name(arguments)`` reach the upstream now? (logged, flushed, then returned).
 
@@ -266,9 +336,16 @@ class Conversation:
         reached): the call is decided and logged with it, reading no
         state and listing nothing afresh; a definition hold on the same tool comes first.
         ``era`` is the protocol revision the client spoke; the decision names it, the
-        principal's subject and the upstream the call goes to (:meth:`origin`).
+        principal's subject and the upstream the call goes to (:meth:`origin`). ``call_id``
+        is the model provider's id of the call, if the front end has one. With
+        ``durable=False`` the decision is only buffered: the caller waits for its commit
+        before answering (``maitred serve``'s group commit).
+
+        On engines that route (:attr:`Engines.routed
+        <maitred.conversation.engines.Engines.routed>`), the offer is the session's latest
+        committed routed turn, and nothing is listed afresh.
         """
-        call = ToolCall(name, dict(arguments or {}))
+        call = ToolCall(name, dict(arguments or {}), call_id)
         if self.lists_first(name, hold) and self._shows_now(name):
             self.visible()
         held = self.engines.held()
@@ -280,7 +357,9 @@ class Conversation:
         context = self.origin(name, era)
         if self.shadow is not None and self.shadow_session is not None:
             self.shadow.check(call, session=self.shadow_session, held=held, context=context)
-        return self.engine.check(call, session=self.session, held=held, context=context)
+        return self.engine.check(
+            call, session=self.session, held=held, context=context, durable=durable
+        )
 
     def origin(self, name: str, era: str = "") -> CallContext:
         """The context a decision on a call to ``name`` is made with: the principal's scopes
@@ -306,7 +385,8 @@ class Conversation:
         session may know of that its latest listing did not show): a read of fresh state,
         then, if the tool would be shown now, a logged turn over every tool, far longer than
         the check itself."""
-        listable = self.engines.knows(name) and not self.finds  # find_tools lists no tool
+        # find_tools lists no tool; engines that route offer their turns' menus, never a list
+        listable = self.engines.knows(name) and not self.finds and not self.engines.routed
         return hold is None and listable and name not in self._listed_set()
 
     def _shows_now(self, name: str) -> bool:
@@ -336,6 +416,84 @@ class Conversation:
         enforced run's question, not the shadow's."""
         context = self.origin(pending.call.name, era)
         return self.engine.approve(pending, answer, session=self.session, via=via, context=context)
+
+    # -- surfaces: resources, templates, prompts, skills ----------------------------------
+
+    def _surfaces(self) -> SurfaceContracts:
+        contracts = self.engines.surface_contracts
+        if contracts is None:
+            raise ConfigError(
+                "this conversation's engines govern no resources, prompts or skills "
+                "(Engines.govern was not called)"
+            )
+        return contracts
+
+    def offer(self, family: Family, items: Sequence[str]) -> tuple[str, ...]:
+        """Which of ``items`` -- what a list of ``family`` found (URIs, URI templates, prompt
+        names, the URIs of skills' ``SKILL.md``) -- this principal is offered now: every
+        contract that governs one executable by the kernel on one fresh state read for its
+        account, its scopes included; what none governs as ``ungated`` says (a skill none
+        governs is never offered). Not logged; remembered as this conversation's latest list of
+        ``family``, for :meth:`read` to explain a refusal and :meth:`recheck_surfaces` to
+        announce a change."""
+        contracts = self._surfaces()
+        offered = contracts.visible(self.account, family, items, self.granted)
+        self.surface_offers.remember(family, items, offered)
+        return offered
+
+    def read(self, family: Family, name: str, call: ToolCall, *, era: str = "") -> Decision:
+        """May this principal read the resource (or skill file) ``name`` now -- or, for the
+        families ``prompts`` and ``skills``, get that prompt or skill's entry? ``call`` is the
+        request as the client sent it (its method and params), what the log stores.
+
+        Decided on what ``name`` resolves to (its canonical form; under the gateway's own
+        skills, the file that would be served: :meth:`served_as`), on fresh state, whatever any
+        list offered; logged and flushed, then returned. A refusal names nothing this
+        conversation was not offered (``RESOURCE_NOT_AVAILABLE``, ``PROMPT_NOT_AVAILABLE``,
+        ``SKILL_NOT_AVAILABLE``); only what its latest list offered gets the reason. The
+        decision names the principal -- tenant, account, the credential's subject -- and the
+        client's protocol ``era``.
+
+        Raises:
+            MaitredError: the decision could not be made or logged (nothing may be served).
+            ConfigError: the engines govern no surfaces.
+        """
+        contracts = self._surfaces()
+        return contracts.check(
+            self.session,
+            family,
+            name,
+            call,
+            self.surface_offers,
+            self.granted,
+            subject=self.principal.subject,
+            era=era,
+        )
+
+    def served_as(self, uri: str) -> str:
+        """The URI a read of ``uri`` is served under: the canonical URI of the gateway's own
+        skill file it resolves to -- the file :meth:`read` decided on -- else ``uri`` as
+        written (an upstream's resource goes to the upstream as the client spelled it)."""
+        contracts = self.engines.surface_contracts
+        return uri if contracts is None else contracts.served_as(uri)
+
+    @property
+    def listed_surfaces(self) -> frozenset[Family]:
+        """The surface families this conversation has listed (only those can be told of a
+        change)."""
+        return frozenset(self.surface_offers.listed)
+
+    def recheck_surfaces(self) -> tuple[Family, ...]:
+        """After a call that may have changed the account's state: the families whose latest
+        list would now offer something else, decided on one fresh state read (the offer is
+        updated, so a change is announced once); empty when nothing was listed."""
+        contracts = self.engines.surface_contracts
+        if contracts is None or not self.surface_offers.listed:
+            return ()
+        changed = contracts.redecide(self.account, [self.surface_offers], self.granted)[0]
+        return tuple(changed)
+
+    # -- tasks ----------------------------------------------------------------------------
 
     def task_access(self, method: str, task_id: str, task: TaskOrigin | None) -> Decision:
         """May this conversation's principal send ``method`` (``tasks/get``, ``tasks/update``,

@@ -20,6 +20,14 @@ what it was last shown gets a logged listing turn. State that cannot be read hid
 that reads it (the gate's ``state_unavailable``), so an outage is itself a change to
 announce, and so is the recovery.
 
+**Surfaces** (what an MCP server offers besides tools: resources, templates, prompts, skills).
+A front end that serves them hands the engines their sidecar entries once, as it builds them
+(:meth:`Engines.govern`); the engines hold the contracts over them
+(:class:`~maitred.gate.surfaces.SurfaceContracts`) and every conversation asks them for its
+principal (:meth:`Conversation.offer <maitred.conversation.Conversation.offer>`,
+:meth:`Conversation.read <maitred.conversation.Conversation.read>`). The watch's pass over
+them is :meth:`Engines.recheck_surfaces`: one state read per account and grant.
+
 **Held tools.** A front end may hold tools back for a reason outside the contracts (the
 gateway's pinned definitions): :class:`Holds` says which, and why; a listing leaves them out
 and a call to one is refused with the hold's code, decided and logged like any decision.
@@ -29,17 +37,21 @@ from __future__ import annotations
 
 import sys
 import uuid
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from maitred._canonical import content_hash
 from maitred.actions.model import Hold
+from maitred.actions.session import Session
+from maitred.build import check_against_state
+from maitred.contract.surfaces import Family, Surface
 from maitred.engine import Maitred
 from maitred.errors import MaitredError
+from maitred.gate.surfaces import SurfaceContracts
 from maitred.log.base import DecisionLog
 from maitred.pipeline import Pipeline
 from maitred.recall.base import Candidate, Cutoff
-from maitred.skills.model import Catalog
+from maitred.skills.model import Catalog, Skill
 from maitred.state.snapshot import Snapshot, StateProvider
 
 if TYPE_CHECKING:
@@ -116,6 +128,9 @@ class Engines:
         pins: what is held back now (the gateway's reviewed definitions), if anything.
         sidecars: upstream name -> its sidecar as read (its resources' and prompts'
             contracts); kept for the front end that builds surfaces from them.
+        routed: ``engine``'s turns route a message (recall, gate, depth, menu: ``maitred
+            serve``) rather than list every tool (the gateway): a conversation's offer is its
+            latest routed turn's menu, and a call is never decided by listing afresh.
     """
 
     def __init__(
@@ -127,14 +142,19 @@ class Engines:
         shadow: Maitred | None = None,
         pins: Holds | None = None,
         sidecars: Mapping[str, Any] | None = None,
+        routed: bool = False,
     ) -> None:
         self.engine = engine
+        self.routed = routed
         self.pins = pins
         self.sidecars = dict(sidecars or {})
         self.owners = dict(owners or {})
         self.finder = finder
         self.shadow = shadow
         self._named: tuple[object, tuple[str, ...], frozenset[str]] | None = None
+        #: the contracts of the surfaces served, and the verdicts over them (:meth:`govern`;
+        #: ``None``: no surface is served). Asked only through a conversation.
+        self.surface_contracts: SurfaceContracts | None = None
         #: some exit predicate has a freshness bound, so time alone can change a verdict and
         #: the watch may never skip a conversation whose account's state looks the same
         self.timed = any(
@@ -167,21 +187,109 @@ class Engines:
         tool = self.engine.rulebook.tools.get(name)
         return tool is not None and tool.mutates
 
+    def govern(
+        self,
+        surfaces: Sequence[Surface],
+        *,
+        ungated: Literal["pass", "hide"],
+        matches: Callable[[str, str], bool],
+    ) -> None:
+        """Decide resources, templates, prompts and skills by the contracts of ``surfaces``
+        (every sidecar entry, and the front end's own skills) from now on; what no entry
+        governs follows ``ungated``. Called once, while the front end builds these engines,
+        before any conversation asks.
+
+        ``matches(uri, template)`` says whether a URI falls under a template, as the front end
+        routes a read (the gateway passes its MCP library's own matcher).
+
+        Raises:
+            ConfigError: an entry's predicates fail the tools' load-time checks against the
+                state (a key with no source, a CEL predicate that does not type-check).
+        """
+        engine = self.engine
+        as_catalog = Catalog(
+            tuple(
+                Skill(f"{s.family}:{s.key}", s.describe(), kind="tool", contract=s.contract)
+                for s in surfaces
+            )
+        )
+        check_against_state(as_catalog, engine.provider)
+        self.surface_contracts = SurfaceContracts(
+            surfaces,
+            ungated=ungated,
+            provider=engine.provider,
+            clock=engine.now,
+            log=engine.log,
+            matches=matches,
+        )
+
+    @property
+    def own_skills(self) -> tuple[Surface, ...]:
+        """The front end's own skills these engines govern (carried into the engines a grown
+        catalog builds)."""
+        contracts = self.surface_contracts
+        return contracts.skills if contracts is not None else ()
+
+    @property
+    def skill_upstreams(self) -> frozenset[str]:
+        """The upstreams whose sidecar gives some skill an entry (their skills are served)."""
+        contracts = self.surface_contracts
+        return contracts.skill_upstreams if contracts is not None else frozenset()
+
+    @property
+    def ungated(self) -> Literal["pass", "hide"]:
+        """What happens to a surface no contract governs (``pass`` when none are governed)."""
+        contracts = self.surface_contracts
+        return contracts.ungated if contracts is not None else "pass"
+
+    def ungoverned(self, family: Family, keys: Sequence[str]) -> list[str]:
+        """Which of ``keys`` (what an upstream lists of ``family``) no contract governs."""
+        contracts = self.surface_contracts
+        return list(keys) if contracts is None else contracts.ungoverned(family, keys)
+
+    def recheck_surfaces(self, conversations: Sequence[Conversation]) -> list[tuple[Family, ...]]:
+        """One pass of the state watch over the surfaces: for each of ``conversations``, the
+        families whose latest list would now offer something else (empty: none), decided on
+        one state read per account and grant; each conversation's offer is updated to what it
+        would be, so a change is announced once. Conversations that listed no surface are
+        skipped."""
+        out: list[tuple[Family, ...]] = [() for _ in conversations]
+        contracts = self.surface_contracts
+        if contracts is None:
+            return out
+        groups: dict[tuple[str, frozenset[str] | None], list[int]] = {}
+        for at, one in enumerate(conversations):
+            if one.surface_offers.listed:
+                groups.setdefault((one.account, one.granted), []).append(at)
+        for (account, granted), members in groups.items():
+            views = [conversations[at].surface_offers for at in members]
+            changes = contracts.redecide(account, views, granted)
+            for at, changed in zip(members, changes, strict=True):
+                out[at] = tuple(changed)
+        return out
+
     def run_for(self, engine: Maitred, tenant: str) -> str:
         """The run ``engine`` logs ``tenant``'s turns under (:meth:`Maitred.run_for`: its own
         run for no tenant, else one run per tenant, ``<run>-<tenant>``)."""
         return engine.run_for(tenant, fallback="mcp")
 
-    def conversation(self, principal: Principal, *, by_principal: bool = False) -> Conversation:
-        """A new conversation of ``principal`` over these engines, recorded in the log under
+    def conversation(
+        self,
+        principal: Principal,
+        *,
+        by_principal: bool = False,
+        session: Session | None = None,
+    ) -> Conversation:
+        """A conversation of ``principal`` over these engines, recorded in the log under
         the principal's holder id (``by_principal``: a sessionless 2026-07-28 caller, the same
-        id on every replica) or else under a fresh id (one handshake-era MCP session, one
+        id on every replica), under ``session``'s id (one the front end keeps, continued:
+        ``maitred serve``'s) or else under a fresh id (one handshake-era MCP session, one
         library conversation)."""
         from maitred.conversation.conversation import Conversation
 
         finds = self.finder is not None
         holder = principal.holder(finds=finds) if by_principal else None
-        return Conversation(self, principal, holder=holder)
+        return Conversation(self, principal, holder=holder, session=session)
 
     def recheck(self, conversations: Sequence[Conversation]) -> list[Conversation]:
         """One pass of the state watch over ``conversations``: those whose visible set changed.

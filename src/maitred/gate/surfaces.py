@@ -2,7 +2,11 @@
 
 Stage 2's verdict applied to resources, resource templates, prompts and skills: the MCP
 gateway serves them (:mod:`maitred.gateway.surfaces`, the MCP plumbing and the config), this
-module decides them, with no MCP library in sight.
+module decides them, with no MCP library in sight. The entries themselves (:class:`Surface`,
+:data:`Family`) are data, :mod:`maitred.contract.surfaces`; the engines hold the contracts
+over them, and every list, read and get is asked of the caller's
+:class:`~maitred.conversation.Conversation` (:meth:`~maitred.conversation.Conversation.offer`,
+:meth:`~maitred.conversation.Conversation.read`), which asks this module for its principal.
 
 **Decided on what would be served, never on how it was spelled.** A URI is first resolved
 (:meth:`SurfaceContracts.target`) to its canonical form (:func:`~maitred.gate.uris.canonical_uri`:
@@ -39,7 +43,7 @@ the one refusal template's (:func:`~maitred.actions.refusals.refusal_text`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 from urllib.parse import unquote
@@ -49,52 +53,15 @@ from maitred.actions.model import OK, STATE_UNAVAILABLE, Decision, ToolCall
 from maitred.actions.refusals import NOTHING_READ, refusal_text
 from maitred.actions.session import Session
 from maitred.contract.kernel import decide_exit
-from maitred.contract.model import Contract
+from maitred.contract.surfaces import FAMILIES, NOUN, Family, Surface
 from maitred.gate.executability import fetch_keys
 from maitred.gate.uris import SkillFile, SkillIndex, base_uri, canonical_uri
 from maitred.log.base import DecisionLog
 from maitred.state.snapshot import Snapshot, StateProvider
 
-#: what a listing is of: concrete resources, resource templates, prompts, and the gateway's
-#: own skills (keyed by the URI of their ``SKILL.md``)
-Family = Literal["resources", "templates", "prompts", "skills"]
-FAMILIES: tuple[Family, ...] = ("resources", "templates", "prompts", "skills")
 RESOURCE_NOT_AVAILABLE = "RESOURCE_NOT_AVAILABLE"
 PROMPT_NOT_AVAILABLE = "PROMPT_NOT_AVAILABLE"
 SKILL_NOT_AVAILABLE = "SKILL_NOT_AVAILABLE"
-#: what one item of each family is called, in messages
-NOUN: Mapping[Family, str] = {
-    "resources": "resource",
-    "templates": "resource",
-    "prompts": "prompt",
-    "skills": "skill",
-}
-
-
-@dataclass(frozen=True)
-class Surface:
-    """One sidecar entry for something an upstream lists besides tools.
-
-    Attributes:
-        family: ``resources`` (one URI), ``templates`` (a URI template) or ``prompts``.
-        key: the URI, URI template or prompt name, exactly as listed.
-        upstream: the upstream whose sidecar declares it.
-        contract: its contract (exit predicates).
-        files: for a skill the gateway serves itself (family ``skills``): the paths of its
-            files inside its folder, as its manifest lists them.
-    """
-
-    family: Family
-    key: str
-    upstream: str
-    contract: Contract
-    files: frozenset[str] = frozenset()
-
-    def describe(self) -> str:
-        if self.family == "skills":
-            return f"skill {self.key!r} ({self.upstream})"
-        noun = {"resources": "resource", "templates": "template", "prompts": "prompt"}
-        return f"{noun[self.family]} {self.key!r} (upstream {self.upstream!r})"
 
 
 Governing = tuple[Surface, ...] | None  # None: ungated
@@ -141,8 +108,10 @@ class SurfaceView:
 
 class SurfaceContracts:
     """The contracts of every upstream's resources, templates and prompts (and the gateway's
-    skills), and the verdicts over them (no MCP plumbing: the gateway's
-    :class:`~maitred.gateway.surfaces.SurfaceGuard` serves them).
+    skills), and the verdicts over them (no MCP plumbing). The engines hold one
+    (:meth:`Engines.govern <maitred.conversation.engines.Engines.govern>`) and each
+    :class:`~maitred.conversation.Conversation` asks it for its principal; the gateway's
+    :class:`~maitred.gateway.surfaces.SurfaceGuard` asks the conversation.
 
     Args:
         surfaces: every sidecar entry (a family and key appear once).
@@ -194,18 +163,22 @@ class SurfaceContracts:
         )
         self.policy = f"mcp-surfaces@{version}"
 
-    def with_skills(self, skills: Sequence[Surface]) -> SurfaceContracts:
-        """These contracts and the gateway's own ``skills`` (as loaded at start)."""
-        if not skills or self.skills:
-            return self
-        return SurfaceContracts(
-            [*self.surfaces, *skills],
-            ungated=self.ungated,
-            provider=self.provider,
-            clock=self.clock,
-            log=self.log,
-            matches=self.matches,
-        )
+    @property
+    def skill_upstreams(self) -> frozenset[str]:
+        """The upstreams whose sidecar gives some skill's ``SKILL.md`` an entry (their
+        ``skills/list`` and ``skills/get`` are asked)."""
+        return frozenset(s.upstream for s in self.skill_roots.values() if s.family == "resources")
+
+    def ungoverned(self, family: Family, keys: Iterable[str]) -> list[str]:
+        """Which of ``keys`` (what an upstream lists of ``family``) no contract governs."""
+        return [k for k in keys if self.governing(family, k) is None]
+
+    def served_as(self, uri: str) -> str:
+        """The URI a read of ``uri`` is served under: the canonical URI of the gateway's own
+        skill file it resolves to (the file its decision was made on), else ``uri`` as
+        written."""
+        found = self.target("resources", uri).file
+        return found.uri if found is not None else uri
 
     @property
     def gates_nothing(self) -> bool:
@@ -329,11 +302,15 @@ class SurfaceContracts:
         call: ToolCall,
         view: SurfaceView | None,
         granted: frozenset[str] | None = None,
+        *,
+        subject: str = "",
+        era: str = "",
     ) -> Decision:
         """May ``session`` (its account, for a caller granted ``granted``) read the resource
         (or get the prompt, the skill) ``target`` now? Decided on what ``target`` resolves to
         (:meth:`target`), on fresh state; logged (a respelled URI's call carries its canonical
-        form as ``canonical``) and flushed, then returned.
+        form as ``canonical``) and flushed, then returned. The decision names the session's
+        tenant and account, the credential's ``subject`` and the client's protocol ``era``.
 
         Raises:
             MaitredError: the decision could not be logged (the read must not happen).
@@ -352,6 +329,8 @@ class SurfaceContracts:
             session_id=session.id,
             tenant=session.tenant,
             account=session.account,
+            subject=subject,
+            era=era,
         )
         if self.log is not None:
             self.log.write_decisions([decision])

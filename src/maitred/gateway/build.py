@@ -182,7 +182,7 @@ async def open_gateway(
     engines = await anyio.to_thread.run_sync(lambda: GatewayEngines.open(config, tools, listed))
     try:
         skills = load_skills(config)
-        surfaces = open_surfaces(config, engines, listed, skills=skills.surfaces if skills else ())
+        open_surfaces(config, engines, listed, skills=skills.surfaces if skills else ())
     except BaseException:
         engines.close()
         raise
@@ -196,7 +196,7 @@ async def open_gateway(
         account=None if http else config.account,
         max_sessions=limit,
         tracing=Tracing.start(config.tracing) if tracing is None else tracing,
-        surfaces=surfaces,
+        surfaces=True,
         limiter=limiter,
         upstreams=upstreams,
         tasks=tasks,
@@ -256,7 +256,7 @@ async def open_gateway(
         server.add_extension(TasksExtension(tasks, passthrough.proxies, who, gate._engine))
     if skills is not None:  # the gateway's own skills, gated like its tools (.skillset)
         server.add_provider(skills.provider)
-    if skills is not None or surfaces.skill_roots:  # and the upstreams' its sidecars name
+    if skills is not None or engines.skill_upstreams:  # and the upstreams' its sidecars name
         server.add_extension(GatedSkills(skills, gate, passthrough.proxies))
     if http:
         _add_routes(server, gate)

@@ -72,13 +72,12 @@ from fastmcp.server.providers.proxy import ProxyProvider
 from maitred.contract.tool_sidecar import SurfaceNames
 from maitred.conversation import Conversation
 from maitred.errors import ConfigError
-from maitred.gate.surfaces import SurfaceContracts
 from maitred.gateway.channels import Channels, Key, ListKind, follow, speaks_listen
 from maitred.gateway.config import GatewayConfig, Upstream
 from maitred.gateway.keeper import GatewayEngines
 from maitred.gateway.metrics import GatewayMetrics
 from maitred.gateway.scan import warn_at_start
-from maitred.gateway.surfaces import SurfaceGuard, open_surfaces, warn_ungated
+from maitred.gateway.surfaces import open_surfaces, warn_ungated
 from maitred.gateway.upstreams import ListingProxy
 
 #: what an upstream is doing now (see the module docstring)
@@ -112,9 +111,8 @@ class Host(Protocol):
     engines: GatewayEngines
     channels: Channels
     metrics: GatewayMetrics
-    surface_guard: SurfaceGuard | None
 
-    def adopt(self, engines: GatewayEngines, surfaces: SurfaceContracts) -> list[Conversation]:
+    def adopt(self, engines: GatewayEngines) -> list[Conversation]:
         """Decide with ``engines`` from now on; the sessions to move onto them."""
         ...
 
@@ -513,15 +511,15 @@ class Upstreams:
             listed = {**self.listed, name: surfaces}
             current = host.engines
             try:
-                engines, surfaced = await anyio.to_thread.run_sync(
+                engines = await anyio.to_thread.run_sync(
                     lambda: self._build(current, every, listed)
                 )
             except Exception as exc:  # a check failed, or a broken sidecar: kept out
                 self._refuse(life, added, exc)
                 return
             with anyio.CancelScope(shield=True):  # from here on, all of it or none of it
-                self._commit(life, (engines, surfaced), tools, surfaces, added)
-                keepers = host.adopt(engines, surfaced)
+                self._commit(life, engines, tools, surfaces, added)
+                keepers = host.adopt(engines)
                 await anyio.to_thread.run_sync(lambda: _rebase(keepers, engines))
                 self._set(life, "serving", "")
         new = [str(t.get("name")) for t in (added if added is not None else tools)]
@@ -536,7 +534,7 @@ class Upstreams:
     def _commit(
         self,
         life: UpstreamLife,
-        built: tuple[GatewayEngines, SurfaceContracts],
+        engines: GatewayEngines,
         tools: list[dict[str, Any]],
         surfaces: SurfaceNames,
         added: list[dict[str, Any]] | None,
@@ -544,7 +542,6 @@ class Upstreams:
         """What a join changes besides the engines' reference: the pins judge the new tools
         (before any session can list them), the scan reads them, the server serves a
         newcomer's proxy, the metadata advertises the scopes they require."""
-        engines, surfaced = built
         name = life.upstream.name
         new = added if added is not None else tools
         if engines.pins is not None:
@@ -555,7 +552,7 @@ class Upstreams:
                 engines.pins.observe(name, added)
         warn_at_start(self.config, {name: new})
         if added is None:
-            warn_ungated(surfaced, {name: surfaces}, self.config.source)
+            warn_ungated(engines, {name: surfaces}, self.config.source)
             self._serve(name)
         if self._auth is not None:
             self._auth.advertise(s for t in engines.engine.catalog for s in t.contract.scopes)
@@ -567,9 +564,12 @@ class Upstreams:
         current: GatewayEngines,
         tools: Mapping[str, Sequence[Mapping[str, Any]]],
         listed: Mapping[str, SurfaceNames],
-    ) -> tuple[GatewayEngines, SurfaceContracts]:
+    ) -> GatewayEngines:
+        """New engines over the grown catalog, governing its surfaces (the gateway's own
+        skills carried over)."""
         engines = current.grown(self.config, tools, listed)
-        return engines, open_surfaces(self.config, engines, listed, warn=False)
+        open_surfaces(self.config, engines, listed, warn=False, skills=current.own_skills)
+        return engines
 
     def _refuse(
         self, life: UpstreamLife, added: Sequence[Mapping[str, Any]] | None, exc: Exception
@@ -598,23 +598,22 @@ class Upstreams:
     async def _announce_surfaces(self, host: Host, surfaces: SurfaceNames) -> None:
         """Tell the reachable sessions that listed resources or prompts that the joiner
         brought some (they list again, and its contracts decide what they see)."""
-        guard = host.surface_guard
         brought: list[ListKind] = []
         if surfaces.resources or surfaces.templates:
             brought.append("resources")
         if surfaces.prompts:
             brought.append("prompts")
-        if guard is None or not brought:
+        if not brought:
             return
         for key, keeper in host.reachable():
-            view = guard.views.get(keeper)
-            if view is None:
+            listed = keeper.listed_surfaces
+            if not listed:
                 continue
             kinds: list[ListKind] = [
                 k
                 for k in brought
-                if (k == "prompts" and "prompts" in view.listed)
-                or (k == "resources" and {"resources", "templates"} & set(view.listed))
+                if (k == "prompts" and "prompts" in listed)
+                or (k == "resources" and {"resources", "templates"} & listed)
             ]
             if kinds:
                 await host.channels.notify(key, kinds)

@@ -43,9 +43,9 @@
   arguments (``need`` and/or ``needs``) are read, and refused, by
   :mod:`maitred.conversation.finding`.
 * resources, resource templates and prompts: listed per session and read or got only as the
-  sidecars' ``resources`` / ``prompts`` contracts allow, by :class:`SurfaceGuard
-  <maitred.gateway.surfaces.SurfaceGuard>`, the middleware after this one (the state watch
-  and a mutating call announce their changes too).
+  sidecars' ``resources`` / ``prompts`` contracts allow, asked of the session's conversation
+  by :class:`SurfaceGuard <maitred.gateway.surfaces.SurfaceGuard>`, the middleware after this
+  one (the state watch and a mutating call announce their changes too).
 * rate limits (``rate_limits:``, :mod:`maitred.gateway.rates`): a call is charged to its
   caller's budgets before anything else; one past a rate is decided ``RATE_LIMITED`` (a logged
   decision with ``retry_after_s``) and never reaches the upstream.
@@ -91,7 +91,6 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from maitred.actions.refusals import auth_required
 from maitred.conversation import Conversation, Principal
-from maitred.gate.surfaces import SurfaceContracts
 from maitred.gateway import traces
 from maitred.gateway.approval import Approvals
 from maitred.gateway.auth import Identity
@@ -124,7 +123,8 @@ class GateMiddleware(CallPath, Middleware):
             an HTTP gateway: the account comes from the authenticated token only.
         max_sessions: gatekeepers kept (HTTP); the least recently used is dropped beyond it.
         tracing: the gateway's traces (:mod:`maitred.gateway.traces`); off by default.
-        surfaces: the resources' and prompts' contracts; their middleware
+        surfaces: serve resources, prompts and skills, as ``engines`` govern them
+            (:func:`~maitred.gateway.surfaces.open_surfaces`); their middleware
             (:attr:`surface_guard`) is to be added to the server after this one.
         limiter: the gateway's rate limits (:mod:`maitred.gateway.rates`); ``None``: none.
         upstreams: the upstreams' lives (:mod:`maitred.gateway.lifecycle`): a ``tools/list``
@@ -142,7 +142,7 @@ class GateMiddleware(CallPath, Middleware):
         account: str | None,
         max_sessions: int = 1000,
         tracing: Tracing = OFF,
-        surfaces: SurfaceContracts | None = None,
+        surfaces: bool = False,
         limiter: Limiter | None = None,
         upstreams: Upstreams | None = None,
         tasks: TaskBook | None = None,
@@ -163,18 +163,16 @@ class GateMiddleware(CallPath, Middleware):
         #: questions put to people (:mod:`.approval`); a yes lives as its sealed state
         self.approvals = approvals if approvals is not None else Approvals()
         self.tracing = tracing
-        self.surface_guard = SurfaceGuard(self, surfaces) if surfaces is not None else None
+        self.surface_guard = SurfaceGuard(self) if surfaces else None
         self.limiter = limiter
         if limiter is not None:
             self.metrics.limits_on(limiter.options.scopes)
 
-    def adopt(self, engines: GatewayEngines, surfaces: SurfaceContracts) -> list[Conversation]:
-        """Decide with ``engines`` (and ``surfaces``) from now on: the catalog grew
+    def adopt(self, engines: GatewayEngines) -> list[Conversation]:
+        """Decide with ``engines`` (and the surfaces they govern) from now on: the catalog grew
         (:mod:`.lifecycle`). Returns the sessions kept now, for the caller to move onto them
         (:meth:`Conversation.rebase`); a session opened from here on is on ``engines`` already."""
         self.engines = engines
-        if self.surface_guard is not None:
-            self.surface_guard.adopt(surfaces)
         return list(self.keepers.values())
 
     def watch_pins(self, proxies: Sequence[ListingProxy]) -> None:

@@ -16,18 +16,21 @@ account's state the same as a tool's. The sidecar is maitred's, not the skill's:
 served, nor in the manifest.
 
 **One mechanism with resources and prompts.** Each skill becomes a
-:class:`~maitred.gate.surfaces.Surface` of the family ``skills`` in the gateway's
-:class:`~maitred.gate.surfaces.SurfaceContracts`, keyed by the URI of its ``SKILL.md``, and
-governs every file under its folder's URI. So the one kernel decides all of it, per session,
-on state read afresh:
+:class:`~maitred.contract.surfaces.Surface` of the family ``skills`` that the gateway's
+engines govern (:meth:`Engines.govern <maitred.conversation.engines.Engines.govern>`), keyed
+by the URI of its ``SKILL.md``, and governs every file under its folder's URI. So the one
+kernel decides all of it, per session, on state read afresh, asked of the caller's
+:class:`~maitred.conversation.Conversation`:
 
-* ``skills/list`` shows only the skills whose contract is executable for the caller's account
-  now (what it showed is remembered like a resource listing, and the state watch and a write
+* ``skills/list`` offers only the skills whose contract is executable for the caller's account
+  now (:meth:`Conversation.offer <maitred.conversation.Conversation.offer>`; what it offered is
+  remembered like a resource listing, and the state watch and a write
   re-decide it: a change is announced as ``notifications/resources/list_changed``, since the
   extension has no list notification of its own);
 * ``skills/get`` is decided and written to the decision log as an action decision
-  (``skills/get {"uri": ...}``), flushed before it is answered; a refused one is ``-32602``
-  with the one model-facing :class:`~maitred.actions.refusals.Rejection` as ``data``
+  (``skills/get {"uri": ...}``, :meth:`Conversation.read
+  <maitred.conversation.Conversation.read>`), flushed before it is answered; a refused one is
+  ``-32602`` with the one model-facing :class:`~maitred.actions.refusals.Rejection` as ``data``
   (``SKILL_NOT_AVAILABLE``), which names nothing the session was not shown: a skill it never
   listed is refused exactly as a URI that is no skill at all (both logged, both with a
   decision id), and only a skill it was shown gets the predicates' reason;
@@ -91,13 +94,12 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from maitred.actions.model import ToolCall, new_call_id
 from maitred.actions.refusals import GATE_UNAVAILABLE, NOTHING_READ, auth_required, gate_unavailable
 from maitred.contract.sidecar import SIDECAR
+from maitred.contract.surfaces import Surface
+from maitred.conversation import Conversation
 from maitred.errors import ConfigError, MaitredError
-from maitred.gate.surfaces import Surface
 from maitred.gate.uris import MANIFEST, SkillIndex, canonical_uri
 from maitred.gateway.config import GatewayConfig
-from maitred.gateway.keeper import Gatekeeper
 from maitred.gateway.metrics import GatewayMetrics
-from maitred.gateway.surfaces import SurfaceGuard
 from maitred.gateway.upstreams import ListingProxy, declaring
 from maitred.skills.catalog import load_catalog_report
 from maitred.skills.model import Skill
@@ -241,24 +243,24 @@ def _files(folder: Path) -> dict[str, bytes]:
 class Serving(Protocol):
     """What :class:`GatedSkills` needs of the gateway's middleware."""
 
-    surface_guard: SurfaceGuard | None
     metrics: GatewayMetrics
 
-    def keeper_now(self) -> Gatekeeper | None:
-        """The gatekeeper of the 2026-07-28 request being served (None: not authenticated)."""
+    def keeper_now(self) -> Conversation | None:
+        """The conversation of the 2026-07-28 request being served (None: not
+        authenticated)."""
         ...
 
 
 class GatedSkills(ServerExtension):
     """``skills/list`` and ``skills/get`` for the gateway's own skills, each decided by the
-    surfaces' gate for the caller (see the module docstring).
+    caller's conversation (see the module docstring).
 
     Registered on the gateway's server after the skills' provider, it takes the place of the
     extension FastMCP's provider brings (which would answer without any gate).
 
     Args:
         skills: the gateway's own skills (``None``: it serves none, only upstreams' skills).
-        serving: the gateway's middleware (the caller's session, the surfaces' gate).
+        serving: the gateway's middleware (the caller's conversation).
         upstreams: the upstreams served now, by name (the passthrough's live mapping).
     """
 
@@ -281,19 +283,16 @@ class GatedSkills(ServerExtension):
             MethodBinding("skills/get", GetSkillParams, self.get_skill, modern),
         )
 
-    def _caller(self) -> tuple[Gatekeeper, SurfaceGuard]:
+    def _caller(self) -> Conversation:
         keeper = self.serving.keeper_now()
-        guard = self.serving.surface_guard
-        if keeper is None or guard is None:
+        if keeper is None:
             refusal = auth_required(NOTHING_READ)
             raise MCPError(mt.INVALID_REQUEST, refusal.message, refusal.to_json())
-        return keeper, guard
+        return keeper
 
-    def _skilled(self, guard: SurfaceGuard) -> list[ListingProxy]:
+    def _skilled(self, keeper: Conversation) -> list[ListingProxy]:
         """The upstreams whose sidecar gives some skill an entry, in the config's order."""
-        named = {
-            s.upstream for s in guard.contracts.skill_roots.values() if s.family == "resources"
-        }
+        named = keeper.engines.skill_upstreams
         return [p for name, p in self.upstreams.items() if name in named]
 
     async def list_skills(
@@ -301,36 +300,29 @@ class GatedSkills(ServerExtension):
     ) -> ListSkillsResult:
         """The skills the caller's account may use now: the gateway's own in URI order, then
         each upstream's (one page)."""
-        keeper, guard = self._caller()
+        keeper = self._caller()
         entries = {uri: s.entry for uri, s in self.local.items()}
-        for proxy in self._skilled(guard):
+        for proxy in self._skilled(keeper):
             for entry in await _listed(proxy):
                 entries.setdefault(entry.uri, entry)
         uris = list(entries)
-        shown = set(
-            await anyio.to_thread.run_sync(
-                lambda: guard.contracts.visible(keeper.account, "skills", uris, keeper.granted)
-            )
-        )
-        guard.view_of(keeper).remember("skills", uris, shown)
-        return ListSkillsResult(skills=[entries[u] for u in uris if u in shown])
+        offered = set(await anyio.to_thread.run_sync(lambda: keeper.offer("skills", uris)))
+        return ListSkillsResult(skills=[entries[u] for u in uris if u in offered])
 
     async def get_skill(
         self, ctx: ServerRequestContext[Any, Any], params: GetSkillParams
     ) -> GetSkillResult:
         """The entry of one skill, if the caller may use it now (a logged decision on the
         canonical form of its URI, the one it is answered for)."""
-        keeper, guard = self._caller()
+        keeper = self._caller()
         uri = params.uri
-        canonical = guard.contracts.target("skills", uri).canonical
+        canonical = canonical_uri(uri)  # what the decision is made on, and answered for
         call = ToolCall("skills/get", {"uri": uri}, new_call_id())
         count = self.serving.metrics.surface_requests
-        view = guard.views.get(keeper)
+        era = str(ctx.protocol_version or "")
         try:
             decision = await anyio.to_thread.run_sync(
-                lambda: guard.contracts.check(
-                    keeper.session, "skills", uri, call, view, keeper.granted
-                )
+                lambda: keeper.read("skills", uri, call, era=era)
             )
         except MaitredError as exc:  # not decided, or not durable: it must not be answered
             count.labels("skills/get", GATE_UNAVAILABLE).inc()
@@ -346,7 +338,7 @@ class GatedSkills(ServerExtension):
             raise MCPError(mt.INVALID_PARAMS, rejection.message, rejection.to_json())
         served = self.local.get(canonical)
         entry = served.entry if served is not None else None
-        for proxy in [] if entry is not None else self._skilled(guard):
+        for proxy in [] if entry is not None else self._skilled(keeper):
             entry = await _got(proxy, canonical)
             if entry is not None:
                 break

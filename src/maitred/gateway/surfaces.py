@@ -16,11 +16,16 @@ keys that mean something for a read rather than a call (exit predicates)::
       negotiate:
         exit_predicates: [...]
 
-**What decides** is the core's :class:`~maitred.gate.surfaces.SurfaceContracts` (which
-contract governs what, the one verdict by the decision kernel on stage 2's state read, the
-logged decision on a read or get); this module builds it from the config
-(:func:`open_surfaces`, with FastMCP's own URI-template matcher, the one that routes a read)
-and serves it (:class:`SurfaceGuard`). What nothing governs is *ungated*, and the config's
+**What decides** is each caller's :class:`~maitred.conversation.Conversation`
+(:meth:`~maitred.conversation.Conversation.offer` for a list,
+:meth:`~maitred.conversation.Conversation.read` for a read, a get or a subscription), over the
+contracts its engines hold (:meth:`Engines.govern
+<maitred.conversation.engines.Engines.govern>`: which contract governs what, the one verdict
+by the decision kernel on stage 2's state read, the logged decision). This module gathers the
+sidecars' entries from the config and hands them to the engines (:func:`open_surfaces`, with
+FastMCP's own URI-template matcher, the one that routes a read), and adapts the MCP requests
+(:class:`SurfaceGuard`): it parses them, asks the conversation, maps a refusal to its MCP
+error and forwards what is allowed. What nothing governs is *ungated*, and the config's
 ``ungated`` decides: ``pass`` (the default; such resources and prompts are named on stderr at
 start, :func:`warn_ungated`) or ``hide``.
 
@@ -50,7 +55,6 @@ holds every read and get, with the predicates that decided it and the values the
 from __future__ import annotations
 
 import sys
-import weakref
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from typing import Any, Protocol
@@ -73,16 +77,15 @@ from maitred.actions.refusals import (
     auth_required,
     gate_unavailable,
 )
-from maitred.build import check_against_state
 from maitred.contract.model import Contract
+from maitred.contract.surfaces import NOUN, Family, Surface
 from maitred.contract.tool_sidecar import SurfaceNames
+from maitred.conversation import Conversation
 from maitred.errors import ConfigError, MaitredError
-from maitred.gate.surfaces import NOUN, Family, Surface, SurfaceContracts, SurfaceView
 from maitred.gateway.channels import Channels, Key, ListKind
 from maitred.gateway.config import GatewayConfig
-from maitred.gateway.keeper import Gatekeeper, GatewayEngines
+from maitred.gateway.keeper import GatewayEngines
 from maitred.gateway.metrics import GatewayMetrics
-from maitred.skills.model import Catalog, Skill
 
 #: the key of a result's ``_meta`` that carries the decision-log id of its decision
 DECISION_ID_META = "maitred/decision_id"
@@ -109,11 +112,12 @@ def open_surfaces(
     *,
     warn: bool = True,
     skills: Sequence[Surface] = (),
-) -> SurfaceContracts:
-    """The contracts of every upstream's sidecar entries (as :class:`GatewayEngines` read them)
-    and of the gateway's own ``skills`` (:mod:`maitred.gateway.skillset`), deciding on the
-    engines' state, clock and log with FastMCP's matcher; naming on stderr what no entry
-    governs (unless not ``warn``: the caller names it for an upstream that joins later,
+) -> None:
+    """Have ``engines`` govern every upstream's sidecar entries (as :class:`GatewayEngines`
+    read them) and the gateway's own ``skills`` (:mod:`maitred.gateway.skillset`), deciding on
+    the engines' state, clock and log with FastMCP's matcher (:meth:`Engines.govern
+    <maitred.conversation.engines.Engines.govern>`); naming on stderr what no entry governs
+    (unless not ``warn``: the caller names it for an upstream that joins later,
     :func:`warn_ungated`).
 
     Raises:
@@ -143,45 +147,26 @@ def open_surfaces(
             owner[family, key] = up.name
             surfaces.append(Surface(family, key, up.name, contract))
     surfaces += skills
-    engine = engines.engine
-    as_catalog = Catalog(
-        tuple(
-            Skill(f"{s.family}:{s.key}", s.describe(), kind="tool", contract=s.contract)
-            for s in surfaces
-        )
-    )
     try:  # the tools' load-time checks: keys have a source, CEL type-checks
-        check_against_state(as_catalog, engine.provider)
+        engines.govern(surfaces, ungated=config.ungated, matches=template_matches)
     except ConfigError as exc:
         raise ConfigError(f"{config.source}: the upstreams' resources and prompts: {exc}") from None
-    contracts = SurfaceContracts(
-        surfaces,
-        ungated=config.ungated,
-        provider=engine.provider,
-        clock=engine.now,
-        log=engine.log,
-        matches=template_matches,
-    )
     if warn:
-        warn_ungated(contracts, listed, config.source)
-    return contracts
+        warn_ungated(engines, listed, config.source)
 
 
-def warn_ungated(
-    contracts: SurfaceContracts, listed: Mapping[str, SurfaceNames], source: str
-) -> None:
-    """Name on stderr, per upstream, what it lists that no contract governs."""
+def warn_ungated(engines: GatewayEngines, listed: Mapping[str, SurfaceNames], source: str) -> None:
+    """Name on stderr, per upstream, what it lists that no contract of ``engines`` governs."""
     fate = (
         "passed through ungated (ungated: pass)"
-        if contracts.ungated == "pass"
+        if engines.ungated == "pass"
         else "hidden, and reads and gets refused (ungated: hide)"
     )
-    loose_of = contracts.governing
     for upstream, names in listed.items():
         loose = {
-            "resources": [u for u in names.resources if loose_of("resources", u) is None],
-            "templates": [t for t in names.templates if loose_of("templates", t) is None],
-            "prompts": [p for p in names.prompts if loose_of("prompts", p) is None],
+            "resources": engines.ungoverned("resources", names.resources),
+            "templates": engines.ungoverned("templates", names.templates),
+            "prompts": engines.ungoverned("prompts", names.prompts),
         }
         if not any(loose.values()):
             continue
@@ -196,17 +181,19 @@ def warn_ungated(
 
 
 class Sessions(Protocol):
-    """What :class:`SurfaceGuard` needs of the gateway's middleware: each request's session,
-    the sessions it can reach outside a request, their ways out, and the metrics."""
+    """What :class:`SurfaceGuard` needs of the gateway's middleware: each request's
+    conversation, the conversations it can reach outside a request, their ways out, the
+    engines they share, and the metrics."""
 
     channels: Channels
     metrics: GatewayMetrics
+    engines: GatewayEngines
 
-    def keeper_of(self, context: MiddlewareContext[Any]) -> Gatekeeper | None:
-        """The request's gatekeeper (None: not authenticated)."""
+    def keeper_of(self, context: MiddlewareContext[Any]) -> Conversation | None:
+        """The request's conversation (None: not authenticated)."""
         ...
 
-    def reachable(self) -> list[tuple[Key, Gatekeeper]]:
+    def reachable(self) -> list[tuple[Key, Conversation]]:
         """The sessions a notification outside any request can reach."""
         ...
 
@@ -222,36 +209,18 @@ def _error(code: int, payload: Rejection) -> MCPError:
 
 class SurfaceGuard(Middleware):
     """Filters ``resources/list``, ``resources/templates/list`` and ``prompts/list`` per
-    session and gates ``resources/read`` and ``prompts/get`` (see the module docstring).
+    session and gates ``resources/read`` and ``prompts/get`` (see the module docstring), each
+    asked of the request's :class:`~maitred.conversation.Conversation`.
 
     Added to the gateway's server after its :class:`~maitred.gateway.server.GateMiddleware`,
     so a ``tools/call`` reaches :meth:`on_call_tool` only when the gate let it through.
     """
 
-    def __init__(self, sessions: Sessions, contracts: SurfaceContracts) -> None:
+    def __init__(self, sessions: Sessions) -> None:
         self.sessions = sessions
-        self.contracts = contracts
-        #: what each session's latest listings showed; dropped with the session
-        self.views: weakref.WeakKeyDictionary[Gatekeeper, SurfaceView] = weakref.WeakKeyDictionary()
         metrics = sessions.metrics
         for method in ("resources/read", "resources/subscribe", "prompts/get"):
             metrics.surface_requests.labels(method, OK)  # present at zero
-
-    def adopt(self, contracts: SurfaceContracts) -> None:
-        """Decide with ``contracts`` from now on (an upstream joined, with its sidecar's
-        entries; the gateway's own skills stay governed); what each session's listings showed
-        is kept."""
-        self.contracts = contracts.with_skills(self.contracts.skills)
-
-    def view_of(self, keeper: Gatekeeper) -> SurfaceView:
-        """What ``keeper``'s session's latest listings showed (made empty on first use)."""
-        return self._view(keeper)
-
-    def _view(self, keeper: Gatekeeper) -> SurfaceView:
-        view = self.views.get(keeper)
-        if view is None:
-            view = self.views[keeper] = SurfaceView()
-        return view
 
     async def _listed(
         self,
@@ -265,13 +234,8 @@ class SurfaceGuard(Middleware):
             return []
         items = list(await call_next(context))
         targets = [target(i) for i in items]
-        shown = set(
-            await anyio.to_thread.run_sync(
-                lambda: self.contracts.visible(keeper.account, family, targets, keeper.granted)
-            )
-        )
-        self._view(keeper).remember(family, targets, shown)
-        return [i for i, t in zip(items, targets, strict=True) if t in shown]
+        offered = set(await anyio.to_thread.run_sync(lambda: keeper.offer(family, targets)))
+        return [i for i, t in zip(items, targets, strict=True) if t in offered]
 
     async def on_list_resources(
         self,
@@ -296,19 +260,18 @@ class SurfaceGuard(Middleware):
 
     async def _decided(
         self, context: MiddlewareContext[Any], family: Family, target: str, call: ToolCall
-    ) -> Decision:
-        """The logged decision on a read or get; raises the MCP error that refuses it."""
+    ) -> tuple[Conversation, Decision]:
+        """The request's conversation and its logged decision on a read or get; raises the
+        MCP error that refuses it."""
         keeper = self.sessions.keeper_of(context)
         count = self.sessions.metrics.surface_requests
         if keeper is None:
             count.labels(call.name, AUTH_REQUIRED).inc()
             raise _error(mt.INVALID_REQUEST, auth_required(NOTHING_READ))
-        view = self.views.get(keeper)
+        era = era_of(context)
         try:
             decision = await anyio.to_thread.run_sync(
-                lambda: self.contracts.check(
-                    keeper.session, family, target, call, view, keeper.granted
-                )
+                lambda: keeper.read(family, target, call, era=era)
             )
         except MaitredError as exc:  # not decided, or not durable: it must not be read
             count.labels(call.name, GATE_UNAVAILABLE).inc()
@@ -317,7 +280,7 @@ class SurfaceGuard(Middleware):
         count.labels(call.name, decision.code).inc()  # OK when allowed, as the log says
         if not decision.allow:
             raise _error(mt.INVALID_PARAMS, decision.rejection())
-        return decision
+        return keeper, decision
 
     async def on_request(
         self,
@@ -341,10 +304,10 @@ class SurfaceGuard(Middleware):
     ) -> ResourceResult:
         uri = str(context.message.uri)
         call = ToolCall("resources/read", {"uri": uri}, new_call_id())
-        decision = await self._decided(context, "resources", uri, call)
-        served = self.contracts.target("resources", uri).file
-        if served is not None:  # one of the gateway's own skill files: served as decided
-            message = context.message.model_copy(update={"uri": served.uri})
+        keeper, decision = await self._decided(context, "resources", uri, call)
+        served = keeper.served_as(uri)
+        if served != uri:  # one of the gateway's own skill files: served as decided
+            message = context.message.model_copy(update={"uri": served})
             context = context.copy(message=message)
         result = await call_next(context)
         meta = {**(result.meta or {}), DECISION_ID_META: decision.decision_id}
@@ -357,7 +320,7 @@ class SurfaceGuard(Middleware):
     ) -> PromptResult:
         name = context.message.name
         params = {"name": name, "arguments": dict(context.message.arguments or {})}
-        decision = await self._decided(context, "prompts", name, ToolCall("prompts/get", params))
+        _, decision = await self._decided(context, "prompts", name, ToolCall("prompts/get", params))
         result = await call_next(context)
         meta = {**(result.meta or {}), DECISION_ID_META: decision.decision_id}
         return result.model_copy(update={"meta": meta})
@@ -380,13 +343,10 @@ class SurfaceGuard(Middleware):
         done = isinstance(result, ToolResult) and not result.is_error  # not a task handle
         if not done or keeper is None or not keeper.mutates(context.message.name):
             return result
-        view = self.views.get(keeper)
-        if view is None or not view.listed:
+        if not keeper.listed_surfaces:
             return result
         try:
-            changed = await anyio.to_thread.run_sync(
-                lambda: self.contracts.redecide(keeper.account, [view], keeper.granted)[0]
-            )
+            changed = await anyio.to_thread.run_sync(keeper.recheck_surfaces)
             ctx = context.fastmcp_context
             for kind in sorted({_ANNOUNCED[f] for f in changed}):
                 if ctx is not None:
@@ -401,23 +361,29 @@ class SurfaceGuard(Middleware):
 
     async def recheck(self) -> int:
         """One pass of the state watch over resources and prompts: how many sessions were
-        sent a ``list_changed`` (one state read per account and grant)."""
-        by_caller: dict[tuple[str, frozenset[str] | None], list[tuple[Key, SurfaceView]]] = {}
-        for key, keeper in self.sessions.reachable():
-            view = self.views.get(keeper)
-            if view is not None and view.listed:
-                by_caller.setdefault((keeper.account, keeper.granted), []).append((key, view))
+        sent a ``list_changed`` (the engines decide, one state read per account and grant:
+        :meth:`Engines.recheck_surfaces
+        <maitred.conversation.engines.Engines.recheck_surfaces>`)."""
+        group = [(k, c) for k, c in self.sessions.reachable() if c.listed_surfaces]
+        if not group:
+            return 0
+        engines = self.sessions.engines
+        changes = await anyio.to_thread.run_sync(
+            partial(engines.recheck_surfaces, [c for _, c in group])
+        )
         told = 0
-        for (account, granted), group in by_caller.items():
-            views = [v for _, v in group]
-            changes = await anyio.to_thread.run_sync(
-                partial(self.contracts.redecide, account, views, granted)
-            )
-            for (key, _), changed in zip(group, changes, strict=True):
-                kinds = sorted({_ANNOUNCED[f] for f in changed})
-                if kinds and await self.sessions.channels.notify(key, kinds):
-                    told += 1
+        for (key, _), changed in zip(group, changes, strict=True):
+            kinds = sorted({_ANNOUNCED[f] for f in changed})
+            if kinds and await self.sessions.channels.notify(key, kinds):
+                told += 1
         return told
+
+
+def era_of(context: MiddlewareContext[Any]) -> str:
+    """The protocol revision the request's client spoke (``""``: not known)."""
+    ctx = context.fastmcp_context
+    request = ctx.request_context if ctx is not None else None
+    return str(request.protocol_version or "") if request is not None else ""
 
 
 _NOTIFICATIONS: Mapping[ListKind, mt.ServerNotification | Any] = {

@@ -3,6 +3,16 @@
 :class:`Service` is synchronous and knows nothing of HTTP; the app (:mod:`maitred.serve.app`)
 parses and authorises a request, then calls it on a worker thread.
 
+* **Each request asks a conversation.** The service decides nothing itself: a turn and a check
+  are asked of a :class:`~maitred.conversation.Conversation` built for the request, over the
+  service's :class:`~maitred.conversation.Engines` (engines that route: a conversation's offer
+  is its latest routed turn's menu), for the request's principal -- the tenant, the account
+  (the request's for a turn, the session's for a check), the scopes the request says its user
+  was granted, and the subject of the tenant's bearer token (``token:`` and the first 16 hex
+  digits of its SHA-256, as the MCP gateway names a static token) -- continuing the session the
+  client named. Every check's decision names that principal. The conversation holds nothing
+  the log does not (sessions live in the log), so replicas stay interchangeable.
+
 * **Requests run side by side.** The engine is called from the app's worker threads without a
   lock of this service's: what varies per request (the tenant's run, the menu format) is passed
   with the call as a :class:`~maitred.context.CallContext`, never set on the engine (see
@@ -62,10 +72,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from maitred.actions.model import ToolCall
 from maitred.actions.session import Session
 from maitred.analytics.funnel import funnel
-from maitred.context import CallContext
+from maitred.conversation import Conversation, Engines, Principal
 from maitred.engine import Maitred
 from maitred.errors import MaitredError, UnstorableError
 from maitred.log.base import DecisionLog
@@ -109,6 +118,8 @@ class Service:
         require_scopes: bool = False,
     ) -> None:
         self.engine = engine
+        #: the engines conversations are asked over (replaced with ``engine`` on a swap)
+        self.engines = Engines(engine, routed=True)
         self.durability = durability
         self.require_scopes = require_scopes
         self.tenants = dict(tenants)
@@ -133,7 +144,8 @@ class Service:
         """Route one message in a session (created on first use) and remember its menu."""
         self._scopes_said(req.scopes)
         with self._lock:  # two first turns of one new session id must not make two sessions
-            engine = self.engine
+            engines = self.engines
+            engine = engines.engine
             session = self._session_for(tenant, req)
             new = session.offered is None and not session.turn_id  # opened by this turn
             self.sessions.put(tenant.name, session)  # a second first turn finds this one
@@ -143,12 +155,13 @@ class Service:
             account=req.account,
             conversation=session.id,
         )
-        context = CallContext(
-            run_id=self.run_ids[tenant.name], menu_format=req.format, granted=req.scopes
-        )
+        conversation = self._conversation(engines, tenant, session, req.scopes)
+        run_id = self.run_ids[tenant.name]
         try:
             turn = self._engine_call(
-                lambda: engine.turn(message, session=session, durable=False, context=context)
+                lambda: conversation.turn(
+                    message, run_id=run_id, menu_format=req.format, durable=False
+                )
             )
         except Problem:
             if new:  # nothing of it reached the log: nor does the session
@@ -184,6 +197,21 @@ class Service:
             )
         return session
 
+    def _conversation(
+        self,
+        engines: Engines,
+        tenant: Tenant,
+        session: Session,
+        granted: frozenset[str] | None,
+    ) -> Conversation:
+        """The conversation one request asks: the tenant's ``session`` continued, for the
+        principal of the session's account, the request's ``granted`` scopes and the tenant's
+        token."""
+        who = Principal(
+            session.account, tenant=tenant.name, granted=granted, subject=subject_of(tenant)
+        )
+        return engines.conversation(who, session=session)
+
     def _scopes_said(self, scopes: frozenset[str] | None) -> None:
         """With ``require_scopes``, a request must say what its user was granted."""
         if scopes is None and self.require_scopes:
@@ -204,8 +232,10 @@ class Service:
         reference swap, never for the token counting of a new catalog.
         """
         _warm_renderers(engine)
+        engines = Engines(engine, routed=True)
         with self._lock:
             self.engine = engine
+            self.engines = engines
             self.reload_error = None
         self.metrics.reloads.labels("applied").inc()
         self.metrics.set_catalog(engine.catalog.version)
@@ -247,13 +277,12 @@ class Service:
                 "it expired; send a turn with this session_id first",
                 field="session_id",
             )
-        call = ToolCall(req.name, dict(req.arguments), req.call_id)
-        engine = self.engine  # one engine for the whole request, even across a swap
-        context = CallContext(granted=req.scopes)
+        engines = self.engines  # one engine for the whole request, even across a swap
+        conversation = self._conversation(engines, tenant, session, req.scopes)
         decision = self._engine_call(
-            lambda: engine.check(call, session=session, durable=False, context=context)
+            lambda: conversation.check(req.name, req.arguments, call_id=req.call_id, durable=False)
         )
-        self._commit(engine.log)
+        self._commit(engines.engine.log)
         self.metrics.observe_decision(decision)
         return {
             "decision_id": decision.decision_id,
@@ -362,6 +391,12 @@ class Service:
             "engine_unavailable",
             f"the decision could not be made durable or computed: {type(exc).__name__}: {exc}",
         )
+
+
+def subject_of(tenant: Tenant) -> str:
+    """The subject of ``tenant``'s bearer token: ``token:`` and the first 16 hex digits of its
+    SHA-256 (the MCP gateway's name for a static token; never the token)."""
+    return f"token:{tenant.token_sha256[:16]}"
 
 
 #: log column -> the request field that fills it (for an UnstorableError's 422)
