@@ -13,7 +13,16 @@ and asks an engine without a log for what-if turns (:mod:`maitred.console.whatif
 nothing itself and writes nothing.
 """
 
-from maitred.console.app import Access, create_console, wants_json
+from maitred.console.app import MOUNT, OPERATOR_SCOPE, Access, Mounted, create_console, wants_json
 from maitred.console.whatif import WhatIf, unlogged
 
-__all__ = ["Access", "WhatIf", "create_console", "unlogged", "wants_json"]
+__all__ = [
+    "MOUNT",
+    "OPERATOR_SCOPE",
+    "Access",
+    "Mounted",
+    "WhatIf",
+    "create_console",
+    "unlogged",
+    "wants_json",
+]

@@ -386,3 +386,29 @@ def _problem_response(request: Request, links: Links, problem: _Problem) -> Resp
         )
     body = f'<p class="note" role="alert">{esc(problem.message)}</p>'
     return HTMLResponse(page(links, "Not shown", body, current=""), status_code=problem.status)
+
+
+#: the path the service and the gateway serve the console under
+MOUNT = "/console"
+#: the scope a gateway token needs to open the console (``tokens: [{..., scopes: [...]}]``)
+OPERATOR_SCOPE = "maitred:console"
+
+
+class Mounted:
+    """ASGI: requests under ``prefix`` go to ``console`` (with ``root_path`` set, so its links
+    stay under it), every other request to ``app``. The service wraps its app in it; the
+    gateway adds it as a Starlette middleware of FastMCP's HTTP app."""
+
+    def __init__(self, app: Any, console: Any, prefix: str = MOUNT) -> None:
+        self.app, self.console, self.prefix = app, console, prefix.rstrip("/")
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        path = scope.get("path", "") if scope["type"] == "http" else ""
+        if path == self.prefix:
+            await RedirectResponse(self.prefix + "/", status_code=308)(scope, receive, send)
+            return
+        if path.startswith(self.prefix + "/"):
+            root = scope.get("root_path", "") + self.prefix
+            await self.console({**scope, "root_path": root}, receive, send)
+            return
+        await self.app(scope, receive, send)
