@@ -103,7 +103,14 @@ def table(
     empty: str = "Nothing to show.",
 ) -> str:
     """A table of cells already in HTML (escape them with :func:`esc`)."""
-    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
+    body = "".join(
+        "<tr>"
+        + "".join(
+            f'<td data-label="{attr(h)}">{c}</td>' for h, c in zip(heads, row, strict=True)
+        )
+        + "</tr>"
+        for row in rows
+    )
     if not body:
         return f'<p class="empty">{esc(empty)}</p>'
     head = "".join(f'<th scope="col">{esc(h)}</th>' for h in heads)
