@@ -14,12 +14,13 @@ from dataclasses import replace
 from pathlib import Path
 from urllib.parse import quote
 
-from maitred.console import Access, WhatIf, create_console
-from maitred.log import open_log
-from maitred.serve import load_config, open_engine
 from tests.console.cdp import browser
 from tests.console.conftest import make_decisions
 from tests.console.live import serving
+
+from maitred.console import Access, WhatIf, create_console
+from maitred.log import open_log
+from maitred.serve import load_config, open_engine
 
 
 def main(out: Path) -> None:

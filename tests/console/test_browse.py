@@ -7,11 +7,11 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+from tests.log.builders import Opener, make_run, make_turn
 
 from maitred.actions.model import Decision, ToolCall
 from maitred.errors import ConfigError
 from maitred.log.browse import Cursor, PageFilter, action_kind, decision_page
-from tests.log.builders import Opener, make_run, make_turn
 
 TOOLS = ("deploy", "resources/read", "find_tools", "tasks/get", "prompts/get", "tasks_x")
 
