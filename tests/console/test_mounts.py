@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
 from starlette.testclient import TestClient
 from tests.serve.deploy import auth
 
@@ -56,3 +57,42 @@ def test_the_service_serves_the_console_under_console(made: Made) -> None:
     finally:
         log.close()
         engine.close()
+
+
+def test_the_gateway_serves_it_for_tokens_granting_the_console_scope(made: Made) -> None:
+    pytest.importorskip("fastmcp", reason="needs the mcp extra")
+    from starlette.applications import Starlette
+    from starlette.responses import PlainTextResponse
+    from starlette.routing import Route
+
+    from maitred.gateway import parse_config
+    from maitred.gateway.serve import _console
+
+    base = {
+        "account": "acc-1",
+        "state": "accounts.json",
+        "log": str(made.log),
+        "upstreams": [{"name": "t", "url": "http://h"}],
+    }
+    user = {"token_sha256": sha("user"), "tenant": "acme", "account": "acc-free"}
+    ops = {**user, "token_sha256": sha(SECRET), "scopes": ["maitred:console"]}
+    without, none = _console(parse_config({**base, "tokens": [user]}, "gw.yaml"))
+    assert without is None and none is None  # no operator: no console
+    console, log = _console(parse_config({**base, "tokens": [user, ops]}, "gw.yaml"))
+    assert console is not None and log is not None and log.read_only
+    try:
+
+        async def mcp(request: object) -> PlainTextResponse:
+            return PlainTextResponse("mcp")
+
+        app = Mounted(Starlette(routes=[Route("/mcp", mcp)]), console)
+        with TestClient(app) as client:
+            assert client.get("/mcp").text == "mcp"
+            user_auth = {**JSON, "Authorization": "Bearer user"}
+            assert client.get("/console/", headers=user_auth).status_code == 401
+            ops_auth = {**JSON, "Authorization": f"Bearer {SECRET}"}
+            ids = {d["decision_id"] for d in client.get("/console/decisions", headers=ops_auth)
+                   .json()["decisions"]}  # fmt: skip
+            assert made.refused in ids
+    finally:
+        log.close()
