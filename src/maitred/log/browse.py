@@ -40,8 +40,8 @@ KINDS: Final[tuple[Kind, ...]] = ("turn", "call", "read", "find", "task")
 READ_TOOLS: Final = ("resources/read", "resources/subscribe", "prompts/get", "skills/get")
 #: the gateway's discovery tool
 FIND_TOOL: Final = "find_tools"
-#: the tools of the tasks extension start with this
-TASK_PREFIX: Final = "tasks/"
+#: the tasks extension's methods the gateway decides
+TASK_TOOLS: Final = ("tasks/create", "tasks/get", "tasks/update", "tasks/cancel")
 #: the most rows one page holds
 MAX_PAGE: Final = 500
 
@@ -52,7 +52,7 @@ def action_kind(tool: str) -> Kind:
         return "read"
     if tool == FIND_TOOL:
         return "find"
-    if tool.startswith(TASK_PREFIX):
+    if tool in TASK_TOOLS:
         return "task"
     return "call"
 
@@ -270,48 +270,38 @@ def _turns(log: DecisionLog, where: PageFilter) -> list[DecisionSummary]:
     return out
 
 
-def _kind_condition(kind: Kind | None) -> tuple[list[str], list[Any]]:
-    if kind is None or kind == "turn":
-        return [], []
-    reads = ", ".join("?" for _ in READ_TOOLS)
-    if kind == "read":
-        return [f"a.tool IN ({reads})"], list(READ_TOOLS)
-    if kind == "find":
-        return ["a.tool = ?"], [FIND_TOOL]
-    if kind == "task":
-        return ["a.tool >= ? AND a.tool < ?"], [TASK_PREFIX, TASK_PREFIX[:-1] + "0"]
-    return (
-        [f"a.tool NOT IN ({reads}, ?) AND NOT (a.tool >= ? AND a.tool < ?)"],
-        [*READ_TOOLS, FIND_TOOL, TASK_PREFIX, TASK_PREFIX[:-1] + "0"],
-    )
+def _kind_tools(kind: Kind | None) -> tuple[str, ...] | None:
+    """The tools a ``read``, ``find`` or ``task`` page asks for one by name, each on its
+    ``(tool, decided_at)`` index (``None``: any tool, or ``call``: every other)."""
+    return {"read": READ_TOOLS, "find": (FIND_TOOL,), "task": TASK_TOOLS}.get(kind or "")
+
+
+def _not_other_kinds() -> tuple[str, list[Any]]:
+    """A ``call``: none of the other kinds' tools (read from the clock's index, newest first:
+    calls are most of a log's action decisions)."""
+    others = [*READ_TOOLS, FIND_TOOL, *TASK_TOOLS]
+    return f"a.tool NOT IN ({', '.join('?' for _ in others)})", others
 
 
 def _actions(log: DecisionLog, where: PageFilter) -> list[DecisionSummary]:
     conds, params = _conditions("a", "decided_at", "decision_id", "session_id", where)
-    for column, value in (("tool", where.tool), ("code", where.code)):
-        if value is not None:
-            conds.insert(0, f"a.{column} = ?")
-            params.insert(0, value)
-    more, extra = _kind_condition(where.kind)
-    conds += more
-    params += extra
-    rows = []
-    if where.account is None:
-        rows = _action_rows(log, conds, params, where.limit + 1)
-    else:
-        own = _action_rows(
-            log, ["a.account_id = ?", *conds], [where.account, *params], where.limit + 1
-        )
-        # a row stored before 0014 has no account of its own: its turn's is its account
-        linked = [
-            "a.account_id = ''",
-            "a.turn_id IN (SELECT u.turn_id FROM turns u WHERE u.account_id = ?)",
-            *conds,
-        ]
-        rows = own + [
-            (*r[:4], where.account, *r[5:])
-            for r in _action_rows(log, linked, [where.account, *params], where.limit + 1)
-        ]
+    if where.code is not None:
+        conds.insert(0, "a.code = ?")
+        params.insert(0, where.code)
+    if where.kind == "call":
+        cond, extra = _not_other_kinds()
+        conds.append(cond)
+        params += extra
+    tools: tuple[str | None, ...] = (where.tool,)
+    named = _kind_tools(where.kind)
+    if named is not None:  # one index range per tool, merged
+        tools = tuple(t for t in named if where.tool in (None, t))
+    elif where.kind == "call" and where.tool is not None and action_kind(where.tool) != "call":
+        tools = ()
+    rows: list[tuple[Any, ...]] = []
+    for tool in tools:
+        by_tool = (["a.tool = ?"], [tool]) if tool is not None else ([], [])
+        rows += _account_rows(log, where, by_tool[0] + conds, by_tool[1] + params)
     out = []
     for r in rows:
         row = dict(zip(_ACTION_COLS, r, strict=True))
@@ -330,6 +320,24 @@ def _actions(log: DecisionLog, where: PageFilter) -> list[DecisionSummary]:
             )
         )
     return out
+
+
+def _account_rows(
+    log: DecisionLog, where: PageFilter, conds: list[str], params: list[Any]
+) -> list[tuple[Any, ...]]:
+    """The rows matching ``conds``, of ``where.account`` when it is set: its own rows, and a
+    row stored before 0014 (no account of its own) whose turn is the account's."""
+    limit = where.limit + 1
+    if where.account is None:
+        return _action_rows(log, conds, params, limit)
+    own = _action_rows(log, ["a.account_id = ?", *conds], [where.account, *params], limit)
+    linked = [
+        "a.account_id = ''",
+        "a.turn_id IN (SELECT u.turn_id FROM turns u WHERE u.account_id = ?)",
+        *conds,
+    ]
+    older = _action_rows(log, linked, [where.account, *params], limit)
+    return own + [(*r[:4], where.account, *r[5:]) for r in older]
 
 
 def _action_rows(
