@@ -150,6 +150,10 @@ def test_the_overview_counts_the_funnel_and_the_refusals(console: TestClient) ->
     assert [t["tenant"] for t in data["tenants"]] == ["acme"]
     assert sum(b["turns"] for b in data["buckets"]) == 2
     assert "<svg" in console.get("/").text
+    assert data["span"] == "1d" and data["span_s"] == 86_400
+    whole = console.get("/?span=all", headers=JSON).json()
+    assert whole["total"] == total and whole["span_s"] is None
+    assert console.get("/?span=2y", headers=JSON).status_code == 400
 
 
 def test_off_loopback_an_operator_token_is_required(made: Made) -> None:

@@ -62,6 +62,9 @@ T = TypeVar("T")
 COOKIE = "maitred_console"
 #: reads in flight at once (the log serialises its statements anyway)
 READ_THREADS = 4
+#: the overview's spans up to the newest decision (``all``: the whole log)
+SPANS: dict[str, float | None] = {"1h": 3600.0, "1d": 86_400.0, "7d": 7 * 86_400.0,
+                                  "30d": 30 * 86_400.0, "all": None}  # fmt: skip
 _LOOPBACK = frozenset({"127.0.0.1", "::1", "localhost", "[::1]"})
 
 
@@ -150,11 +153,19 @@ def create_console(
         tenant = q.get("tenant") or None
         since = _time(q.get("since"), "since")
         until = _time(q.get("until"), "until")
+        span = q.get("span", "1d")
+        if span not in SPANS:
+            raise _Problem(400, "bad_filter", f"span {span!r} is not one of {', '.join(SPANS)}")
         found = await off_loop(
-            functools.partial(overview, log, since=since, until=until, tenant=tenant)
+            functools.partial(
+                overview, log, since=since, until=until, tenant=tenant, span_s=SPANS[span]
+            )
         )
         data = found.to_json()
-        return answer(request, "Overview", "/", data, lambda: views.overview(links, data))
+        data["span"] = span
+        return answer(
+            request, "Overview", "/", data, lambda: views.overview(links, data, list(SPANS))
+        )
 
     async def decisions(request: Request) -> Response:
         asked = {k: v for k, v in request.query_params.items() if v}

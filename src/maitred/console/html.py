@@ -105,9 +105,7 @@ def table(
     """A table of cells already in HTML (escape them with :func:`esc`)."""
     body = "".join(
         "<tr>"
-        + "".join(
-            f'<td data-label="{attr(h)}">{c}</td>' for h, c in zip(heads, row, strict=True)
-        )
+        + "".join(f'<td data-label="{attr(h)}">{c}</td>' for h, c in zip(heads, row, strict=True))
         + "</tr>"
         for row in rows
     )

@@ -28,10 +28,20 @@ from maitred.log.browse import KINDS
 # -- overview ---------------------------------------------------------------------------------
 
 
-def overview(links: Links, data: Mapping[str, Any]) -> str:
+def overview(links: Links, data: Mapping[str, Any], spans: Sequence[str] = ()) -> str:
     total = data["total"]
     if data["since"] is None:
         return '<p class="empty">The log holds no decisions yet.</p>'
+    tenant = data.get("tenant")
+    choices = " · ".join(
+        f'<a href="{attr(links.to("/", {"span": s, "tenant": tenant}))}"'
+        + (' aria-current="true"' if s == data.get("span") else "")
+        + f">{esc('whole log' if s == 'all' else 'last ' + s)}</a>"
+        for s in spans
+    )
+    span_nav = (
+        f'<nav class="spans" aria-label="Time span">Up to the newest decision: {choices}</nav>'
+    )
     numbers = facts(
         [
             ("span", f"{esc(when(data['since']))} to {esc(when(data['until']))}"),
@@ -107,7 +117,7 @@ def overview(links: Links, data: Mapping[str, Any]) -> str:
         ),
     )  # fmt: skip
     return (
-        f"{numbers}<section aria-labelledby='h-charts'><h2 id='h-charts'>Charts</h2>"
+        f"{span_nav}{numbers}<section aria-labelledby='h-charts'><h2 id='h-charts'>Charts</h2>"
         f'<div class="charts">{funnel}{calls}{refusal_chart}</div></section>'
         f"<section aria-labelledby='h-tenants'><h2 id='h-tenants'>Tenants</h2>{tenants}</section>"
         f"<section aria-labelledby='h-codes'><h2 id='h-codes'>Refusals</h2>{refusals}</section>"
