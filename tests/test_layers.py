@@ -51,6 +51,18 @@ def _imports(package: str) -> set[tuple[str, str]]:
         ("replay", ("maitred.cli", "maitred.gate")),
         ("serve", ("maitred.cli", "maitred.native", "torch", "onnxruntime")),
         ("gateway", ("maitred.cli", "maitred.serve", "maitred.native", "torch", "onnxruntime")),
+        (
+            "console",
+            (
+                "maitred.cli",
+                "maitred.serve",
+                "maitred.gateway",
+                "maitred.contract.kernel",
+                "maitred.native",
+                "torch",
+                "onnxruntime",
+            ),
+        ),
     ],
 )
 def test_package_does_not_import(package: str, forbidden: tuple[str, ...]) -> None:
@@ -94,12 +106,15 @@ def test_the_core_never_imports_the_lab() -> None:
 
 def test_only_the_cli_imports_the_service_and_only_the_service_its_web_stack() -> None:
     """The gateway may name starlette and prometheus_client too: its HTTP transport is FastMCP's
-    Starlette app, beside which it serves its own /metrics. It never runs uvicorn itself."""
+    Starlette app, beside which it serves its own /metrics. It never runs uvicorn itself. The
+    console (``maitred console``, mounted by the service and the gateway) is a Starlette app
+    of its own; the CLI runs it under uvicorn."""
     web = ("starlette", "uvicorn", "prometheus_client")
     for path in SRC.rglob("*.py"):
         rel = path.relative_to(SRC)
         if rel.parts[0] == "serve":
             continue
+        console = rel.parts[0] == "console"
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             names = [node.module or ""] if isinstance(node, ast.ImportFrom) else []
             names += [a.name for a in node.names] if isinstance(node, ast.Import) else []
@@ -108,6 +123,8 @@ def test_only_the_cli_imports_the_service_and_only_the_service_its_web_stack() -
                 assert not (name.startswith("maitred.serve") and rel.parts[0] != "cli"), rel
                 if rel.parts[0] == "gateway" and top in ("starlette", "prometheus_client"):
                     continue  # FastMCP's Starlette app: a body limit, /metrics, /healthz
+                if console and top == "starlette":
+                    continue  # the console's own app
                 assert top not in web or rel.parts[0] == "cli", f"{rel} imports {name}"
 
 

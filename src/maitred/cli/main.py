@@ -24,6 +24,7 @@ from maitred import __version__
 from maitred.cli import (
     actions_cmd,
     audit_cmd,
+    console_cmd,
     demo_cmd,
     depth_cmd,
     eval_cmd,
@@ -87,6 +88,7 @@ app.command("demo")(demo_cmd.demo)
 for _module in (audit_cmd, actions_cmd, depth_cmd, report_cmd, replay_cmd, native_cmd):
     _module.register(app, eval_app)
 serve_cmd.register(app, eval_app)
+console_cmd.register(app)
 gateway_cmd.register(app, eval_app)
 tune_cmd.register(app, eval_app)
 app.add_typer(eval_app, name="eval")

@@ -28,10 +28,13 @@ def serve(
         None, "--port", min=0, max=65535, help="Port (default: server.port of the config)."
     ),
 ) -> None:
-    """Serve the HTTP API: /v1/turns, /v1/calls/check, /v1/funnel, /healthz, /readyz, /metrics."""
+    """Serve the HTTP API: /v1/turns, /v1/calls/check, /v1/funnel, /healthz, /readyz, /metrics
+    (and the read-only console under /console when the config names operators)."""
     try:
         import uvicorn
 
+        from maitred.console import MOUNT, Access, Mounted, WhatIf, create_console, unlogged
+        from maitred.log.base import open_log
         from maitred.serve import Reloader, Service, create_app, load_config, open_engine
         from maitred.serve.rates import open_limiter
         from maitred.tracing import Tracing
@@ -50,10 +53,16 @@ def serve(
             require_scopes=settings.require_scopes,
         )
         reloader = Reloader(service, settings)  # hot reload of the catalog files
+        # the console under /console, for the config's operators (a log opened read-only)
+        console_log = (
+            open_log(settings.log, read_only=True) if settings.operators and settings.log else None
+        )
 
         def shutdown() -> None:
             engine.close()
             tracing.close()  # exports the spans still buffered
+            if console_log is not None:
+                console_log.close()
 
         app = create_app(
             service,
@@ -63,6 +72,10 @@ def serve(
             tracing=tracing,
             limiter=limiter,
         )
+        if console_log is not None:
+            access = Access(frozenset(settings.operators.values()))
+            what_if = WhatIf(unlogged(engine))  # the engine at start (a reload is not followed)
+            app = Mounted(app, create_console(console_log, access, what_if=what_if, root=MOUNT))
         freeze_start_heap()  # the engine and app live as long as the process (maitred._heap)
         uvicorn.run(
             app,

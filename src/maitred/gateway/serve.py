@@ -17,6 +17,7 @@ from fastmcp import FastMCP
 from starlette.middleware import Middleware as AsgiMiddleware  # FastMCP's HTTP app is Starlette
 
 from maitred._heap import freeze_start_heap
+from maitred.console import MOUNT, OPERATOR_SCOPE, Access, Mounted, create_console
 from maitred.errors import ConfigError
 from maitred.gateway import traces
 from maitred.gateway.build import close_gateway, open_gateway, watching
@@ -24,6 +25,7 @@ from maitred.gateway.config import GatewayConfig
 from maitred.gateway.http_config import HttpServer
 from maitred.gateway.keeper import GatewayEngines
 from maitred.gateway.limits import BodyLimit
+from maitred.log.base import DecisionLog, open_log
 
 
 async def serve_stdio(config: GatewayConfig) -> None:
@@ -127,6 +129,7 @@ async def serve_http(config: GatewayConfig, *, port: int | None = None) -> None:
         file=sys.stderr,
         flush=True,
     )
+    console, console_log = _console(config)
     try:
         async with watching(server, config.watch.interval_s):
             await server.run_http_async(
@@ -139,8 +142,21 @@ async def serve_http(config: GatewayConfig, *, port: int | None = None) -> None:
                 middleware=[
                     AsgiMiddleware(CloseAtShutdown, close=close),
                     AsgiMiddleware(BodyLimit, max_bytes=where.max_body_bytes),
+                    *([AsgiMiddleware(Mounted, console=console)] if console else []),
                 ],
             )
     finally:
         await close()
         sock.close()
+        if console_log is not None:
+            console_log.close()
+
+
+def _console(config: GatewayConfig) -> tuple[Any, DecisionLog | None]:
+    """The read-only console under ``/console``, for the static tokens granting
+    ``maitred:console`` (none: not served), over the gateway's log opened read-only."""
+    operators = frozenset(t.token_sha256 for t in config.tokens if OPERATOR_SCOPE in t.scopes)
+    if not operators or not config.log:
+        return None, None
+    log = open_log(config.log, read_only=True)
+    return create_console(log, Access(operators), root=MOUNT), log

@@ -48,7 +48,8 @@ use is found on every process sharing the log; guarded like the others (on SQLit
 a key already there is skipped, never replaces the first use).
 ``0014_decision_accounts`` gives every action decision its account as a column (from its JSON,
 checked by ``verify`` like the other copied columns) and indexes the lists by account and by
-time.
+time. ``0015_console_indexes`` indexes the console's filters (tenant, session, tool, code),
+each ordered by its table's clock.
 """
 
 from __future__ import annotations
@@ -379,6 +380,19 @@ _DECISION_ACCOUNTS = (
 )
 
 
+#: ``0015_console_indexes``: the console's decisions page (:mod:`maitred.log.browse`) filters by
+#: tenant, session, tool and code, newest first; each filter is answered on an index ordered
+#: by the table's clock, so a page is a short range read whatever the log's size (a session's
+#: action decisions are few: ``action_decisions_session`` serves them).
+_CONSOLE_INDEXES = (
+    "CREATE INDEX turns_tenant_time ON turns (tenant, ts)",
+    "CREATE INDEX turns_conversation_time ON turns (conversation_id, ts)",
+    "CREATE INDEX action_decisions_tenant_time ON action_decisions (tenant, decided_at)",
+    "CREATE INDEX action_decisions_tool_time ON action_decisions (tool, decided_at)",
+    "CREATE INDEX action_decisions_code_time ON action_decisions (code, decided_at)",
+)
+
+
 def _spent_states(dialect: Dialect) -> tuple[str, ...]:
     """``0013_spent_states`` (see the module docstring)."""
     real = "REAL" if dialect == "sqlite" else "DOUBLE PRECISION"
@@ -438,6 +452,7 @@ MIGRATIONS: tuple[Migration, ...] = (
         "0013_spent_states", sqlite=_spent_states("sqlite"), postgres=_spent_states("postgres")
     ),
     Migration("0014_decision_accounts", sqlite=_DECISION_ACCOUNTS, postgres=_DECISION_ACCOUNTS),
+    Migration("0015_console_indexes", sqlite=_CONSOLE_INDEXES, postgres=_CONSOLE_INDEXES),
 )
 
 

@@ -22,6 +22,8 @@
     reload: {interval_s: 2}                # poll the catalog files this often (hot reload)
     tracing: {enabled: true, exporter: otlp}   # OpenTelemetry spans (maitred.tracing; off)
     rate_limits: {per_tenant: 600/minute, per_tool: {connect_domain: 5/second}}   # 429s
+    operators:                             # who may open the console (/console; maitred console)
+      alice: {token_sha256: 2c26b4...}     # printf %s "$TOKEN" | sha256sum
 
 Invariants:
 
@@ -81,6 +83,7 @@ _TOP = frozenset(
         "reload",
         "tracing",
         "rate_limits",
+        "operators",
     }
 )
 
@@ -153,6 +156,8 @@ class ServeConfig:
     source: str = "<config>"
     tracing: TracingOptions = field(default_factory=TracingOptions)
     rate_limits: RateLimitOptions | None = None
+    #: ``operators``: who may open the console, by the SHA-256 of their token (name -> digest)
+    operators: Mapping[str, str] = field(default_factory=dict)
 
 
 def load_config(path: str | Path) -> ServeConfig:
@@ -220,7 +225,35 @@ def parse_config(data: Any, source: str, *, base: Path | None = None) -> ServeCo
         source=source,
         tracing=read_tracing(r, top.get("tracing"), service_name="maitred-serve"),
         rate_limits=_rate_limits(r, top.get("rate_limits")),
+        operators=_operators(r, top.get("operators", {}), top.get("tenants")),
     )
+
+
+def _operators(r: ConfigReader, value: Any, tenants: Any) -> dict[str, str]:
+    """The ``operators`` block: name -> ``{token_sha256}``; an operator's token is never a
+    tenant's (the console reads every tenant's decisions; a tenant's token reads its own)."""
+    data = r.mapping(value, "operators")
+    tenant_digests = {
+        str(spec.get("token_sha256", "")).lower()
+        for spec in (tenants or {}).values()
+        if isinstance(spec, Mapping)
+    }
+    out: dict[str, str] = {}
+    for name, spec in data.items():
+        where = f"operators.{name}"
+        if not _TENANT.match(str(name)):
+            r.fail(where, "operator names use letters, digits, '_', '.', '-' (at most 64)")
+        body = r.mapping(spec, where)
+        r.no_unknown(body, frozenset({"token_sha256"}), where)
+        digest = r.token_digest(body, where)
+        if digest in tenant_digests:
+            r.fail(
+                f"{where}.token_sha256", "is a tenant's token; give operators tokens of their own"
+            )
+        if digest in out.values():
+            r.fail(f"{where}.token_sha256", "is the same token as another operator's")
+        out[str(name)] = digest
+    return out
 
 
 def _rate_limits(r: ConfigReader, value: Any) -> RateLimitOptions | None:
