@@ -357,6 +357,38 @@ class Maitred:
             session.offer(turn.exposed, turn.turn_id)
         return turn
 
+    def turn_steps(
+        self,
+        needs: Sequence[str],
+        *,
+        session: Session | None = None,
+        account: str | None = None,
+        context: CallContext = DEFAULT,
+    ) -> list[Turn]:
+        """Route the needs of one task, ranked together (:meth:`Pipeline.route_steps`): a
+        turn per need, in order, logged, then flushed once.
+
+        What :meth:`turn` does for one message it does here for each need (ids are fresh;
+        with a session its account is used and its offer follows the last turn, or, for a
+        session whose turns disclose, is read from the log).
+        """
+        messages = [self._message(n, session, account, None) for n in needs]
+        if session is not None and session.tenant and not context.run_id and self.log is not None:
+            context = replace(context, run_id=self.run_for(session.tenant))
+        for m in messages:
+            check_ids(
+                f"turn {m.id!r}",
+                {"message_id": m.id, "account_id": m.account, "conversation_id": m.conversation},
+            )
+        turns = self.pipeline.route_steps(messages, context)
+        if self.log is not None:
+            self.log.flush()
+        if session is not None and self.log is not None and session.accumulates:
+            session.offered, session.turn_id = None, ""
+        elif session is not None and turns:
+            session.offer(turns[-1].exposed, turns[-1].turn_id)
+        return turns
+
     @staticmethod
     def _message(
         message: str | Message, session: Session | None, account: str | None, id: str | None

@@ -33,6 +33,7 @@ from maitred.gate.executability import ExecutabilityGate, GateResult
 from maitred.log.base import DecisionLog
 from maitred.menu.render import Menu, MenuRenderer
 from maitred.recall.base import Candidate, Cutoff, Recaller, method_label
+from maitred.recall.steps import rank_steps
 from maitred.records import Message, PairRecord, RunInfo, TurnRecord
 from maitred.skills.model import Catalog
 from maitred.state.answer import DEFAULT_CLOCK_SKEW_S
@@ -182,6 +183,34 @@ class Pipeline:
         t0 = time.perf_counter_ns()
         ranked = self.recaller.rank(message.text, self._depth_of_ranking())
         return self._finish(message, ranked, time.perf_counter_ns() - t0, context=context)
+
+    def route_steps(
+        self, messages: Sequence[Message], context: CallContext = DEFAULT
+    ) -> list[Turn]:
+        """Route the needs of one task (recall ranks them together, then each is a turn of
+        its own, logged like :meth:`route`'s).
+
+        Recall is :func:`~maitred.recall.steps.rank_steps` over this pipeline's recaller and
+        catalog with the cut-off's ``top_k``: the task's MCP servers weigh in and each need's
+        candidates are tools the earlier needs did not bring. Each turn records its share of
+        the joint recall's time (``timings_us["recall"]``) and the number of needs
+        (``recall_batch``), as :meth:`route_many` does.
+        """
+        if not messages:
+            return []
+        if self.log is not None and not context.run_id and not self.run_id:
+            with self._lock:
+                if not self.run_id:
+                    self.begin_run()
+        t0 = time.perf_counter_ns()
+        rankings = rank_steps(
+            self.recaller, [m.text for m in messages], self.cutoff.top_k, catalog=self.catalog
+        )
+        each = (time.perf_counter_ns() - t0) // len(messages)
+        return [
+            self._finish(m, ranked, each, len(messages), context=context)
+            for m, ranked in zip(messages, rankings, strict=True)
+        ]
 
     def renderer_for(self, fmt: str | None) -> MenuRenderer:
         """The renderer of menu format ``fmt`` over this catalog (``None``: the pipeline's),

@@ -238,3 +238,24 @@ def test_an_engine_says_whether_it_decides_without_a_network_round_trip(
     )
     remote = SqlStateProvider("postgresql://127.0.0.1:5432/test", {"account": "accounts"})
     assert not remote.in_process
+
+
+def test_the_needs_of_one_task_are_routed_together_each_a_logged_turn(
+    shop: dict[str, Path],
+) -> None:
+    """``turn_steps``: a turn per need, in order, logged; with top_k 1 the second need, whose
+    own best tool the first need already showed, brings the other tool instead."""
+    _accounts(shop["accounts"], "pro")
+    options = PipelineOptions(method="bm25", top_k=1)
+    needs = ["list the domain names", "list the domain names again"]
+    with Maitred.open([shop["tools"]], str(shop["accounts"]), options, log=str(shop["log"])) as e:
+        alone = [e.turn(n, account="acc-1").exposed for n in needs]
+        session = e.session("acc-1")
+        turns = e.turn_steps(needs, session=session)
+    assert alone == [("list_domains",), ("list_domains",)]  # apart: the same tool twice
+    assert [t.exposed for t in turns] == [("list_domains",), ("connect_custom_domain",)]
+    assert session.turn_id == turns[-1].turn_id
+    with open_log(str(shop["log"]), read_only=True) as log:
+        rows = [t for t in log.iter_turns() if t["conversation_id"] == session.id]
+    assert [r["turn_id"] for r in rows] == [t.turn_id for t in turns]
+    assert [r["message_text"] for r in rows] == needs

@@ -20,6 +20,7 @@ from maitred.recall.evaluate import (
     load_queries,
     step_metrics,
 )
+from maitred.recall.steps import DEPTH as STEPS_DEPTH
 from maitred.skills.model import Catalog, Skill
 
 
@@ -105,11 +106,14 @@ def test_step_figures_average_over_step_queries_only() -> None:
     assert r["step_exposed"] == 1.5
 
 
-def test_each_step_is_asked_with_step_k() -> None:
+def test_each_step_is_asked_with_step_k_apart_and_deeper_together() -> None:
     recaller = FixedRecaller({"t": ["a"], "s1": ["a"], "s2": ["b"]})
     query = Query("1", "t", ("a",), ("s1", "s2"))
-    evaluate_routing(recaller, [query], "f", known={"a", "b"}, step_k=7)
+    evaluate_routing(recaller, [query], "f", known={"a", "b"}, step_k=7, steps="apart")
     assert recaller.asked == [("t", MRR_DEPTH), ("s1", 7), ("s2", 7)]
+    recaller.asked.clear()  # together: fresh tools are drawn from below each step's top k
+    evaluate_routing(recaller, [query], "f", known={"a", "b"}, step_k=7)
+    assert recaller.asked == [("t", MRR_DEPTH), ("s1", STEPS_DEPTH), ("s2", STEPS_DEPTH)]
     with pytest.raises(ValueError, match="step_k must be at least 1"):
         evaluate_routing(recaller, [query], "f", known={"a", "b"}, step_k=0)
 
@@ -188,3 +192,14 @@ def test_a_repeated_step_query_id_refuses_the_file(tmp_path: Path) -> None:
     path = _write(tmp_path / "q.jsonl", [row, {**row, "steps": ["other"]}])
     with pytest.raises(InputError, match="query id 't' repeats line 1"):
         load_queries(path, repeated="refuse")
+
+
+def test_steps_together_show_each_step_a_tool_the_earlier_steps_did_not() -> None:
+    # both steps rank "a" first: apart, the task sees only a; together, step 2 brings b
+    rankings = {"t": ["a", "b"], "s1": ["a", "b"], "s2": ["a", "b"]}
+    query = Query("1", "t", ("a", "b"), ("s1", "s2"))
+    apart = evaluate_routing(FixedRecaller(rankings), [query], "f", known={"a", "b"}, step_k=1,
+                             steps="apart")  # fmt: skip
+    together = evaluate_routing(FixedRecaller(rankings), [query], "f", known={"a", "b"}, step_k=1)
+    assert (apart["step_complete_at_k"], apart["step_exposed"]) == (0.0, 1.0)
+    assert (together["step_complete_at_k"], together["step_exposed"]) == (1.0, 2.0)

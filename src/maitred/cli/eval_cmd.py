@@ -6,10 +6,12 @@ One set (``--skills`` paths and one ``--queries`` file), several sets (repeated
 prints one row per set and method (``--json``: ``{"results": [...]}``).
 
 Queries with ``steps`` (``{"id","text","steps":[...],"gold":[...]}``) are also scored step-wise:
-each step is asked for its top ``--step-k`` and the task is complete when every gold skill is in
-the union; the figures gain ``n_step_queries``, ``step_k``, ``step_complete_at_k``,
-``step_exposed`` (the union's mean size) and ``oneshot_complete_at_exposed`` (the text asked once
-with as many skills shown). Queries without steps are scored as before.
+each step is asked for its top ``--step-k`` (the steps ranked as one task by default,
+``--steps apart`` asks each on its own: :mod:`maitred.recall.steps`) and the task is complete
+when every gold skill is in the union; the figures gain ``n_step_queries``, ``step_k``,
+``step_complete_at_k``, ``step_exposed`` (the union's mean size) and
+``oneshot_complete_at_exposed`` (the text asked once with as many skills shown). Queries without
+steps are scored as before.
 
 Exit status: 0 when every set was read cleanly and scored; 1 when a query line was bad (each is
 reported with ``file:line``; the good lines are still scored) or when a set had no query that
@@ -38,6 +40,7 @@ from maitred.recall.evaluate import (
     STEP_KEYS,
     EvalSet,
     Query,
+    StepMode,
     describe_unknown,
     evaluate_routing,
     load_queries,
@@ -83,6 +86,12 @@ def routing(
         min=1,
         help="Skills each step of a step-wise query is shown (its top k).",
     ),
+    steps: str = typer.Option(
+        "together",
+        "--steps",
+        help="How a step-wise query's steps are ranked: together (as one task: the task's "
+        "servers weigh in, each step shows new tools) or apart (each on its own).",
+    ),
     cache_dir: Path | None = CACHE_OPT,
     analyzer: str = typer.Option(
         DEFAULT_ANALYZER,
@@ -102,6 +111,8 @@ def routing(
     Each result also names the catalog's detected languages and the analyzer and embedder the
     method was built with (``auto`` resolved).
     """
+    if steps not in ("together", "apart"):
+        raise typer.BadParameter(f"--steps must be 'together' or 'apart', not {steps!r}")
     chosen = _chosen_sets(catalog, queries, sets)
     # one set and one method keep the plain result object of earlier versions (no "set" key)
     with_set = len(chosen) > 1 or len(method) > 1
@@ -114,6 +125,7 @@ def routing(
             cache_dir,
             with_set,
             step_k=step_k,
+            step_mode="together" if steps == "together" else "apart",
             show_progress=not as_json,
             settings={"analyzer": analyzer, "embedder": embedder},
         )
@@ -148,6 +160,7 @@ def _run_set(
     with_set: bool,
     *,
     step_k: int,
+    step_mode: StepMode = "together",
     show_progress: bool,
     settings: dict[str, str],
 ) -> tuple[list[dict[str, Any]], bool]:
@@ -185,6 +198,7 @@ def _run_set(
             on_unknown=_reported_already,
             on_unranked=partial(_report_unranked, spec, name),
             step_k=step_k,
+            steps=step_mode,
         )
         result["languages"] = languages
         result.update(getattr(recaller, "settings", None) or {})

@@ -577,8 +577,10 @@ class Conversation:
 
         ``need`` is one need (a string) or several, in order (:mod:`maitred.conversation.finding`
         reads them from the call). Every need is its own turn on the same path, with the same
-        scope, holds and grant. Each committed turn discloses what it exposed to this
-        session's holder (the session accumulates: see the module docstring); the shadow
+        scope, holds and grant; several needs are ranked together as one task
+        (:func:`~maitred.recall.steps.rank_steps`: the task's servers weigh in, and each need
+        brings tools the earlier ones did not). Each committed turn discloses what it exposed
+        to this session's holder (the session accumulates: see the module docstring); the shadow
         session, if any, is offered the same tools under the full contracts (a logged turn).
 
         Returns:
@@ -603,7 +605,10 @@ class Conversation:
             scope=frozenset(n for n in self.tool_names if n not in held) if held else None,
             granted=self.granted,
         )
-        turns = [finder.turn(n, session=self.session, context=context) for n in needs]
+        if isinstance(need, str):
+            turns = [finder.turn(need, session=self.session, context=context)]
+        else:  # the needs of one task, ranked together (maitred.recall.steps)
+            turns = finder.turn_steps(needs, session=self.session, context=context)
         exposed = {n for turn in turns for n in turn.exposed}
         if exposed and self.shadow is not None and self.shadow_session is not None:
             self._listing(self.shadow, exposed, self.shadow_session)

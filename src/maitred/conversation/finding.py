@@ -18,7 +18,11 @@ holder, is what later calls to those tools are admitted against, on any replica.
 answered per need, in the order given (:func:`per_need`): each need's own answer, where a tool
 already listed for an earlier need of the call is not listed again -- its name is in that
 need's ``listed_above`` instead -- so the model reads each tool's description once and still
-sees which needs it serves. A blocked tool is named under every need that matched it.
+sees which needs it serves. The needs of one call are ranked together as one task
+(:mod:`maitred.recall.steps`): the MCP servers the whole task points to weigh in, and each
+need's top ``k`` are tools the earlier needs did not bring (a tool they did bring stays
+below, and may still be listed above when the gate hides a fresher one). A blocked tool is
+named under every need that matched it.
 """
 
 from __future__ import annotations

@@ -32,7 +32,9 @@ the scored queries have steps, the result also has (over those queries only, see
 :data:`STEP_KEYS`):
 
 - ``n_step_queries``: how many were scored step-wise; ``step_k``: the k each step was asked with;
-- ``step_complete_at_k``: every gold skill is in the union of the steps' top ``step_k``;
+- ``step_complete_at_k``: every gold skill is in the union of the steps' top ``step_k`` (the
+  steps ranked together by default, :func:`~maitred.recall.steps.rank_steps`; ``steps="apart"``
+  asks each on its own);
 - ``step_exposed``: the mean size of that union (the skills the task was shown in all);
 - ``oneshot_complete_at_exposed``: the same task asked once (its ``text``), its top *n* holding
   every gold skill, where *n* is that task's own union size: step-wise against one-shot at the
@@ -65,6 +67,7 @@ from typing import Any, Final, Literal, Protocol, TypeVar
 from maitred.errors import ConfigError, InputError
 from maitred.jsonl import parse_object, read_labelled
 from maitred.recall.base import Recaller
+from maitred.recall.steps import rank_steps
 
 MRR_DEPTH: Final = 100
 """How deep MRR looks for the first gold skill."""
@@ -96,6 +99,9 @@ STEP_KEYS: Final = (
     "oneshot_complete_at_exposed",
 )
 """The keys :func:`evaluate_routing` adds, after :data:`METRIC_KEYS`, when queries have steps."""
+
+StepMode = Literal["together", "apart"]
+"""How the steps of a step-wise query are ranked (see :func:`evaluate_routing`)."""
 
 logger = logging.getLogger(__name__)
 
@@ -295,6 +301,7 @@ def evaluate_routing(
     on_unknown: Callable[[list[Query]], None] | None = None,
     on_unranked: Callable[[list[Query]], None] | None = None,
     step_k: int = STEP_K,
+    steps: StepMode = "together",
 ) -> dict[str, Any]:
     """Rank every query and average the routing metrics.
 
@@ -309,6 +316,9 @@ def evaluate_routing(
         on_unranked: called once with the scored queries the method ranked nothing for
             (only when there are some); by default nothing is reported.
         step_k: how many skills each step of a step-wise query is asked for.
+        steps: ``"together"`` ranks a query's steps as one task
+            (:func:`~maitred.recall.steps.rank_steps`: the task's servers weigh in, each step
+            shows tools the earlier ones did not), ``"apart"`` asks each step on its own.
 
     Returns:
         The keys of :data:`METRIC_KEYS`: ``method``, ``n_queries`` (queries scored), the six
@@ -351,7 +361,7 @@ def evaluate_routing(
             totals[key] += value
         if query.steps:
             n_steps += 1
-            for key, value in _steps_of(recaller, query, ranked, step_k).items():
+            for key, value in _steps_of(recaller, query, ranked, step_k, steps).items():
                 step_totals[key] += value
     if unranked and on_unranked is not None:
         on_unranked(unranked)
@@ -365,10 +375,16 @@ def evaluate_routing(
     return result
 
 
-def _steps_of(recaller: Recaller, query: Query, ranked: list[str], step_k: int) -> dict[str, float]:
-    """One step-wise query: each step asked for its top ``step_k``; the text is ranked again,
-    deeper, when the union is larger than the ranking already made."""
-    steps = [[c.name for c in recaller.rank(step, step_k)] for step in query.steps]
+def _steps_of(
+    recaller: Recaller, query: Query, ranked: list[str], step_k: int, mode: StepMode
+) -> dict[str, float]:
+    """One step-wise query: each step asked for its top ``step_k`` (together or apart); the
+    text is ranked again, deeper, when the union is larger than the ranking already made."""
+    if mode == "together":
+        joint = rank_steps(recaller, query.steps, step_k)
+        steps = [[c.name for c in r[:step_k]] for r in joint]
+    else:
+        steps = [[c.name for c in recaller.rank(step, step_k)] for step in query.steps]
     exposed = len({name for names in steps for name in names[:step_k]})
     if exposed > len(ranked) and len(ranked) == MRR_DEPTH:  # cut short by depth, not catalog
         ranked = [c.name for c in recaller.rank(query.text, exposed)]
