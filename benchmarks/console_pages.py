@@ -29,9 +29,9 @@ from urllib.parse import urlencode
 
 from maitred.actions.model import Decision, ToolCall
 from maitred.contract.evaluate import PredicateOutcome
-from maitred.decision import Message, PairRecord, RunInfo, TurnRecord
 from maitred.log import DecisionLog, open_log
 from maitred.log.browse import PageFilter, decision_page
+from maitred.records import Message, PairRecord, RunInfo, TurnRecord
 from maitred.state.snapshot import Snapshot
 
 GOAL_MS = 100.0
