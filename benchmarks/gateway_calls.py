@@ -25,6 +25,7 @@ import argparse
 import collections
 import os
 import pstats
+import shutil
 import signal
 import sys
 import tempfile
@@ -114,6 +115,7 @@ def main() -> None:
         help="the gateway with a static token and no traces or limits (default: --production's)",
     )
     parser.add_argument("--top", type=int, default=10, help="packages of the difference shown")
+    parser.add_argument("--keep", type=Path, help="copy both profiles (pstats files) here")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="maitred-gwcalls-") as tmp:
         root = Path(tmp)
@@ -122,6 +124,10 @@ def main() -> None:
         anyio.run(count, args.calls, args.era, not args.plain, root)
         proxy, proxy_by = per_request(root / "proxy.prof", args.calls)
         gateway, gateway_by = per_request(root / "gateway.prof", args.calls)
+        if args.keep is not None:
+            args.keep.mkdir(parents=True, exist_ok=True)
+            for side in ("proxy", "gateway"):
+                shutil.copy(root / f"{side}.prof", args.keep / f"{side}.prof")
     features = "static token" if args.plain else "JWT auth, traces, rate limits"
     print(
         f"{args.calls} allowed tools/call per side, {args.era} clients, gateway with {features} "

@@ -252,11 +252,6 @@ class GateMiddleware(CallPath, Middleware):
         found = self._identity("")
         return self._keeper_for(*found) if found is not None else None
 
-    def _known_keeper(self, context: MiddlewareContext[Any]) -> Conversation | None:
-        """The request's gatekeeper if it has one, found without touching the LRU order."""
-        found = self._identity(_session_id(context))
-        return self.keepers.get(found[0]) if found is not None else None
-
     def reachable(self) -> list[tuple[tuple[str, ...], Conversation]]:
         """The sessions a notification outside any request can reach (the watch's)."""
         return [(k, g) for k, g in self.keepers.items() if self.channels.reachable(k)]
