@@ -107,13 +107,19 @@ def run_of(keeper: Conversation, engine: Any) -> str:
 
 def note_session(span: Span, tracing: Tracing, keeper: Conversation | None) -> None:
     """The session's tenant, account and id on a request's span."""
-    if keeper is None or not span.is_recording():
-        return
-    span.set_attribute("maitred.session.id", keeper.session.id)
+    if keeper is not None and span.is_recording():
+        span.set_attributes(session_attributes(tracing, keeper))
+
+
+def session_attributes(tracing: Tracing, keeper: Conversation) -> dict[str, str]:
+    """The session's id, tenant (when it has one) and account (unless ``tracing.account`` is
+    off), as a request span's attributes."""
+    found = {"maitred.session.id": keeper.session.id}
     if keeper.tenant:
-        span.set_attribute("maitred.tenant", keeper.tenant)
+        found["maitred.tenant"] = keeper.tenant
     if tracing.account:
-        span.set_attribute("maitred.account", keeper.account)
+        found["maitred.account"] = keeper.account
+    return found
 
 
 def note_listing(span: Span, listed: int, found: Listing) -> None:
@@ -133,23 +139,21 @@ def note_served(span: Span, tracing: Tracing, tool: str, served: Served, decisio
     ran; a call the gateway failed to serve is marked failed with that code."""
     if not span.is_recording():
         return
-    note_session(span, tracing, served.keeper)
-    span.set_attributes({"gen_ai.tool.name": tool, "maitred.code": served.code})
+    noted: dict[str, str | float] = {"gen_ai.tool.name": tool, "maitred.code": served.code}
+    if served.keeper is not None:
+        noted.update(session_attributes(tracing, served.keeper))
     if served.checked is not None:
         decision, took_s = served.checked
-        span.set_attributes(
-            {
-                "maitred.decision.id": decision.decision_id,
-                "maitred.decision.code": decision.code,
-                "maitred.decision.verdict": decision.verdict,
-                "maitred.check.duration_ms": round(took_s * 1000, 3),
-            }
-        )
+        noted["maitred.decision.id"] = decision.decision_id
+        noted["maitred.decision.code"] = decision.code
+        noted["maitred.decision.verdict"] = decision.verdict
+        noted["maitred.check.duration_ms"] = round(took_s * 1000, 3)
         if decision.turn_id:
-            span.set_attribute("maitred.turn.id", decision.turn_id)
+            noted["maitred.turn.id"] = decision.turn_id
     decision_id = (served.result.meta or {}).get(decision_key)
     if decision_id:
-        span.set_attribute("maitred.decision.id", str(decision_id))
+        noted["maitred.decision.id"] = str(decision_id)
+    span.set_attributes(noted)  # one call: each takes the span's lock and checks each value
     if served.code in _FAILURES:
         failed(span, served.code)
 
