@@ -219,7 +219,8 @@ class CallPath:
         keeper, upstream = edge.keeper, edge.keeper.upstream_of(name)
         try:
             with traces.upstream(self.tracing, upstream, name) as calling:
-                result = await self._forward(context, call_next, upstream, name, args)
+                mutates = keeper.mutates(name)
+                result = await self._forward(context, call_next, upstream, name, args, mutates)
                 traces.note_result(calling, result)
         except Exception as exc:  # the upstream failed; the gateway must answer and stay up
             if refuses_client(exc):  # the upstream's answer to this client: passed on as sent
@@ -333,6 +334,7 @@ class CallPath:
         upstream: str,
         name: str,
         args: dict[str, Any],
+        mutates: bool,
     ) -> ToolResult:
         """An allowed call's result from ``upstream``, which lists its tool (in the client's
         era), over the session kept for it (:class:`~.upstreams.KeptSession`; an HTTP
@@ -350,7 +352,7 @@ class CallPath:
         if tool is None:
             return await call_next(context)
         result: ToolResult = await tool.run(args)
-        if self.surface_guard is not None:
+        if self.surface_guard is not None and mutates:  # only a write changes their lists
             return await self.surface_guard.after_call(context, result)
         return result
 
