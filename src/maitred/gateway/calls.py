@@ -298,7 +298,7 @@ class CallPath:
             decision = None  # a held call answers no question: it is refused first
             if hold is None:  # a round it continues: an answer, or a hold refusing the round
                 found = await self.approvals.answered(
-                    context, keeper, answer_with, lambda fn: self._engine(fn, keeper)
+                    context, keeper, (name, args), answer_with, lambda fn: self._engine(fn, keeper)
                 )
                 hold, decision = (found, None) if isinstance(found, Hold) else (None, found)
             if decision is None:
