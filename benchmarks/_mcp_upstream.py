@@ -6,14 +6,18 @@ not the tools' work. :func:`sidecar` writes the contracts the gateway reads for 
 every tool carries an exit predicate, and every fifth one is hidden for a free account.
 
     python benchmarks/_mcp_upstream.py --tools 1000      # serves MCP over stdio
+    python benchmarks/_mcp_upstream.py --http 0          # over streamable HTTP (a free port)
 """
 
 from __future__ import annotations
 
 import argparse
+import socket
+import sys
 from collections.abc import Callable
 from typing import Any
 
+import anyio
 from fastmcp import FastMCP
 from fastmcp.tools import Tool
 
@@ -83,7 +87,27 @@ def sidecar(tools: int) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tools", type=int, default=10)
-    server(parser.parse_args().tools).run(show_banner=False)
+    parser.add_argument(
+        "--http",
+        type=int,
+        metavar="PORT",
+        help="serve streamable HTTP on 127.0.0.1 (0: a free port) instead of stdio, printing "
+        "'serving URL' on stderr once bound (gateway_ab.py --direct: the floor)",
+    )
+    args = parser.parse_args()
+    if args.http is None:
+        server(args.tools).run(show_banner=False)
+        return
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)  # TCP_NODELAY
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", args.http))
+    sock.listen(128)
+    print(f"serving http://127.0.0.1:{sock.getsockname()[1]}/mcp", file=sys.stderr, flush=True)
+    anyio.run(
+        lambda: server(args.tools).run_http_async(
+            show_banner=False, host="127.0.0.1", log_level="warning", sockets=[sock]
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -517,6 +517,10 @@ async def http_sides(
         gateway, gateway_url = _served(gateway_cmd, log)
         started.append(gateway)
         base = gateway_url.rsplit("/", 1)[0]
+        # the proxy launches its upstreams on its first request (the gateway at start): made
+        # here, so a 1,000-tool upstream still starting cannot fail a client's era probe
+        async with Client(proxy_url, timeout=600, mode="legacy") as warm:
+            await warm.list_tools()
         if production is not None:
             found.update(await prove_auth(gateway_url, production))
 

@@ -13,7 +13,11 @@ rate limits), minus what is dropped.
 It prints each side's ``tools/call`` p50 and front-process CPU per call, each gateway's ratio
 to the proxy (p50 and the median of the paired ratios), and B - A.
 
+``--direct`` adds the floor as a fourth side: the generated upstream served over HTTP by itself
+(FastMCP's server, no proxy), and says what the proxy and each gateway add to it.
+
     PYTHONPATH=src .venv/bin/python benchmarks/gateway_ab.py --a ../main/src --b src
+    PYTHONPATH=src .venv/bin/python benchmarks/gateway_ab.py --a ../main/src --b src --direct
     PYTHONPATH=src .venv/bin/python benchmarks/gateway_ab.py --drop-a tracing
 """
 
@@ -46,7 +50,12 @@ def drop_keys(text: str, keys: str) -> str:
 
 
 async def measure(
-    srcs: Mapping[str, str], drops: Mapping[str, str], tools: int, calls: int, warmup: int
+    srcs: Mapping[str, str],
+    drops: Mapping[str, str],
+    tools: int,
+    calls: int,
+    warmup: int,
+    direct: bool = False,
 ) -> dict[str, Any]:
     """Time ``calls`` interleaved ``tools/call`` per side; samples (s) and CPU (ms) by side."""
     production = bench.Production()
@@ -67,6 +76,8 @@ async def measure(
         procs, urls = {}, {}
         try:
             current["src"] = envs["proxy"]
+            if direct:  # the floor: the upstream itself over HTTP, nothing in between
+                procs["direct"], urls["direct"] = bench._served([*upstream, "--http", "0"], log)
             procs["proxy"], urls["proxy"] = bench._served(
                 [sys.executable, str(bench.HERE / "_mcp_proxy.py"), "--http", "0", "--", *upstream],
                 log,
@@ -80,11 +91,14 @@ async def measure(
                 procs[side], urls[side] = bench._served(command, log)
             token = production.mint()
             async with (
+                Client(urls.get("direct", urls["proxy"]), timeout=120) as floor,
                 Client(urls["proxy"], timeout=120) as proxy,
                 Client(urls["A"], auth=token, timeout=120) as a,
                 Client(urls["B"], auth=token, timeout=120) as b,
             ):
                 clients = {"proxy": proxy, "A": a, "B": b}
+                if direct:
+                    clients = {"direct": floor, **clients}
                 visible = bench.tool_name(0)
 
                 async def call(client: Client[Any]) -> None:
@@ -98,7 +112,8 @@ async def measure(
                 before = {k: bench.cpu_seconds(p.pid) for k, p in procs.items()}
                 samples: dict[str, list[float]] = {k: [] for k in clients}
                 for i in range(calls):
-                    for side in order[i % 3 :] + order[: i % 3]:
+                    turn = i % len(order)
+                    for side in order[turn:] + order[:turn]:
                         start = time.perf_counter()
                         await call(clients[side])
                         samples[side].append(time.perf_counter() - start)
@@ -119,9 +134,11 @@ def report(found: Mapping[str, Any], label: Callable[[str], str]) -> str:
     p99 = {k: statistics.quantiles(v, n=100)[98] * 1e3 for k, v in samples.items()}
     lines = ["| side | tools/call p50 / p99 ms | CPU ms per call | / proxy: p50 (paired median) |"]
     lines.append("|---|---:|---:|---|")
-    for side in ("proxy", *SIDES):
+    for side in ("direct", "proxy", *SIDES):
+        if side not in samples:
+            continue
         ratio = ""
-        if side != "proxy":
+        if side not in ("direct", "proxy"):
             paired = statistics.median(
                 x / y for x, y in zip(samples[side], samples["proxy"], strict=True)
             )
@@ -133,6 +150,14 @@ def report(found: Mapping[str, Any], label: Callable[[str], str]) -> str:
         f"\nB - A: p50 {p50['B'] - p50['A']:+.2f} ms, p99 {p99['B'] - p99['A']:+.2f} ms, "
         f"CPU {cpu['B'] - cpu['A']:+.2f} ms per call"
     )
+    if "direct" in samples:  # what each side adds over the upstream served directly
+        added = {k: p50[k] - p50["direct"] for k in ("proxy", *SIDES)}
+        lines.append(
+            f"Over the upstream served directly (p50 {p50['direct']:.2f} ms, its own CPU "
+            f"{cpu['direct']:.2f} ms a call): the proxy adds {added['proxy']:+.2f} ms, A "
+            f"{added['A']:+.2f} ms ({added['A'] / added['proxy']:.2f}x the proxy's), B "
+            f"{added['B']:+.2f} ms ({added['B'] / added['proxy']:.2f}x)"
+        )
     return "\n".join(lines)
 
 
@@ -145,15 +170,22 @@ def main() -> None:
     parser.add_argument("--tools", type=int, default=10, help="upstream tool count")
     parser.add_argument("--calls", type=int, default=800, help="timed calls per side")
     parser.add_argument("--warmup", type=int, default=20, help="untimed calls per side first")
+    parser.add_argument(
+        "--direct",
+        action="store_true",
+        help="a fourth side, the floor: the upstream itself served over HTTP, no proxy",
+    )
     args = parser.parse_args()
     srcs = {"A": str(Path(args.a).resolve()), "B": str(Path(args.b).resolve())}
     drops = {"A": args.drop_a, "B": args.drop_b}
     load = os.getloadavg()[0]
-    found = anyio.run(measure, srcs, drops, args.tools, args.calls, args.warmup)
+    found = anyio.run(measure, srcs, drops, args.tools, args.calls, args.warmup, args.direct)
 
     def label(side: str) -> str:
         if side == "proxy":
             return "plain FastMCP proxy"
+        if side == "direct":
+            return "the upstream directly (HTTP; CPU: the upstream's own)"
         dropped = f", without {drops[side]}" if drops[side] else ""
         return f"{side}: {srcs[side]}{dropped}"
 

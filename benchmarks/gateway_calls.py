@@ -25,6 +25,7 @@ import argparse
 import collections
 import os
 import pstats
+import shutil
 import signal
 import sys
 import tempfile
@@ -39,8 +40,9 @@ import gateway as bench  # the sibling script: its sides and its site
 
 #: runs a front process under cProfile: on from SIGUSR1, dumped to ``$PROFILE_TO`` on SIGUSR2
 LAUNCHER = """
-import cProfile, os, runpy, signal, sys
-profile = cProfile.Profile()
+import cProfile, os, runpy, signal, sys, time
+cpu = os.environ.get("PROFILE_CPU") == "1"  # the loop thread's CPU time, not the wall clock
+profile = cProfile.Profile(time.thread_time) if cpu else cProfile.Profile()
 out = os.environ["PROFILE_TO"] + ("gateway" if "maitred.cli.main" in sys.argv else "proxy")
 signal.signal(signal.SIGUSR1, lambda *_: profile.enable())
 signal.signal(signal.SIGUSR2, lambda *_: (profile.disable(), profile.dump_stats(out + ".prof")))
@@ -63,7 +65,8 @@ def profiled(root: Path) -> None:
         return served([args[0], str(launcher), *args[1:]], log)
 
     bench._served = serve
-    bench._env = lambda: {**env(), "PROFILE_TO": str(root) + "/"}
+    cpu = {"PROFILE_CPU": os.environ["PROFILE_CPU"]} if "PROFILE_CPU" in os.environ else {}
+    bench._env = lambda: {**env(), "PROFILE_TO": str(root) + "/", **cpu}
 
 
 async def count(calls: int, era: str, production: bool, root: Path) -> None:
@@ -114,14 +117,26 @@ def main() -> None:
         help="the gateway with a static token and no traces or limits (default: --production's)",
     )
     parser.add_argument("--top", type=int, default=10, help="packages of the difference shown")
+    parser.add_argument("--keep", type=Path, help="copy both profiles (pstats files) here")
+    parser.add_argument(
+        "--cpu",
+        action="store_true",
+        help="time the profiles by the serving thread's CPU time (kept with --keep)",
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="maitred-gwcalls-") as tmp:
         root = Path(tmp)
+        if args.cpu:
+            os.environ["PROFILE_CPU"] = "1"
         profiled(root)
         started = time.perf_counter()
         anyio.run(count, args.calls, args.era, not args.plain, root)
         proxy, proxy_by = per_request(root / "proxy.prof", args.calls)
         gateway, gateway_by = per_request(root / "gateway.prof", args.calls)
+        if args.keep is not None:
+            args.keep.mkdir(parents=True, exist_ok=True)
+            for side in ("proxy", "gateway"):
+                shutil.copy(root / f"{side}.prof", args.keep / f"{side}.prof")
     features = "static token" if args.plain else "JWT auth, traces, rate limits"
     print(
         f"{args.calls} allowed tools/call per side, {args.era} clients, gateway with {features} "

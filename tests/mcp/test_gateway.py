@@ -8,16 +8,20 @@ tests prove that a rejected call never reached it.
 from __future__ import annotations
 
 import json
+import os
+import signal
+import time
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import anyio
 import mcp_types as mt  # the MCP wire types (`mcp.types` re-exports them)
 from fastmcp import Client
-from tests.mcp.conftest import Site
+from tests.mcp.conftest import UPSTREAM, Site
 
 from maitred.gateway import load_config
-from maitred.gateway.build import open_gateway
+from maitred.gateway.build import close_gateway, gate_of, open_gateway
 from maitred.log.base import open_log
 
 Scenario = Callable[[Client[Any], list[Any]], Awaitable[None]]
@@ -154,6 +158,54 @@ def test_an_upstream_crash_is_an_error_naming_it_and_the_gateway_stays_up(site: 
 
     run_gateway(site, scenario)
     assert site.upstream_calls() == ["crash", "get_plan"]
+
+
+def _upstream_pids() -> list[int]:
+    """The recording upstreams this process launched and that still run (not zombies)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            cmdline = (stat.parent / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if int(fields[1]) == os.getpid() and fields[0] != "Z" and str(UPSTREAM).encode() in cmdline:
+            found.append(int(stat.parent.name))
+    return found
+
+
+def test_calls_share_one_kept_session_and_an_upstream_that_exited_between_calls_is_relaunched(
+    site: Site,
+) -> None:
+    async def main() -> None:
+        server, engines = await open_gateway(load_config(site.config))
+        gate = gate_of(server)
+        assert gate.upstreams is not None
+        kept = gate.upstreams.proxies["shop"].kept
+        try:
+            async with Client(server) as client:
+                clients = set()
+                for _ in range(3):
+                    result = await client.call_tool("get_plan", {"account": "acc-1"})
+                    assert result.content[0].text == "free"
+                    clients.add(id(kept.client))
+                assert len(clients) == 1 and kept.client is not None  # one session, kept
+                (first,) = _upstream_pids()
+                os.kill(first, signal.SIGKILL)  # nobody is told: no call is in flight
+                deadline = time.monotonic() + 60
+                while first in _upstream_pids() and time.monotonic() < deadline:
+                    await anyio.sleep(0.05)  # until it is gone (reaped, or a zombie)
+                after = await client.call_tool(
+                    "get_plan", {"account": "acc-1"}, raise_on_error=False
+                )
+                assert not after.is_error and after.content[0].text == "free"  # relaunched
+                assert len(_upstream_pids()) == 1 and first not in _upstream_pids()
+        finally:
+            await close_gateway(server, engines)
+        assert kept.client is None  # let go when the gateway closed
+
+    anyio.run(main)
+    assert site.upstream_calls() == ["get_plan"] * 4
 
 
 def test_an_upstream_that_hangs_past_its_timeout_is_named_and_the_gateway_stays_up(

@@ -259,10 +259,12 @@ class Approvals:
         self,
         context: MiddlewareContext[mt.CallToolRequestParams],
         keeper: Conversation,
+        call: tuple[str, Mapping[str, Any]],
         answer_with: AnswerWith,
         run: Run[bool],
     ) -> Decision | Hold | None:
-        """What a 2026-07-28 call that continues a round is decided by: the decision on the
+        """What a 2026-07-28 call (``call``: its tool's name and arguments, as the call path
+        read them) that continues a round is decided by: the decision on the
         answer to the gateway's question, or the :class:`Hold` refusing a round that cannot
         continue (another principal's or call's; spent already). ``None``: the check decides
         (a fresh call, or a round of the upstream's that may go on).
@@ -283,14 +285,13 @@ class Approvals:
         else:  # a state of an older gateway: the upstream's own; one of a newer: nobody's
             _pass_down(None if state is not None and state.startswith(SEALED) else state)
             return None
-        if brought.principal != principal_of(keeper) or brought.call != _call_hash(
-            message.name, message.arguments
-        ):
+        name, arguments = call
+        if brought.principal != principal_of(keeper) or brought.call != _call_hash(name, arguments):
             return state_not_yours()
         reply = (message.input_responses or {}).get(ASK_KEY)
         if brought.of and not isinstance(reply, mt.ElicitResult):
             return None  # the question came back unanswered: asked again
-        single_use = bool(brought.of or brought.yes) or keeper.mutates(message.name)
+        single_use = bool(brought.of or brought.yes) or keeper.mutates(name)
         if single_use and not await run(lambda: self._spend(keeper, brought)):
             what = "the answer to this approval question" if brought.of else "this round"
             return state_replayed(what, brought.key)
@@ -299,8 +300,8 @@ class Approvals:
         assert isinstance(reply, mt.ElicitResult)
         pending = asked(
             brought.of,
-            message.name,
-            message.arguments or {},
+            name,
+            arguments,
             call_id=brought.call_id,
             session_id=brought.session,
             tenant=keeper.tenant,
@@ -311,13 +312,15 @@ class Approvals:
         expires = max(brought.until, self.clock() + self.ttl_s)  # the state outlives no TTL
         return keeper.engine.spend(brought.key, session=keeper.session, expires_at=expires)
 
-    def _round(self, keeper: Conversation, message: Any, **given: Any) -> Round:
+    def _round(
+        self, keeper: Conversation, name: str, arguments: Mapping[str, Any], **given: Any
+    ) -> Round:
         """A new round for this caller and call (``given``: what it carries)."""
         fields: dict[str, Any] = {"until": self.clock() + self.ttl_s, **given}
         return Round(
             nonce=uuid.uuid4().hex,
             principal=principal_of(keeper),
-            call=_call_hash(message.name, message.arguments),
+            call=_call_hash(name, arguments),
             session=keeper.session.id,
             **fields,
         )
@@ -339,7 +342,8 @@ class Approvals:
         elif decision.approval is not None and decision.approval.answer == "approve":
             carried = {"yes": decision.decision_id}
         inner = result.input_required
-        wrapped = self._round(keeper, context.message, upstream=inner.request_state, **carried)
+        name, arguments = decision.call.name, decision.call.arguments
+        wrapped = self._round(keeper, name, arguments, upstream=inner.request_state, **carried)
         return InputRequiredToolResult(inner.model_copy(update={"request_state": wrapped.seal()}))
 
     async def ask(
@@ -364,8 +368,9 @@ class Approvals:
             return pending, CANNOT_ASK
         text = question(pending)
         if _modern(context):
+            call = pending.call
             state = self._round(
-                keeper, context.message, of=pending.decision_id, call_id=pending.call.id
+                keeper, call.name, call.arguments, of=pending.decision_id, call_id=call.id
             ).seal()
             params = mt.ElicitRequestFormParams(message=text, requested_schema=_FORM.schema)
             return InputRequiredToolResult(

@@ -119,15 +119,16 @@ class GatewayMetrics:
         for scope in scopes:
             self.rate_limited.labels(scope)
 
-    def count_limited(self, scope: str | None) -> None:
-        """Count one call refused ``RATE_LIMITED`` by ``scope`` (``None``: the store could
-        not be asked, which ``calls{code=RATE_LIMIT_UNAVAILABLE}`` counts)."""
-        if scope is not None:
-            self.rate_limited.labels(scope).inc()
-
-    def count_call(self, code: str) -> None:
-        """Count one ``tools/call`` answered with ``code`` (``OK``: forwarded)."""
+    def count_served(self, code: str, limited: str | None = None, failed: str = "") -> None:
+        """Count one ``tools/call`` answered with ``code`` (``OK``: forwarded); refused past
+        a rate (``limited``: the limit's scope, ``""`` when the store could not be asked,
+        which ``calls{code=RATE_LIMIT_UNAVAILABLE}`` counts); failed by the upstream
+        ``failed``."""
         self.calls.labels(code).inc()
+        if limited:
+            self.rate_limited.labels(limited).inc()
+        if failed:
+            self.upstream_failures.labels(failed).inc()
 
     def render(self) -> bytes:
         """The Prometheus text exposition of every metric."""

@@ -476,7 +476,10 @@ class Passthrough(Middleware):
         return None
 
     async def close(self) -> None:
+        """Close the sessions kept for subscriptions and for the upstreams' calls."""
         await self.subscriptions.close()
+        for proxy in list(self.proxies.values()):
+            await proxy.close()
 
 
 def _changes(kind: str, caps: mt.ServerCapabilities) -> bool:

@@ -5,8 +5,8 @@
 
 * ``tools/list``: the upstreams' lists, filtered to what the session's gatekeeper finds
   visible for its account now (a logged turn).
-* ``tools/call`` (the steps of :mod:`maitred.gateway.calls`): the gatekeeper checks the call
-  first (logged and flushed); a rejected call never reaches the upstream and the client gets
+* ``tools/call`` (the one line of :mod:`maitred.gateway.calls`): the conversation decides the
+  call first (logged and flushed); a rejected call never reaches the upstream and the client gets
   an ``isError`` result whose text is ``decision.tool_result()`` as JSON (the one model-facing
   :class:`~maitred.actions.refusals.Rejection`: code, message for the model, offending fields,
   decision id); a call the gatekeeper could not decide or log is refused too
@@ -63,8 +63,9 @@ gets no tools and no call (``AUTH_REQUIRED``), so the gate never rests on the tr
 At most ``server.max_sessions`` gatekeepers are kept; the least recently used is dropped.
 
 **Traces** (``tracing:`` in the config, off by default): a span per ``tools/list`` and
-``tools/call`` continuing the client's W3C trace context, with the listing turn, the check,
-the upstream call and ``find_tools`` as its children (:mod:`maitred.gateway.traces`).
+``tools/call`` continuing the client's W3C trace context, with the listing turn, the upstream
+call and ``find_tools`` as its children and the check's decision as attributes of the call's
+own span (:mod:`maitred.gateway.traces`).
 
 The engine is synchronous (SQLite, file and SQL state); its calls run on worker threads, so the
 event loop never blocks on the log or the state store. Sessions run side by side on the one
@@ -249,11 +250,6 @@ class GateMiddleware(CallPath, Middleware):
         extension's own method: ``skills/*``, ``tasks/*``); None: not authenticated."""
         found = self._identity("")
         return self._keeper_for(*found) if found is not None else None
-
-    def _known_keeper(self, context: MiddlewareContext[Any]) -> Conversation | None:
-        """The request's gatekeeper if it has one, found without touching the LRU order."""
-        found = self._identity(_session_id(context))
-        return self.keepers.get(found[0]) if found is not None else None
 
     def reachable(self) -> list[tuple[tuple[str, ...], Conversation]]:
         """The sessions a notification outside any request can reach (the watch's)."""

@@ -5,8 +5,9 @@ hold): one per MCP request, and one per listing turn or upstream call inside it.
 
     maitred.list                 tools/list (SERVER; INTERNAL under a span already open here)
       maitred.turn               the listing turn: turn and run ids, tools listed and visible
-    maitred.call                 tools/call: tool, the code it is counted under; the gate's
-                                 decision (id, code, verdict, turn id, time it took)
+    maitred.call                 tools/call: tool, the code it is counted under; the check's
+                                 decision (id, code, verdict, turn id, time it took), all
+                                 noted once the call path is done (never inside its steps)
       maitred.upstream           the forwarded call (CLIENT): upstream, tool; tool_error
       maitred.find_tools         find_tools mode: the turn(s) that routed the need(s)
 
@@ -32,17 +33,20 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Any
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any
 
 import fastmcp
 from fastmcp.server.middleware import MiddlewareContext
 from fastmcp.tools import ToolResult
 from opentelemetry import trace
-from opentelemetry.trace import Span
+from opentelemetry.trace import Span, SpanKind
 
-from maitred.actions.model import Decision
 from maitred.conversation import Conversation
 from maitred.tracing import Tracing, failed
+
+if TYPE_CHECKING:
+    from maitred.gateway.calls import Served
 
 #: what a listing returns to the middleware: the visible names, the turn's id and its run
 Listing = tuple[tuple[str, ...], str, str]
@@ -103,13 +107,19 @@ def run_of(keeper: Conversation, engine: Any) -> str:
 
 def note_session(span: Span, tracing: Tracing, keeper: Conversation | None) -> None:
     """The session's tenant, account and id on a request's span."""
-    if keeper is None or not span.is_recording():
-        return
-    span.set_attribute("maitred.session.id", keeper.session.id)
+    if keeper is not None and span.is_recording():
+        span.set_attributes(session_attributes(tracing, keeper))
+
+
+def session_attributes(tracing: Tracing, keeper: Conversation) -> dict[str, str]:
+    """The session's id, tenant (when it has one) and account (unless ``tracing.account`` is
+    off), as a request span's attributes."""
+    found = {"maitred.session.id": keeper.session.id}
     if keeper.tenant:
-        span.set_attribute("maitred.tenant", keeper.tenant)
+        found["maitred.tenant"] = keeper.tenant
     if tracing.account:
-        span.set_attribute("maitred.account", keeper.account)
+        found["maitred.account"] = keeper.account
+    return found
 
 
 def note_listing(span: Span, listed: int, found: Listing) -> None:
@@ -122,44 +132,43 @@ def note_listing(span: Span, listed: int, found: Listing) -> None:
         span.set_attributes({"maitred.turn.id": turn, "maitred.run.id": run})
 
 
-def note_call(
-    span: Span, tool: str, code: str, meta: Mapping[str, Any] | None, decision_key: str
-) -> None:
-    """A ``tools/call`` served: its tool, the code it is counted under, the decision id the
-    result carries; a call the gateway failed to serve is marked failed with that code."""
+def note_served(span: Span, tracing: Tracing, tool: str, served: Served, decision_key: str) -> None:
+    """A ``tools/call`` served, on its request span, once the call path is done: the
+    session, its tool, the code it is counted under, the decision id the result carries; the
+    check's decision (id, code, verdict, turn, the time deciding and logging it took) when one
+    ran; a call the gateway failed to serve is marked failed with that code."""
     if not span.is_recording():
         return
-    span.set_attributes({"gen_ai.tool.name": tool, "maitred.code": code})
-    decision = (meta or {}).get(decision_key)
-    if decision:
-        span.set_attribute("maitred.decision.id", str(decision))
-    if code in _FAILURES:
-        failed(span, code)
+    noted: dict[str, str | float] = {"gen_ai.tool.name": tool, "maitred.code": served.code}
+    if served.keeper is not None:
+        noted.update(session_attributes(tracing, served.keeper))
+    if served.checked is not None:
+        decision, took_s = served.checked
+        noted["maitred.decision.id"] = decision.decision_id
+        noted["maitred.decision.code"] = decision.code
+        noted["maitred.decision.verdict"] = decision.verdict
+        noted["maitred.check.duration_ms"] = round(took_s * 1000, 3)
+        if decision.turn_id:
+            noted["maitred.turn.id"] = decision.turn_id
+    decision_id = (served.result.meta or {}).get(decision_key)
+    if decision_id:
+        noted["maitred.decision.id"] = str(decision_id)
+    span.set_attributes(noted)  # one call: each takes the span's lock and checks each value
+    if served.code in _FAILURES:
+        failed(span, served.code)
 
 
-def note_decision(decision: Decision, took_s: float) -> None:
-    """The gate's decision on a call, on the call's span (the current one): its id, code,
-    verdict and turn, and how long deciding and logging it took."""
-    span = trace.get_current_span()
-    if not span.is_recording():
-        return
-    span.set_attributes(
-        {
-            "maitred.decision.id": decision.decision_id,
-            "maitred.decision.code": decision.code,
-            "maitred.decision.verdict": decision.verdict,
-            "maitred.check.duration_ms": round(took_s * 1000, 3),
-        }
-    )
-    if decision.turn_id:
-        span.set_attribute("maitred.turn.id", decision.turn_id)
-
-
-def upstream_attributes(tracing: Tracing, upstream: str, tool: str) -> dict[str, str] | None:
-    """The attributes of a ``maitred.upstream`` span (``None`` when off: nothing is built)."""
+def upstream(tracing: Tracing, upstream: str, tool: str) -> AbstractContextManager[Span]:
+    """The ``maitred.upstream`` span (``CLIENT``) of a forwarded call, current while it is
+    forwarded: the proxy puts its context in the upstream request's ``_meta``."""
     if not tracing.enabled:
-        return None
-    return {"maitred.upstream": upstream, "gen_ai.tool.name": tool, "mcp.method.name": "tools/call"}
+        return tracing.span("maitred.upstream")  # the shared no-op: nothing is built
+    attributes = {
+        "maitred.upstream": upstream,
+        "gen_ai.tool.name": tool,
+        "mcp.method.name": "tools/call",
+    }
+    return tracing.span("maitred.upstream", kind=SpanKind.CLIENT, attributes=attributes)
 
 
 def note_result(span: Span, result: ToolResult) -> None:
