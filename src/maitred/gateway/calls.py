@@ -3,6 +3,7 @@
 :meth:`CallPath.on_call_tool` opens the request's span (``maitred.call``) and counts the call
 under its code; inside it :meth:`CallPath._call` runs the steps, each of which either answers
 the call (an :data:`Answer`: a refusal, or the result) or hands the next one what it found:
+unwrap (a ``call_tool`` call becomes the call it names, :meth:`CallPath._unwrapped`) ->
 refuse early (no identity, arguments that are not I-JSON) -> admit (rate limits;
 ``find_tools`` answered here) -> hold (past a rate, or listed to the other era only) -> decide
 (an approval answered, else the check, noted on the call's span) -> forward (straight to the
@@ -37,11 +38,11 @@ from maitred.actions.refusals import (
     gate_unavailable,
     upstream_failed,
 )
-from maitred.conversation.finding import read_needs
+from maitred.conversation.finding import read_needs, unwrap
 from maitred.errors import MaitredError
 from maitred.gateway import traces
 from maitred.gateway.approval import VIA, Approvals, awaits_person
-from maitred.gateway.keeper import FIND_TOOLS, Gatekeeper
+from maitred.gateway.keeper import FIND_TOOLS, Gatekeeper, GatewayEngines
 from maitred.gateway.lifecycle import Upstreams
 from maitred.gateway.limits import argument_fault
 from maitred.gateway.metrics import GatewayMetrics
@@ -96,6 +97,7 @@ class CallPath:
     attributes below, set up there) and finds each request's gatekeeper.
     """
 
+    engines: GatewayEngines
     account: str | None
     tracing: Tracing
     metrics: GatewayMetrics
@@ -150,12 +152,49 @@ class CallPath:
         call_next: CallNext[mt.CallToolRequestParams, ToolResult],
     ) -> ToolResult:
         with self.tracing.request("maitred.call", *traces.carriers(context)) as span:
-            code, result = await self._call(context, call_next)
+            target = self._unwrapped(context)  # a call_tool call is the call it names
+            if isinstance(target, Hold):
+                code, result = await self._refuse_wrapper(context, target)
+            else:
+                context = target
+                code, result = await self._call(context, call_next)
             if span.is_recording():
                 traces.note_session(span, self.tracing, self._known_keeper(context))
                 traces.note_call(span, context.message.name, code, result.meta, DECISION_ID_META)
         self.metrics.count_call(code)
         return result
+
+    def _unwrapped(
+        self, context: MiddlewareContext[mt.CallToolRequestParams]
+    ) -> MiddlewareContext[mt.CallToolRequestParams] | Hold:
+        """The request as the path decides it: a ``call_tool`` call rewritten into the call it
+        names (its ``_meta``, request state and task kept), before anything else reads it, so
+        that it is that call from here on; any other call as it came. The rule is the core's
+        (:func:`~maitred.conversation.finding.unwrap`); a wrapper that names no call is the
+        :class:`Hold` refusing it."""
+        message = context.message
+        found = unwrap(message.name, message.arguments or {}, self.engines.call_tool)
+        if found is None or isinstance(found, Hold):
+            return found or context
+        name, arguments = found
+        return context.copy(
+            message=message.model_copy(update={"name": name, "arguments": arguments})
+        )
+
+    async def _refuse_wrapper(
+        self, context: MiddlewareContext[mt.CallToolRequestParams], hold: Hold
+    ) -> Answer:
+        """A ``call_tool`` call that names no call: refused with ``hold`` (past a rate, as
+        such), logged on the ``call_tool`` call like ``find_tools``' bad needs."""
+        name, args = context.message.name, dict(context.message.arguments or {})
+        keeper = await self._refuse_early(context, name, args)
+        if isinstance(keeper, tuple):
+            return keeper
+        limited = await self._admit(keeper, name)
+        if limited is not None:
+            self.metrics.count_limited(limited.scope)
+            hold = limited.hold()
+        return await self._refuse(context, keeper, ToolCall(name, args), hold)
 
     async def _call(
         self,
