@@ -1,10 +1,10 @@
 """The gate's ``tools/call`` path: a chain of small steps, traced once around the whole.
 
-:meth:`CallPath.on_call_tool` opens the request's span (``maitred.call``) and counts the call
-under its code; inside it :meth:`CallPath._call` runs the steps, each of which either answers
-the call (an :data:`Answer`: a refusal, or the result) or hands the next one what it found:
-unwrap (a ``call_tool`` call becomes the call it names, :meth:`CallPath._unwrapped`) ->
-refuse early (no identity, arguments that are not I-JSON) -> admit (rate limits;
+:meth:`CallPath.on_call_tool` opens the request's span (``maitred.call``), rewrites a
+``call_tool`` call into the call it names before anything reads it (:meth:`CallPath._unwrapped`)
+and counts the call under its code; inside it :meth:`CallPath._call` runs the steps, each of
+which either answers the call (an :data:`Answer`: a refusal, or the result) or hands the next
+one what it found: refuse early (no identity, arguments that are not I-JSON) -> admit (rate limits;
 ``find_tools`` answered here) -> hold (past a rate, or listed to the other era only) -> decide
 (an approval answered, else the check, noted on the call's span) -> forward (straight to the
 upstream's tool, ``maitred.upstream``) -> after (a task handed over, the decision id in the
@@ -174,8 +174,10 @@ class CallPath:
         :class:`Hold` refusing it."""
         message = context.message
         found = unwrap(message.name, message.arguments or {}, self.engines.call_tool)
-        if found is None or isinstance(found, Hold):
-            return found or context
+        if found is None:
+            return context
+        if isinstance(found, Hold):
+            return found
         name, arguments = found
         return context.copy(
             message=message.model_copy(update={"name": name, "arguments": arguments})
