@@ -167,6 +167,7 @@ WHICH, MOVE = "which plan is my account on", "move my account to another plan"
 EXPORT, DIE = "export the yearly report", "die without answering"
 BAD_TYPE, NOT_I_JSON = ("get_plan", {"account": 5}), ("get_plan", {"account": "\ud800"})
 OTHER = ("upgrade", {"account": "acc-2", "plan": "pro"})
+BROKEN = "broken"  # the accounts file is not JSON: the state provider fails
 L, A = "legacy", "auto"  # a handshake-era client; a 2026-07-28 one (a round for a question)
 OUTCOMES: dict[str, Outcome] = {
     "allowed": ("free", [WHICH], "free", PLAN, L, None, "OK"),
@@ -174,6 +175,7 @@ OUTCOMES: dict[str, Outcome] = {
     "not-found-yet": ("free", [], "free", PLAN, L, None, "TOOL_NOT_OFFERED"),
     "blocked": ("free", [EXPORT], "free", REPORT, L, None, "TOOL_NOT_OFFERED"),
     "not-executable-now": ("pro", [EXPORT], "free", REPORT, L, None, "TOOL_NOT_EXECUTABLE"),
+    "state-unavailable": ("pro", [EXPORT], BROKEN, REPORT, L, None, "STATE_UNAVAILABLE"),
     "args-missing": ("free", [WHICH], "free", ("get_plan", {}), L, None, "ARGS_MISSING"),
     "args-invalid": ("free", [WHICH], "free", BAD_TYPE, L, None, "ARGS_INVALID"),
     "args-not-i-json": ("free", [WHICH], "free", NOT_I_JSON, L, None, "ARGS_INVALID"),
@@ -186,6 +188,13 @@ OUTCOMES: dict[str, Outcome] = {
     "approved-in-a-round": ("free", [MOVE], "free", ENTERPRISE, A, "accept", "OK"),
     "declined-in-a-round": ("free", [MOVE], "free", ENTERPRISE, A, "decline", "APPROVAL_DECLINED"),
 }
+
+
+def _set_state(site: Site, plan: str) -> None:
+    if plan == BROKEN:
+        site.accounts.write_text("{not json", encoding="utf-8")
+    else:
+        site.set_plan(plan)
 
 
 def _code(result: Any) -> str:
@@ -206,9 +215,8 @@ def test_call_tool_and_a_direct_call_get_the_same_decision(site: Site, outcome: 
             await find(client, need)
         if limited:  # the one call the hour allows
             assert not (await client.call_tool(name, arguments)).is_error
-        site.set_plan(at_call)
         for how in ("direct", "call_tool"):
-            site.set_plan(at_call)  # an approved upgrade moved the plan: back to where it was
+            _set_state(site, at_call)  # an approved upgrade moved the plan: back to where it was
             called = (
                 (name, arguments) if how == "direct" else ("call_tool", wrapped(name, arguments))
             )

@@ -201,3 +201,29 @@ def test_langgraph(langgraph_python: Path, catalog: CatalogSite, session: bool) 
     refused = json.loads(messages[2]["content"])  # found in one session, run in another
     assert (messages[2]["status"], refused["code"]) == ("error", "TOOL_NOT_OFFERED")
     assert catalog.upstream_calls() == []
+
+
+def test_a_direct_call_and_call_tool_are_refused_alike_over_http(catalog: CatalogSite) -> None:
+    """The refusals of this page's two unreachable tools, called directly and through
+    ``call_tool`` by ``fastmcp.Client`` with the same token: the same payload, ids aside."""
+    from fastmcp import Client
+
+    got: list[dict[str, Any]] = []
+
+    async def main() -> None:
+        async with Client(catalog.url, auth=TOKEN) as client:
+            for name, arguments in (HIDDEN, SCOPED):
+                for called in (
+                    (name, arguments),
+                    ("call_tool", {"name": name, "arguments": arguments}),
+                ):
+                    result = await client.call_tool(*called, raise_on_error=False)
+                    assert result.is_error
+                    got.append(json.loads(result.content[0].text))
+
+    anyio.run(main)
+    same = [{k: v for k, v in g.items() if k != "decision_id"} for g in got]
+    assert same[0] == same[1] and same[0]["code"] == "TOOL_NOT_OFFERED"
+    assert same[2] == same[3] and same[2]["code"] == "INSUFFICIENT_SCOPE"
+    assert len({g["decision_id"] for g in got}) == 4
+    assert catalog.upstream_calls() == []
