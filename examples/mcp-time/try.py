@@ -163,10 +163,13 @@ async def over_http(account: str) -> None:
             print(f"  notifications: {', '.join(changed) or 'none'}")
             tools = await client.list_tools()
             print(
-                f"  still sees: {', '.join(t.name for t in tools)} (found tools are called by name)"
+                f"  still sees: {', '.join(t.name for t in tools)} (found tools run through "
+                "call_tool)"
             )
             for name, args in CALLS[::3]:
-                show(name, args, await client.call_tool(name, args, raise_on_error=False))
+                wrapped = {"name": name, "arguments": args}
+                result = await client.call_tool("call_tool", wrapped, raise_on_error=False)
+                show(f"call_tool -> {name}", args, result)
     finally:
         server.terminate()
         server.wait(timeout=30)

@@ -6,6 +6,7 @@ package ``tests/mcp`` would then shadow the MCP SDK (``import mcp``).
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -96,7 +97,9 @@ def site(tmp_path: Path) -> Site:
 class Process:
     """A server run as a subprocess for a test: its output drained, waited on by pattern."""
 
-    def __init__(self, args: list[str], env: dict[str, str], pattern: str) -> None:
+    def __init__(
+        self, args: list[str], env: dict[str, str], pattern: str, timeout: float = 90.0
+    ) -> None:
         self.popen = subprocess.Popen(
             args,
             env=env,
@@ -108,7 +111,7 @@ class Process:
         self.lines: queue.Queue[str] = queue.Queue()
         self.output: list[str] = []
         threading.Thread(target=self._drain, daemon=True).start()
-        self.match = self._wait(re.compile(pattern))
+        self.match = self._wait(re.compile(pattern), timeout)
 
     def _drain(self) -> None:
         assert self.popen.stdout is not None
@@ -135,6 +138,21 @@ class Process:
         if self.popen.poll() is None:
             self.popen.kill()
         self.popen.wait(timeout=30)
+
+
+@pytest.fixture(scope="session")
+def langgraph_python() -> Path:
+    """The LangGraph venv's python (``test_langgraph.py``), built by ``make frameworks-deps``
+    where it is missing."""
+    root = SRC.parent
+    with open(root / ".venv-langgraph.lock", "w") as lock:  # pytest -n: one build at a time
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        made = subprocess.run(
+            ["make", "-s", "frameworks-deps"], cwd=root, capture_output=True, text=True
+        )
+    if made.returncode != 0:
+        pytest.fail(f"make frameworks-deps failed:\n{made.stdout}{made.stderr}")
+    return root / ".venv-langgraph" / "bin" / "python"
 
 
 def child_env() -> dict[str, str]:

@@ -11,14 +11,16 @@ bearer token, as a LangGraph application would.
      "steps": [[["tool", {"arg": 1}], ...], ...],    # the calls of each model step
      "before": {"path": "...", "text": "..."},       # optional: written at the first step
      "session": false,                               # true: one MCP session for the run
-     "builder": "create_react_agent"}                # or "create_agent"
+     "builder": "create_react_agent",                # or "create_agent"
+     "script": false}                                # true: agent_script.py's model instead
 
 loads the gateway's tools through ``MultiServerMCPClient`` (``get_tools()``: a session per
 call, as its docs show first) or, with ``session``, through one explicit session and
 ``load_mcp_tools``; builds the agent with LangGraph's ``langgraph.prebuilt.create_react_agent``
 or with ``langchain.agents.create_agent`` (LangChain 1's agent, a LangGraph graph too, which
 LangGraph 1 points users to) on a chat model that plays ``steps`` (no LLM, no network); runs
-one turn and prints one JSON object on stdout:
+one turn and prints one JSON object on stdout (with ``script``, the model is
+``agent_script.py``'s, which reads the tool results: the ``call_tool`` tests'):
 ``offered`` (the tool names bound to the model, per step), ``messages`` (every tool message:
 name, status, content), ``final`` (the model's last text) and ``notifications`` (the types of
 the server notifications its MCP sessions received, through the ``message_handler`` the
@@ -36,6 +38,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import agent_script  # beside this file (the script's folder is first on sys.path)
 from langchain.agents import create_agent
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
@@ -57,6 +60,7 @@ class ScriptedChatModel(BaseChatModel):
 
     steps: list[list[tuple[str, dict[str, Any]]]]
     before: dict[str, str] | None = None
+    script: bool = False  # play agent_script.calls (it reads the tool results) instead
     offered: list[list[str]] = Field(default_factory=list)
     bound: list[str] = Field(default_factory=list)
 
@@ -77,7 +81,11 @@ class ScriptedChatModel(BaseChatModel):
             fresh = Path(self.before["path"] + ".new")  # a new inode, as a sync job writes
             fresh.write_text(self.before["text"], encoding="utf-8")
             os.replace(fresh, self.before["path"])
-        calls = self.steps[step] if step < len(self.steps) else []
+        if self.script:
+            results = [_text(m.content) for m in messages if isinstance(m, ToolMessage)]
+            calls = agent_script.calls(step, results)
+        else:
+            calls = self.steps[step] if step < len(self.steps) else []
         if not calls:
             return ChatResult(generations=[ChatGeneration(message=AIMessage(content="done"))])
         tool_calls = [
@@ -108,7 +116,9 @@ async def run(plan: dict[str, Any]) -> dict[str, Any]:
         "session_kwargs": {"message_handler": note},
     }
     client = MultiServerMCPClient({"gateway": connection})
-    model = ScriptedChatModel(steps=plan["steps"], before=plan.get("before"))
+    model = ScriptedChatModel(
+        steps=plan["steps"], before=plan.get("before"), script=bool(plan.get("script"))
+    )
 
     async def turn(tools: list[BaseTool]) -> dict[str, Any]:
         if plan.get("builder", "create_react_agent") == "create_agent":

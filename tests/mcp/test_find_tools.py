@@ -43,7 +43,7 @@ def test_a_found_tool_is_disclosed_with_its_schema_and_a_blocked_one_stays_hidde
     _find_mode(site)
 
     async def scenario(client: Any, seen: list[Any]) -> None:
-        assert names(await client.list_tools()) == ["find_tools"]
+        assert names(await client.list_tools()) == ["find_tools", "call_tool"]
         early = await client.call_tool("get_plan", {"account": "acc-1"}, raise_on_error=False)
         assert rejection(early)["code"] == "TOOL_NOT_OFFERED"
         assert "find_tools" in rejection(early)["hint"]
@@ -58,7 +58,10 @@ def test_a_found_tool_is_disclosed_with_its_schema_and_a_blocked_one_stays_hidde
         plan = await find(client, "which plan is my account on")
         found = {t["name"]: t for t in plan["tools"]}
         assert found["get_plan"]["description"] and found["get_plan"]["upstream"] == "shop"
-        assert names(await client.list_tools()) == ["find_tools"]  # the answer has what a
+        assert names(await client.list_tools()) == [
+            "find_tools",
+            "call_tool",
+        ]  # the answer has what a
         assert found["get_plan"]["inputSchema"]["type"] == "object"  # call needs: its schema
         answer = await client.call_tool("get_plan", {"account": "acc-1"})
         assert answer.content[0].text == "free"
@@ -70,7 +73,7 @@ def test_a_found_tool_is_disclosed_with_its_schema_and_a_blocked_one_stays_hidde
         assert done.content[0].text == "report 2025"
         earlier = await client.call_tool("get_plan", {"account": "acc-1"})  # still disclosed
         assert earlier.content[0].text == "pro"
-        assert names(await client.list_tools()) == ["find_tools"]
+        assert names(await client.list_tools()) == ["find_tools", "call_tool"]
         assert changes(seen) == 0  # a disclosure is a result: the list never changed
 
     run_gateway(site, scenario)
@@ -188,7 +191,8 @@ def test_several_needs_are_answered_per_need_each_tool_once(site: Site) -> None:
 
     run_gateway(site, scenario)
     answer, listed = answers[0], answers[1]["listed"]
-    assert list(answer) == ["needs"]
+    assert list(answer) == ["needs", "call_with"]  # how to run what was found, said once
+    assert answer["call_with"].startswith("call_tool with")
     per_need = answer["needs"]
     assert [n["need"] for n in per_need] == STEPS  # `need` first, then `needs`, in order
     turns = _find_turns(site)
@@ -209,7 +213,7 @@ def test_several_needs_are_answered_per_need_each_tool_once(site: Site) -> None:
     assert "export_report" not in shown
     assert [b["name"] for b in per_need[3]["blocked"]] == ["export_report"]
     assert per_need[3]["tools"] == [] and "hint" in per_need[3]
-    assert listed == ["find_tools"]
+    assert listed == ["find_tools", "call_tool"]
     for entry in per_need:  # each answer carries the upstream's schema as listed
         assert all(t["inputSchema"].get("type") == "object" for t in entry["tools"])
     assert site.upstream_calls() == ["get_plan"]
@@ -228,7 +232,7 @@ def test_a_hidden_tool_is_named_for_no_need_and_nothing_is_disclosed(site: Site)
             assert "export_report" not in _tool_names(entry) + entry["listed_above"]
         blocked = [[b["name"] for b in entry["blocked"]] for entry in per_need]
         assert blocked == [["export_report"]] * len(needs)  # with every need that matched it
-        assert names(await client.list_tools()) == ["find_tools"]
+        assert names(await client.list_tools()) == ["find_tools", "call_tool"]
         report = await client.call_tool("export_report", {"year": 2025}, raise_on_error=False)
         assert rejection(report)["code"] == "TOOL_NOT_OFFERED"
 
@@ -237,7 +241,7 @@ def test_a_hidden_tool_is_named_for_no_need_and_nothing_is_disclosed(site: Site)
         again = json.loads(result.content[0].text)
         assert _tool_names(again["needs"][0]) == ["export_report"]
         assert all(e["blocked"] == [] for e in again["needs"])
-        assert names(await client.list_tools()) == ["find_tools"]
+        assert names(await client.list_tools()) == ["find_tools", "call_tool"]
         done = await client.call_tool("export_report", {"year": 2025})
         assert done.content[0].text == "report 2025"
 
@@ -261,12 +265,13 @@ def test_one_need_is_answered_as_it_always_was(site: Site) -> None:
 
     run_gateway(site, scenario)
     single, multi = got
-    assert sorted(single) == ["blocked", "need", "tools", "turn_id"]
+    assert sorted(single) == ["blocked", "call_with", "need", "tools", "turn_id"]
     assert single["need"] == need and "get_plan" in _tool_names(single)
     (entry,) = multi["needs"]  # `needs` of one is answered per need all the same
     assert entry["listed_above"] == []
     same = {k: v for k, v in entry.items() if k not in ("listed_above", "turn_id")}
-    assert same == {k: v for k, v in single.items() if k != "turn_id"}
+    assert same == {k: v for k, v in single.items() if k not in ("turn_id", "call_with")}
+    assert multi["call_with"] == single["call_with"]  # said once, beside the needs
 
 
 @pytest.mark.parametrize(
@@ -301,7 +306,7 @@ def test_bad_needs_are_refused_naming_the_field(
         refused = rejection(result)
         assert (refused["code"], refused["fields"]) == (code, fields)
         assert refused["executed"] is False and "needs" in refused["message"]
-        assert names(await client.list_tools()) == ["find_tools"]
+        assert names(await client.list_tools()) == ["find_tools", "call_tool"]
         assert changes(seen) == 0
 
     run_gateway(site, scenario)
@@ -312,7 +317,8 @@ def test_the_schema_tells_the_model_both_fields_and_their_bounds(site: Site) -> 
     _find_mode(site)
 
     async def scenario(client: Any, seen: list[Any]) -> None:
-        (tool,) = await client.list_tools()
+        tool, runs = await client.list_tools()
+        assert (tool.name, runs.name) == ("find_tools", "call_tool")
         schema = tool.input_schema
         assert set(schema["properties"]) == {"need", "needs"} and "required" not in schema
         needs = schema["properties"]["needs"]

@@ -305,7 +305,7 @@ def test_find_tools_over_http_discloses_per_token_in_its_answers(tmp_path: Path)
     finally:
         site.gateway.stop()
         site.notes.stop()
-    assert got["before"] == got["pro_list"] == got["free_list"] == ["find_tools"]
+    assert got["before"] == got["pro_list"] == got["free_list"] == ["find_tools", "call_tool"]
     assert "export_notes" in [t["name"] for t in got["pro"]["tools"]]
     assert not any(isinstance(m, mt.ToolListChangedNotification) for m in seen)
     assert "export_notes" in [b["name"] for b in got["free"]["blocked"]]
@@ -392,7 +392,7 @@ def test_past_max_sessions_a_dropped_principal_keeps_what_was_disclosed_to_it(
     finally:
         site.gateway.stop()
         site.notes.stop()
-    assert got["free"] == ["find_tools"]
+    assert got["free"] == ["find_tools", "call_tool"]
     assert not got["late"].is_error and site.calls.count("export_notes") == 1
     assert got["other"]["code"] == "TOOL_NOT_OFFERED"
     with open_log(str(tmp_path / "gateway.sqlite")) as log:
@@ -444,7 +444,10 @@ def test_two_mcp_sessions_of_one_token_disclose_apart_and_sessionless_clients_sh
     finally:
         site.gateway.stop()
         site.notes.stop()
-    assert "export_notes" in got["found"] and got["first"] == got["second"] == ["find_tools"]
+    assert "export_notes" in got["found"] and got["first"] == got["second"] == [
+        "find_tools",
+        "call_tool",
+    ]
     assert got["first_call"] is False  # disclosed to the first session
     assert (
         got["second_call"]["code"] == "TOOL_NOT_OFFERED"

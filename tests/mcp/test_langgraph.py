@@ -22,7 +22,6 @@ show:
 
 from __future__ import annotations
 
-import fcntl
 import json
 import subprocess
 from collections.abc import Iterator, Sequence
@@ -35,23 +34,8 @@ from tests.mcp.http_site import TOKEN, HttpSite, serve_http
 
 pytestmark = pytest.mark.slow  # the gateway, its upstream and the agent run as subprocesses
 
-ROOT = Path(__file__).resolve().parents[2]
-PYTHON = ROOT / ".venv-langgraph" / "bin" / "python"
 AGENT = Path(__file__).with_name("langgraph_agent.py")
 LISTED_ON_FREE = ["get_plan", "upgrade", "crash"]
-
-
-@pytest.fixture(scope="session")
-def langgraph_python() -> Path:
-    """The LangGraph venv's python, built by ``make frameworks-deps`` where it is missing."""
-    with open(ROOT / ".venv-langgraph.lock", "w") as lock:  # pytest -n: one build at a time
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        made = subprocess.run(
-            ["make", "-s", "frameworks-deps"], cwd=ROOT, capture_output=True, text=True
-        )
-    if made.returncode != 0:
-        pytest.fail(f"make frameworks-deps failed:\n{made.stdout}{made.stderr}")
-    return PYTHON
 
 
 @pytest.fixture

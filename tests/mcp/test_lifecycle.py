@@ -298,10 +298,10 @@ def test_with_no_upstream_answering_the_gateway_starts_empty_and_fills_in(
         got["read"] = await client.call_tool("read_shelf", {"shelf": "a"}, raise_on_error=False)
 
     _serve(config, scenario)
-    assert got["ready"] is False and got["before"] == ["find_tools"]
+    assert got["ready"] is False and got["before"] == ["find_tools", "call_tool"]
     assert got["nothing"]["tools"] == [] and "hint" in got["nothing"]
     assert "read_shelf" in [t["name"] for t in got["found"]["tools"]]
-    assert got["after"] == ["find_tools"]  # disclosed in the answer, not listed
+    assert got["after"] == ["call_tool", "find_tools"]  # disclosed in the answer, not listed
     assert not got["read"].is_error, got["read"]
 
 

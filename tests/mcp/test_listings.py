@@ -111,7 +111,7 @@ def test_no_interleaving_of_other_requests_changes_the_next_listing(gateway: Dep
     assert baseline["acme/2026-07-28"] == baseline["acme/handshake"]
     assert baseline["globex/2026-07-28"] == baseline["globex/handshake"]
     if "find_tools" in baseline["acme/2026-07-28"]:
-        assert all(names == ["find_tools"] for names in baseline.values())
+        assert all(names == ["find_tools", "call_tool"] for names in baseline.values())
     else:  # the free plan hides the export; listed in the catalog's order
         assert baseline["acme/2026-07-28"] == ["add_note", "list_notes", "export_notes"]
         assert baseline["globex/2026-07-28"] == ["add_note", "list_notes"]
@@ -190,7 +190,7 @@ def test_what_was_disclosed_to_a_principal_survives_a_restart_and_nothing_else_i
             restarted.stop()
         site.notes.stop()
     assert "export_notes" in got["disclosed"]
-    assert got["listed"] == ["find_tools"]
+    assert got["listed"] == ["find_tools", "call_tool"]
     for name in ("export_notes", "add_note", "list_notes"):
         assert got[name] == ("OK" if name in got["disclosed"] else "TOOL_NOT_OFFERED"), name
     assert got["globex"] == "TOOL_NOT_OFFERED"

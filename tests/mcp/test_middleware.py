@@ -36,6 +36,8 @@ class _BrokenLogKeeper:
 
 
 class _Engines:
+    call_tool = ""  # disclosure: all
+
     def conversation(self, principal: Any, *, by_principal: bool = False) -> _BrokenLogKeeper:
         return _BrokenLogKeeper()
 
@@ -90,6 +92,8 @@ def test_a_check_is_decided_on_the_event_loop_only_when_it_cannot_wait_on_anythi
     keeper = _ThreadKeeper(in_process, lists_first)
 
     class GatewayEngines:
+        call_tool = ""  # disclosure: all
+
         def conversation(self, principal: Any, **_: Any) -> _ThreadKeeper:
             return keeper
 
@@ -152,6 +156,8 @@ def test_each_transport_asks_for_what_names_the_account_before_anything_starts(
 
 
 class _NoKeeper:
+    call_tool = ""  # disclosure: all
+
     def conversation(self, principal: Any, *, by_principal: bool = False) -> Any:
         raise AssertionError("no session may be opened without an identity")
 

@@ -156,7 +156,7 @@ def test_a_sequence_spread_over_two_replicas_is_decided_as_by_one_process(
         _drop(url, [f"{schema}_one", f"{schema}_two"])
     one, two = got["one"], got["two"]
     assert one == two
-    assert one[0] == one[-1] == ["find_tools"]
+    assert one[0] == one[-1] == ["find_tools", "call_tool"]
     assert one[1] == ["export_notes"]
     assert one[2:5] == ["OK", "TOOL_NOT_OFFERED", "TOOL_NOT_OFFERED"]
     assert one[5] == ["add_note"] and one[6:10] == ["OK", "OK", "RATE_LIMITED", "RATE_LIMITED"]

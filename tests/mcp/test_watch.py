@@ -269,7 +269,7 @@ def test_with_find_tools_state_changes_no_list_and_a_disclosed_tool_follows_the_
         codes.append(again.content[0].text)
 
     run(site, scenario)
-    assert lists == [["find_tools"]] * 3
+    assert lists == [["find_tools", "call_tool"]] * 3
     assert codes == ["TOOL_NOT_EXECUTABLE", "report 2025"]
 
 

@@ -221,11 +221,12 @@ class Conversation:
     def visible(self) -> tuple[str, ...]:
         """The tools this session may see now (a logged turn), in the upstreams' order.
 
-        In ``find_tools`` mode the list is ``find_tools`` alone (nothing is decided, nothing
-        logged): what ``find_tools`` answers is disclosed in its results, never listed.
+        In ``find_tools`` mode the list is ``find_tools`` and ``call_tool`` (nothing is
+        decided, nothing logged): what ``find_tools`` answers is disclosed in its results,
+        never listed, and run through ``call_tool`` (or by name).
         """
         if self.finds:
-            self.listed = (FIND_TOOLS,)
+            self.listed = (FIND_TOOLS, self.engines.call_tool)
             return self.listed
         scope = self._offerable() if self.engines.held() else None
         exposed: tuple[str, ...] = ()
@@ -283,7 +284,7 @@ class Conversation:
         sessions of one account share one decision per tool in a watch pass.
         """
         if self.finds:
-            return (FIND_TOOLS,)
+            return (FIND_TOOLS, self.engines.call_tool)
         at = self.engine.now()
         known = {} if verdicts is None else verdicts
         for name in self._offerable():
@@ -372,9 +373,11 @@ class Conversation:
     def refuse(self, call: ToolCall, hold: Hold, *, era: str = "") -> Decision:
         """Log the front end's own refusal of ``call`` (what may be stored of it), made before
         any check (:meth:`Maitred.refuse <maitred.Maitred.refuse>`): arguments that are not
-        I-JSON, ``find_tools``' needs, ``find_tools`` past a rate. ``find_tools`` changes
-        nothing; any other name is the rulebook's to say."""
-        mutates = False if call.name == FIND_TOOLS else None
+        I-JSON, ``find_tools``' needs, ``find_tools`` past a rate, a ``call_tool`` call that
+        names no call. ``find_tools`` and ``call_tool`` change nothing themselves; any other
+        name is the rulebook's to say."""
+        own = call.name == FIND_TOOLS or (bool(call.name) and call.name == self.engines.call_tool)
+        mutates = False if own else None
         context = self.origin(call.name, era)
         return self.engine.refuse(
             call, hold, session=self.session, mutates=mutates, context=context
@@ -614,6 +617,7 @@ class Conversation:
             self._listing(self.shadow, exposed, self.shadow_session)
         catalog = finder.catalog
         answers = [
-            answer_for(n, t, catalog, self.upstream_of) for n, t in zip(needs, turns, strict=True)
+            answer_for(n, t, catalog, self.upstream_of, self.engines.call_tool)
+            for n, t in zip(needs, turns, strict=True)
         ]
         return answers[0] if isinstance(need, str) else per_need(answers)

@@ -45,6 +45,7 @@ from maitred.actions.model import Hold
 from maitred.actions.session import Session
 from maitred.build import check_against_state
 from maitred.contract.surfaces import Family, Surface
+from maitred.conversation.finding import CALL_TOOL
 from maitred.engine import Maitred
 from maitred.errors import MaitredError
 from maitred.gate.surfaces import SurfaceContracts
@@ -124,6 +125,8 @@ class Engines:
         engine: lists and checks, over the enforced catalog (it owns and closes the log).
         owners: tool name -> the upstream that lists it (``{}``: no upstreams).
         finder: routes discovery needs over the same catalog (``find_tools`` mode only).
+        call_tool: the name of the tool that runs a found tool by name, listed beside
+            ``find_tools`` (``find_tools`` mode only; :func:`~maitred.conversation.finding.unwrap`).
         shadow: an engine over the full contracts, when some rules run in shadow mode.
         pins: what is held back now (the gateway's reviewed definitions), if anything.
         sidecars: upstream name -> its sidecar as read (its resources' and prompts'
@@ -143,9 +146,12 @@ class Engines:
         pins: Holds | None = None,
         sidecars: Mapping[str, Any] | None = None,
         routed: bool = False,
+        call_tool: str = CALL_TOOL,
     ) -> None:
         self.engine = engine
         self.routed = routed
+        #: ``call_tool``'s name here; ``""`` without a finder (there is no such tool)
+        self.call_tool = call_tool if finder is not None else ""
         self.pins = pins
         self.sidecars = dict(sidecars or {})
         self.owners = dict(owners or {})

@@ -23,6 +23,23 @@ sees which needs it serves. The needs of one call are ranked together as one tas
 need's top ``k`` are tools the earlier needs did not bring (a tool they did bring stays
 below, and may still be listed above when the gate hides a fresher one). A blocked tool is
 named under every need that matched it.
+Every answer that disclosed a tool also says how to call it through ``call_tool``
+(``call_with``).
+
+**Calling what was found** (``call_tool``, its name :data:`CALL_TOOL` unless the gateway
+config's ``find.call_tool`` names another). Agent frameworks let the model call only the tools
+``tools/list`` shows, and in this mode the list is ``find_tools`` and ``call_tool`` and never
+changes; so a disclosed tool is also called through ``call_tool(name, arguments)``.
+:func:`unwrap` is the rule: a ``call_tool`` call *is* the call ``name(arguments)``, rewritten
+before anything decides, so it takes the one path of a direct call -- the same principal,
+limits, holds, check, approval, task and logged decision, and the upstream's result as it
+is. The wrapper itself is refused only when it does not say which call it is
+(:data:`CALL_TOOL_SCHEMA`): no ``name`` (``ARGS_MISSING``), a ``name`` that is no text
+(``TOOL_UNKNOWN``, as a direct call naming no text gets), ``arguments`` that are not an
+object, another key beside the two, or ``call_tool`` naming itself (``ARGS_INVALID``),
+the field at fault named. A ``name`` no upstream lists is the gate's ``TOOL_UNKNOWN``; the
+target's arguments meet the target's schema as a direct call's do (``ARGS_INVALID`` naming
+the field under the target's own arguments).
 """
 
 from __future__ import annotations
@@ -30,7 +47,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from maitred.actions.model import ARGS_INVALID, ARGS_MISSING, Hold
+from maitred.actions.model import ARGS_INVALID, ARGS_MISSING, TOOL_UNKNOWN, Hold
 from maitred.actions.refusals import invalid_arguments
 from maitred.gate.executability import SCOPES
 from maitred.pipeline import Turn
@@ -38,17 +55,55 @@ from maitred.skills.model import Catalog
 
 #: the tool the gateway adds in ``find_tools`` disclosure mode
 FIND_TOOLS = "find_tools"
+#: the tool the gateway adds beside it, to call a disclosed tool by name (its default name)
+CALL_TOOL = "call_tool"
 #: the most needs one call may carry (``need`` and ``needs`` together)
 MAX_NEEDS = 8
 #: the longest need, in characters
 MAX_NEED_CHARS = 1000
-FIND_TOOLS_DESCRIPTION = (
-    "Find the tools for a task. The catalog is too large to list: describe in a sentence what "
-    "you need to do (`need`), or, for a task of several steps, one sentence per step "
-    f"(`needs`, at most {MAX_NEEDS}). The answer lists, per need, the tools that fit and can "
-    "run for this account now, each with its input schema: call them by name (the tool list "
-    "itself does not change). Call it again for another need."
-)
+
+
+def find_tools_description(call_tool: str = CALL_TOOL) -> str:
+    """What ``find_tools`` tells the model, naming the ``call_tool`` beside it."""
+    return (
+        "Find the tools for a task. The catalog is too large to list: describe in a sentence "
+        "what you need to do (`need`), or, for a task of several steps, one sentence per step "
+        f"(`needs`, at most {MAX_NEEDS}). The answer lists, per need, the tools that fit and "
+        "can run for this account now, each with its input schema: run one with "
+        f"`{call_tool}` (its `name`, and its `arguments` as that schema says; the tool list "
+        "itself does not change). Call it again for another need."
+    )
+
+
+FIND_TOOLS_DESCRIPTION = find_tools_description()
+
+
+def call_tool_description(find_tools: str = FIND_TOOLS) -> str:
+    """What ``call_tool`` tells the model."""
+    return (
+        f"Run a tool that `{find_tools}` found: give its `name` and its `arguments` (an "
+        "object meeting the tool's input schema, as the answer listed it). The result is the "
+        f"tool's own. A tool `{find_tools}` did not give you cannot be run: find it first."
+    )
+
+
+#: the input schema of ``call_tool``: the target's name, and its arguments as one object
+#: (the target's own schema is checked when the call is decided, as a direct call's)
+CALL_TOOL_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "name": {
+            "type": "string",
+            "description": f"The name of a tool that {FIND_TOOLS} found.",
+        },
+        "arguments": {
+            "type": "object",
+            "description": "The tool's arguments, as its input schema says ({} for none).",
+        },
+    },
+    "required": ["name"],
+    "additionalProperties": False,
+}
 _ONE_NEED: dict[str, Any] = {"type": "string", "minLength": 1, "maxLength": MAX_NEED_CHARS}
 #: the input schema of ``find_tools``: ``need`` or ``needs`` (or both), none required by the
 #: schema itself because JSON Schema's ``anyOf`` at the top is refused by some model APIs;
@@ -127,12 +182,71 @@ def _refusal(what: str, *fields: str, code: str = ARGS_INVALID) -> Hold:
     )
 
 
+def unwrap(
+    name: str, arguments: Mapping[str, Any], call_tool: str
+) -> tuple[str, dict[str, Any]] | Hold | None:
+    """The call a ``call_tool`` call stands for (see the module docstring).
+
+    Args:
+        name: the tool the client called.
+        arguments: what it sent that tool.
+        call_tool: the name of ``call_tool`` here (``""``: there is none, not in
+            ``find_tools`` mode).
+
+    Returns:
+        ``None`` when ``name`` is not ``call_tool`` (a direct call, decided as it is); else the
+        target's ``(name, arguments)``, or the :class:`Hold` refusing a wrapper that does not
+        say which call it is (logged as a decision on the ``call_tool`` call).
+    """
+    if not call_tool or name != call_tool:
+        return None
+    extra = sorted(k for k in arguments if k not in ("name", "arguments"))
+    if extra:
+        return _call_refusal(
+            f"{extra[0]!r} is not an argument of {call_tool}; put the tool's own arguments "
+            "under 'arguments'",
+            *extra,
+        )
+    target, given = arguments.get("name"), arguments.get("arguments")
+    if target is None:
+        return _call_refusal("no tool was named", "name", code=ARGS_MISSING)
+    if not isinstance(target, str):
+        return _call_refusal(
+            f"'name' must be a tool's name (a string), not {type(target).__name__}",
+            "name",
+            code=TOOL_UNKNOWN,
+        )
+    if target == call_tool:
+        return _call_refusal(f"{call_tool} cannot run itself", "name")
+    if given is None:
+        return target, {}
+    if not isinstance(given, Mapping):
+        return _call_refusal(
+            f"'arguments' must be an object (the tool's arguments by name), not "
+            f"{type(given).__name__}",
+            "arguments",
+        )
+    return target, dict(given)
+
+
+def _call_refusal(what: str, *fields: str, code: str = ARGS_INVALID) -> Hold:
+    return invalid_arguments(
+        f"{what}; give 'name' (a tool {FIND_TOOLS} found) and 'arguments' (an object)",
+        fields,
+        code=code,
+    )
+
+
 def answer_for(
-    need: str, turn: Turn, catalog: Catalog, upstream_of: Callable[[str], str]
+    need: str,
+    turn: Turn,
+    catalog: Catalog,
+    upstream_of: Callable[[str], str],
+    call_tool: str = CALL_TOOL,
 ) -> dict[str, Any]:
     """The answer to one need: the tools its turn disclosed (name, description, input schema
     and upstream), the matching tools the gate blocked with the predicates' messages, the
-    turn id.
+    turn id, and (when it disclosed any) how to run one through ``call_tool``.
 
     A tool the caller's scopes do not reach is not named at all.
     """
@@ -160,24 +274,37 @@ def answer_for(
     }
     if not turn.exposed:
         answer["hint"] = "no tool that can run now fits this need; describe it differently"
+    elif call_tool:
+        answer["call_with"] = call_with(call_tool)
     return answer
+
+
+def call_with(call_tool: str) -> str:
+    """How an answer says to run what it found."""
+    return (
+        f'{call_tool} with {{"name": <a tool above>, "arguments": <an object meeting its '
+        "inputSchema>}"
+    )
 
 
 def per_need(answers: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """Several needs' answers (from :func:`answer_for`, in need order) as one: ``{"needs":
     [...]}``, each disclosed tool listed under the first need that found it; a later need that
     found it too names it in ``listed_above``. What the gate blocked stays with every need
-    that matched it, so each need says why a tool it asked for is not there."""
+    that matched it, so each need says why a tool it asked for is not there; how to run what
+    was found (``call_with``) is said once, beside the needs."""
     shown: set[str] = set()
     out: list[dict[str, Any]] = []
+    how = ""
     for answer in answers:
         found = [t["name"] for t in answer["tools"]]
+        how = how or answer.get("call_with", "")
         out.append(
             {
-                **answer,
+                **{k: v for k, v in answer.items() if k != "call_with"},
                 "tools": [t for t in answer["tools"] if t["name"] not in shown],
                 "listed_above": [n for n in found if n in shown],
             }
         )
         shown.update(found)
-    return {"needs": out}
+    return {"needs": out, "call_with": how} if how else {"needs": out}

@@ -30,7 +30,12 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from maitred.contract.tool_sidecar import SurfaceNames
-from maitred.conversation.finding import FIND_TOOLS_SCHEMA
+from maitred.conversation.finding import (
+    CALL_TOOL_SCHEMA,
+    FIND_TOOLS_SCHEMA,
+    call_tool_description,
+    find_tools_description,
+)
 from maitred.errors import ConfigError
 from maitred.gateway import hosts
 from maitred.gateway.approval import Approvals
@@ -40,7 +45,7 @@ from maitred.gateway.config import GatewayConfig, Upstream
 from maitred.gateway.hosts import HostGuard
 from maitred.gateway.http_config import HttpServer
 from maitred.gateway.jwt import JwtVerifier
-from maitred.gateway.keeper import FIND_TOOLS, FIND_TOOLS_DESCRIPTION, GatewayEngines
+from maitred.gateway.keeper import FIND_TOOLS, GatewayEngines
 from maitred.gateway.lifecycle import Listing, Upstreams
 from maitred.gateway.listings import CACHE_SCOPE, listing_ttl_s
 from maitred.gateway.metrics import CONTENT_TYPE
@@ -244,8 +249,21 @@ async def open_gateway(
             # answered by GateMiddleware, which knows the session; never reached
             raise RuntimeError("find_tools is answered by the gateway's middleware")
 
-        found = Tool.from_function(find_tools, name=FIND_TOOLS, description=FIND_TOOLS_DESCRIPTION)
+        def call_tool(name: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
+            # unwrapped by GateMiddleware into the call it names; never reached
+            raise RuntimeError("call_tool is unwrapped by the gateway's middleware")
+
+        runs = engines.call_tool
+        found = Tool.from_function(
+            find_tools, name=FIND_TOOLS, description=find_tools_description(runs)
+        )
         server.add_tool(found.model_copy(update={"parameters": FIND_TOOLS_SCHEMA}))
+        caller = Tool.from_function(call_tool, name=runs, description=call_tool_description())
+        # no output schema: the result is the named tool's, whatever it returns (a client
+        # checks a result against the schema of the tool it called: call_tool's)
+        server.add_tool(
+            caller.model_copy(update={"parameters": CALL_TOOL_SCHEMA, "output_schema": None})
+        )
     server.add_middleware(EraMethods())  # outermost: a method the request's era lacks is none
     server.add_middleware(gate)
     if gate.surface_guard is not None:

@@ -51,11 +51,11 @@ from maitred.actions.refusals import (
     gate_unavailable,
     upstream_failed,
 )
-from maitred.conversation.finding import read_needs
+from maitred.conversation.finding import read_needs, unwrap
 from maitred.errors import MaitredError
 from maitred.gateway import traces
 from maitred.gateway.approval import VIA, Approvals, awaits_person
-from maitred.gateway.keeper import FIND_TOOLS, Gatekeeper
+from maitred.gateway.keeper import FIND_TOOLS, Gatekeeper, GatewayEngines
 from maitred.gateway.lifecycle import Upstreams
 from maitred.gateway.limits import argument_fault
 from maitred.gateway.metrics import GatewayMetrics
@@ -139,6 +139,7 @@ class CallPath:
     attributes below, set up there) and finds each request's conversation.
     """
 
+    engines: GatewayEngines
     account: str | None
     tracing: Tracing
     metrics: GatewayMetrics
@@ -192,9 +193,19 @@ class CallPath:
     ) -> ToolResult:
         """Read the call (the one place its name and arguments are read) and serve it, in the
         request's span, counted under its code."""
-        name, args = context.message.name, dict(context.message.arguments or {})
+        message = context.message
+        name, args = message.name, dict(message.arguments or {})
         with self.tracing.request("maitred.call", *traces.carriers(context)) as span:
-            served = await self.serve_call(context, call_next, name, args)
+            # a call_tool call is the call it names, from here on (the core's rule)
+            found = unwrap(name, args, self.engines.call_tool)
+            if isinstance(found, Hold):
+                served = await self._refuse_wrapper(context, name, args, found)
+            else:
+                if found is not None:
+                    name, args = found
+                    update = {"name": name, "arguments": args}
+                    context = context.copy(message=message.model_copy(update=update))
+                served = await self.serve_call(context, call_next, name, args)
             if span.is_recording():
                 traces.note_served(span, self.tracing, name, served, DECISION_ID_META)
         self.metrics.count_served(served.code, served.limited, served.failed)
@@ -262,6 +273,22 @@ class CallPath:
         if admission.store_error:
             self.metrics.rate_limit_store_errors.inc()
         return admission.refusal
+
+    async def _refuse_wrapper(
+        self, context: CallContext, name: str, args: dict[str, Any], hold: Hold
+    ) -> Served:
+        """A ``call_tool`` call that names no call, refused with ``hold`` and logged on the
+        ``call_tool`` call (like ``find_tools``' bad needs), charged to the caller's rates like
+        any call (past a rate, refused as such)."""
+        keeper = self._keeper(context)
+        if keeper is None:
+            return _refused(auth_required())
+        fault = argument_fault(name, args)
+        call, hold = fault if fault is not None else (ToolCall(name, args), hold)
+        limited = await self._admit(keeper, call.name)
+        scope = None if limited is None else (limited.scope or "")
+        hold = hold if limited is None else limited.hold()
+        return await self._refuse(context, keeper, call, hold, limited=scope)
 
     async def _refuse(
         self,

@@ -151,6 +151,13 @@ def join_upstreams(
                     "the name of the gateway's own tool with 'disclosure: find_tools'; use "
                     "'disclosure: all'"
                 )
+            if skill.name == config.find.call_tool and config.disclosure == "find_tools":
+                raise ConfigError(
+                    f"{config.source}: upstream {up.name!r} lists a tool named "
+                    f"{skill.name!r}, the name of the gateway's own tool that runs a found "
+                    "tool with 'disclosure: find_tools'; give the gateway's another name "
+                    "(find: {call_tool: <name>})"
+                )
             owners[skill.name] = up.name
         full += catalog.skills
         where = f"{config.source}: upstreams[{i}]"

@@ -9,7 +9,9 @@
     settings: {}                    # values for rule factories in the contracts sidecars
     disclosure: all                 # all | find_tools (tools/list starts with find_tools only)
     find: {method: bm25, top_k: 5}  # the recall find_tools runs (find_tools mode), and
-                                    # optionally its analyzer (scripts) and embedder (auto)
+                                    # optionally its analyzer (scripts) and embedder (auto),
+                                    # and call_tool: the name of the tool listed beside
+                                    # find_tools that runs a found tool (call_tool)
     upstreams:
       - name: time                  # how errors and the log name it
         command: mcp-server-time    # launched over stdio ...
@@ -109,11 +111,14 @@ from maitred._yaml import read_yaml
 from maitred.config_reader import ConfigReader, resolve_log, resolve_path, resolve_state
 from maitred.contract.sidecar import SCOPE_PATTERN
 from maitred.contract.tool_sidecar import SUFFIX
+from maitred.conversation.finding import CALL_TOOL, FIND_TOOLS
 from maitred.gateway.http_config import HttpServer, read_server
 from maitred.ratelimit import RateLimitOptions, read_rate_limits
 from maitred.tracing import TracingOptions, read_tracing
 
 Disclosure = Literal["all", "find_tools"]
+#: a tool name as MCP 2026-07-28 advises it (the name ``find.call_tool`` may give)
+_TOOL_NAME = re.compile(r"[A-Za-z0-9_.-]{1,128}")
 
 _TOP = frozenset(
     {
@@ -298,6 +303,10 @@ class FindOptions:
     #: the lexical analyzer and the dense model (PipelineOptions' ``analyzer`` / ``embedder``)
     analyzer: str = "scripts"
     embedder: str = "auto"
+    #: the name of the tool listed beside ``find_tools`` that runs a found tool by name
+    #: (:func:`maitred.conversation.finding.unwrap`); another name when an upstream has a
+    #: tool of this one
+    call_tool: str = CALL_TOOL
 
 
 @dataclass(frozen=True)
@@ -659,14 +668,21 @@ def _auth(r: ConfigReader, value: Any, root: Path) -> AuthOptions:
 
 def _find(r: ConfigReader, value: Any) -> FindOptions:
     data = r.mapping(value, "find")
-    r.no_unknown(data, frozenset({"method", "top_k", "analyzer", "embedder"}), "find")
+    r.no_unknown(data, frozenset({"method", "top_k", "analyzer", "embedder", "call_tool"}), "find")
     method = r.string(data.get("method", "bm25"), "find.method")
+    call_tool = r.string(data.get("call_tool", CALL_TOOL), "find.call_tool")
+    if not _TOOL_NAME.fullmatch(call_tool) or call_tool == FIND_TOOLS:
+        r.fail(
+            "find.call_tool",
+            f"must be a tool name (1 to 128 of A-Z a-z 0-9 _ - .) other than {FIND_TOOLS!r}, "
+            f"not {call_tool!r}",
+        )
     analyzer = r.string(data.get("analyzer", FindOptions.analyzer), "find.analyzer")
     embedder = r.string(data.get("embedder", FindOptions.embedder), "find.embedder")
     top_k = data.get("top_k", 5)
     if not isinstance(top_k, int) or isinstance(top_k, bool) or top_k < 1:
         r.fail("find.top_k", f"must be a whole number >= 1, not {top_k!r}")
-    return FindOptions(method, top_k, analyzer, embedder)
+    return FindOptions(method, top_k, analyzer, embedder, call_tool)
 
 
 def _watch(r: ConfigReader, value: Any) -> WatchOptions:

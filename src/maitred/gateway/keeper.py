@@ -155,7 +155,15 @@ class GatewayEngines(Engines):
         if any(up.shadow for up in config.upstreams):
             shadow = listing_engine(full, provider, log, "mcp-shadow", owns_log=False)
         engine = listing_engine(enforced, provider, log, "mcp", owns_log=owns_log)
-        return cls(engine, owners, finder=finder, shadow=shadow, pins=pins, sidecars=sidecars)
+        return cls(
+            engine,
+            owners,
+            finder=finder,
+            shadow=shadow,
+            pins=pins,
+            sidecars=sidecars,
+            call_tool=config.find.call_tool,
+        )
 
     def keeper(
         self,

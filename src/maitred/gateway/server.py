@@ -41,7 +41,9 @@
 * ``find_tools`` (``disclosure: find_tools``): answered by the gateway itself, never by an
   upstream (see :meth:`Conversation.find <maitred.conversation.Conversation.find>`); its
   arguments (``need`` and/or ``needs``) are read, and refused, by
-  :mod:`maitred.conversation.finding`.
+  :mod:`maitred.conversation.finding`. Beside it ``call_tool(name, arguments)`` is rewritten
+  into the call it names before anything decides (:meth:`CallPath._unwrapped
+  <maitred.gateway.calls.CallPath._unwrapped>`), and so is that call.
 * resources, resource templates and prompts: listed per session and read or got only as the
   sidecars' ``resources`` / ``prompts`` contracts allow, asked of the session's conversation
   by :class:`SurfaceGuard <maitred.gateway.surfaces.SurfaceGuard>`, the middleware after this
