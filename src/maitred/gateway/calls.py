@@ -232,7 +232,8 @@ class CallPath:
             with traces.upstream(self.tracing, upstream, name) as calling:
                 mutates = keeper.mutates(name)
                 result = await self._forward(context, call_next, upstream, name, args, mutates)
-                traces.note_result(calling, result)
+                if isinstance(result, ToolResult):  # not a task handle (.tasks)
+                    traces.note_result(calling, result)
         except Exception as exc:  # the upstream failed; the gateway must answer and stay up
             if refuses_client(exc):  # the upstream's answer to this client: passed on as sent
                 raise
