@@ -36,7 +36,7 @@ def main(out: Path) -> None:
                 shots = {
                     "overview": "/",
                     "decisions": "/decisions",
-                    "decision": f"/decisions/{made.refused}",
+                    "decision": f"/decisions/{made.allowed}",
                     "turn": f"/decisions/{quote(made.turn_free, safe='')}",
                     "account": "/accounts/acc-free?message=connect+my+custom+domain",
                     "verify": "/verify",

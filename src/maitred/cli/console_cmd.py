@@ -27,7 +27,8 @@ def console(
         None,
         "--config",
         "-c",
-        help="The service's YAML config: what-if turns on its engine, and its operators' tokens.",
+        help="The service's YAML config: what-if turns on its engine, and its operators' tokens "
+        "(default: none: no what-if turns, and loopback only).",
     ),
     host: str = typer.Option(
         "127.0.0.1", "--host", help="Bind address (off loopback, an operator token is required)."
