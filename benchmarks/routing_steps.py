@@ -19,7 +19,7 @@ the fifth) from :data:`PRIORS`, at each k of ``--cv-k``.
 Run (after ``routing_sets.py`` converted the sets)::
 
     .venv/bin/python benchmarks/routing_steps.py [--sets bench-out/sets/sets.json]
-        [--method adaptive] [--ks 1,2,3,4,5,10] [--cv-k 2,3]
+        [--method adaptive] [--ks 1,2,3,4,5,7,10] [--cv-k 2,3]
 
 Each text is ranked once per method (a memo in front of the recaller), so the variants cost
 little beyond the first.
@@ -107,7 +107,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--sets", type=Path, default=REPO / "bench-out" / "sets" / "sets.json")
     parser.add_argument("--cache", type=Path, default=REPO / "bench-out" / "cache")
     parser.add_argument("--method", default="adaptive")
-    parser.add_argument("--ks", default="1,2,3,4,5,10")
+    parser.add_argument("--ks", default="1,2,3,4,5,7,10")
     parser.add_argument("--cv-k", default="2,3")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.ERROR)

@@ -49,14 +49,10 @@ def names(ranking: list[Candidate], k: int) -> list[str]:
 
 
 # the task is about papers; the second need alone leans to the code server's detail tool
+# (papers' share: 1 + 0.9 of the heads, code's: 0.4 + 1; scaled, papers 1, code 0.74)
 RANKINGS = {
     "find papers on retrieval": [("search_papers", 5.0), ("search_repos", 2.0)],
     "get the details of each": [("get_repo_details", 1.0), ("get_paper_details", 0.9)],
-    "find papers on retrieval get the details of each": [
-        ("search_papers", 5.0),
-        ("get_paper_details", 2.0),
-        ("search_repos", 1.0),
-    ],
 }
 NEEDS = ["find papers on retrieval", "get the details of each"]
 
@@ -93,11 +89,14 @@ def test_one_need_is_ranked_as_the_recaller_ranks_it() -> None:
     assert fixed.asked == [("get the details of each", 100)]  # no joined text asked
 
 
-def test_server_shares_sum_the_head_and_scale_the_leader_to_one() -> None:
+def test_server_shares_sum_every_needs_head_and_scale_the_leader_to_one() -> None:
     ranked = [Candidate("a", 1, 4.0), Candidate("b", 2, 2.0), Candidate("x", 3, 3.0)]
-    assert server_shares(ranked, {"a": "s", "b": "s", "x": "t"}) == {"s": 1.0, "t": 0.5}
-    assert server_shares([Candidate("a", 1, 0.0)], {"a": "s"}) == {}
-    assert server_shares(ranked, {"a": "s"}, depth=1) == {"s": 1.0}
+    servers = {"a": "s", "b": "s", "x": "t"}
+    assert server_shares([ranked], servers) == {"s": 1.0, "t": 0.5}
+    other = [Candidate("x", 1, 1.0)]  # a second need led by t: t now leads, 1.75 to 1.5
+    assert server_shares([ranked, other], servers) == {"s": pytest.approx(1.5 / 1.75), "t": 1.0}
+    assert server_shares([[Candidate("a", 1, 0.0)]], {"a": "s"}) == {}
+    assert server_shares([ranked], {"a": "s"}, depth=1) == {"s": 1.0}
 
 
 def test_bad_settings_are_refused() -> None:

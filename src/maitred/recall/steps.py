@@ -6,9 +6,10 @@ details of each result" cannot tell which of several servers' detail tools the t
 and the needs of one task keep finding the same few tools (the top 3 of nine steps are on
 average about 15 distinct tools, not 27). :func:`rank_steps` ranks them together, in two moves:
 
-**The task's servers.** The needs joined into one text are ranked once; each MCP server gets
-the summed share of that ranking's head (its tools' scores over the best score, over the top
-:data:`PRIOR_DEPTH`), scaled so that the leading server has 1. A need's tool then scores::
+**The task's servers.** Each MCP server gets its summed share of the needs' heads (over every
+need, its tools' scores over that need's best score, in the need's top :data:`PRIOR_DEPTH`),
+scaled so that the leading server has 1: the servers the task as a whole keeps pointing to. A
+need's tool then scores::
 
     steps(t) = own(t) + prior * server(server of t)        own(t) = score(t) / the need's best
 
@@ -20,7 +21,8 @@ every tool not yet shown (it keeps its place among the shown ones), so each need
 brings new tools. This shows more tools per task at the same ``k``; what it buys at the *same
 number of tools shown* is in BENCHMARKS.md ("Step-wise discovery"): there, on the only
 step-wise dev set (mcp-bench-steps), it is what pays; ``prior`` was chosen by five-fold
-cross-validation over its tasks (:data:`PRIOR`).
+cross-validation over its tasks (:data:`PRIOR`). Nothing is ranked beyond the needs themselves
+(an earlier version ranked the needs joined as one more text: as good, and 2.15x the time).
 
 One need alone is ranked as the recaller ranks it. Every candidate keeps its inner components
 and gets ``steps`` (= its score here); ranks are renumbered 1..n. Nothing here reads state.
@@ -37,34 +39,33 @@ from maitred.recall.servers import servers_of
 from maitred.skills.model import Catalog
 
 PRIOR: Final = 0.5
-"""Weight of the task's server share beside a tool's own score (five-fold cross-validation
-over mcp-bench-steps' tasks chose 0.5 in 5 of 5 folds at k=2, 0.25-1.0 at k=3)."""
+"""Weight of the task's server share beside a tool's own score (chosen by five-fold
+cross-validation over mcp-bench-steps' tasks: ``benchmarks/routing_steps.py``)."""
 
-PRIOR_DEPTH: Final = 10
-"""How many of the joined needs' best tools the server shares are taken over."""
+PRIOR_DEPTH: Final = 3
+"""How many of each need's best tools the server shares are taken over."""
 
 DEPTH: Final = 100
 """How deep each need is ranked (the fresh tools are drawn from it)."""
 
 
 def server_shares(
-    ranked: Sequence[Candidate], server_of: dict[str, str], depth: int = PRIOR_DEPTH
+    rankings: Sequence[Sequence[Candidate]], server_of: dict[str, str], depth: int = PRIOR_DEPTH
 ) -> dict[str, float]:
-    """Each server's summed share of the top ``depth`` (score over the best score), the
-    largest scaled to 1 (empty when nothing scores above 0).
+    """Each server's summed share of the rankings' top ``depth`` (each score over its own
+    ranking's best), the largest scaled to 1 (empty when nothing scores above 0).
 
     >>> c = [Candidate("a", 1, 4.0), Candidate("b", 2, 2.0), Candidate("x", 3, 2.0)]
-    >>> server_shares(c, {"a": "s", "b": "s", "x": "t"})
+    >>> server_shares([c], {"a": "s", "b": "s", "x": "t"})
     {'s': 1.0, 't': 0.3333333333333333}
     """
-    top = ranked[0].score if ranked else 0.0
-    if top <= 0.0:
-        return {}
     shares: dict[str, float] = {}
-    for c in ranked[:depth]:
-        server = server_of.get(c.name)
-        if server is not None and c.score > 0.0:
-            shares[server] = shares.get(server, 0.0) + c.score / top
+    for ranked in rankings:
+        top = ranked[0].score if ranked else 0.0
+        for c in ranked[:depth] if top > 0.0 else ():
+            server = server_of.get(c.name)
+            if server is not None and c.score > 0.0:
+                shares[server] = shares.get(server, 0.0) + c.score / top
     most = max(shares.values(), default=0.0)
     return {s: v / most for s, v in shares.items()} if most > 0.0 else {}
 
@@ -108,13 +109,12 @@ def rank_steps(
     members = servers_of(catalog) if catalog is not None else {}
     server_of = {t: s for s, tools in members.items() for t in tools}
     lifts = prior > 0.0 and len(members) >= 2
-    asked = [*texts, " ".join(texts)] if lifts else texts
     batch = getattr(recaller, "rank_batch", None)
-    rankings = list(batch(asked, deep)) if batch else [recaller.rank(t, deep) for t in asked]
-    shares = server_shares(rankings[-1], server_of) if lifts else {}
+    rankings = list(batch(texts, deep)) if batch else [recaller.rank(t, deep) for t in texts]
+    shares = server_shares(rankings, server_of) if lifts else {}
     shown: set[str] = set()
     out = []
-    for ranked in rankings[: len(texts)]:
+    for ranked in rankings:
         joint = _lifted(ranked, server_of, shares, prior)
         if fresh:
             joint = sorted(joint, key=lambda c: c.name in shown)  # stable: order kept within
