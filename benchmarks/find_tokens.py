@@ -13,7 +13,9 @@ of its own:
 * ``disclosure: find_tools`` -- the framework offers ``find_tools`` and ``call_tool``; the
   model asks ``find_tools`` with the task's text as its need, then runs, through
   ``call_tool``, each gold tool the answer disclosed (one a step), then answers. The task is
-  *complete* when both gold tools were disclosed.
+  *complete* when both gold tools were disclosed. With ``--split`` the need is the task cut
+  into steps, sent as ``needs`` (at sentence ends and at " and ": a stand-in for a model that
+  plans).
 
 At every model step the script counts, with the project's tokenizer (``maitred.menu.tokens``,
 o200k_base), the tokens of the tool definitions the framework hands the model (each as the
@@ -31,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import statistics
 import sys
 import tempfile
@@ -64,6 +67,7 @@ from metatool_routing import load_all_queries, load_tools, sample  # noqa: E402
 from maitred.menu.tokens import count_tokens_memo  # noqa: E402
 
 MODES = ("all", "find_tools")
+MAX_NEEDS = 8  # what find_tools takes in one call
 
 
 def definition_tokens(tool: ToolDefinition) -> int:
@@ -109,10 +113,17 @@ def family(name: str) -> str:
 
 def _disclosed(content: Any) -> set[str]:
     answer = content if isinstance(content, dict) else json.loads(str(content))
-    return {t["name"] for t in answer.get("tools", [])}
+    entries = answer.get("needs", [answer])
+    return {t["name"] for e in entries for t in e.get("tools", [])}
 
 
-def script(task: Task, mode: str) -> FunctionModel:
+def steps_of(text: str) -> list[str]:
+    """The task cut into steps as ``--split`` does: at sentence ends and at `` and ``."""
+    pieces = [p.strip(" ,.") for p in re.split(r"(?<=[.?!])\s+|\s+and\s+", text)]
+    return [p for p in pieces if p][:MAX_NEEDS]
+
+
+def script(task: Task, mode: str, split: bool = False) -> FunctionModel:
     """The model of one task (see the module docstring)."""
 
     def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
@@ -131,7 +142,9 @@ def script(task: Task, mode: str) -> FunctionModel:
             todo = list(task.gold)
         else:
             if step == 0:
-                return ModelResponse(parts=[ToolCallPart("find_tools", {"need": task.text})])
+                steps = steps_of(task.text) if split else [task.text]
+                asked = {"needs": steps} if len(steps) > 1 else {"need": task.text}
+                return ModelResponse(parts=[ToolCallPart("find_tools", asked)])
             for p in finds:
                 task.disclosed |= _disclosed(p.content)
             todo = [g for g in task.gold if g in task.disclosed]
@@ -171,7 +184,7 @@ def write_site(root: Path, mode: str, method: str, top_k: int) -> Path:
     return config
 
 
-async def run_mode(config: Path, mode: str, tasks: Sequence[Task]) -> None:
+async def run_mode(config: Path, mode: str, tasks: Sequence[Task], split: bool) -> None:
     transport = StdioTransport(
         sys.executable,
         ["-m", "maitred.cli.main", "mcp", "--config", str(config)],
@@ -182,7 +195,7 @@ async def run_mode(config: Path, mode: str, tasks: Sequence[Task]) -> None:
     toolset: MCPToolset[None] = MCPToolset(transport, init_timeout=600, read_timeout=600)
     async with toolset:
         for task in tasks:
-            agent = Agent(script(task, mode), toolsets=[toolset])
+            agent = Agent(script(task, mode, split), toolsets=[toolset])
             result = await agent.run(task.text)
             assert result.output == "done", result.output
 
@@ -235,6 +248,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--method", default="bm25", help="find.method (the config's default)")
     parser.add_argument("--top-k", type=int, default=5, help="find.top_k (the default)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--split",
+        action="store_true",
+        help="the model sends the task's steps as `needs` (cut at sentence ends and ' and ')",
+    )
     args = parser.parse_args(argv)
     # the catalog's first 199 tools are MetaTool's, in load_tools' order, renamed (kebab case)
     renamed = {
@@ -247,14 +265,17 @@ def main(argv: Sequence[str] | None = None) -> None:
         for mode in MODES:
             tasks = [Task(q.text, tuple(renamed[g] for g in q.gold)) for q in picked]
             config = write_site(Path(tmp), mode, args.method, args.top_k)
-            anyio.run(run_mode, config, mode, tasks)
+            anyio.run(run_mode, config, mode, tasks, args.split)
             row = summary(mode, tasks)
             row["find"] = f"{args.method}, top_k {args.top_k}" if mode != "all" else ""
+            if args.split and mode != "all":
+                row["find"] += ", needs split"
             print(json.dumps(row), flush=True)
             rows.append(row)
     print(table(rows))
     (REPO / "bench-out").mkdir(exist_ok=True)
-    out = REPO / "bench-out" / f"find_tokens-{args.method}-{args.top_k}.json"
+    split = "-split" if args.split else ""
+    out = REPO / "bench-out" / f"find_tokens-{args.method}-{args.top_k}{split}.json"
     out.write_text(json.dumps(rows, indent=1), "utf-8")
 
 
