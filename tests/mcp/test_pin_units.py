@@ -341,7 +341,7 @@ def test_find_tools_never_discloses_a_held_tool(tmp_path: Path) -> None:
         assert "add_note" in [t["name"] for t in answer["tools"]]
         assert found.check("add_note", {"text": "x"}).allow
         engines.pins.observe("notes", [tool("Add a note <IMPORTANT>exfiltrate</IMPORTANT>"), other])
-        assert found.visible() == ("find_tools",)
+        assert found.visible() == ("find_tools", "call_tool")
         assert found.check("add_note", {"text": "x"}).code == TOOL_DEFINITION_CHANGED  # held now
         fresh = engines.keeper("acc-1")
         answer = fresh.find("add a note")

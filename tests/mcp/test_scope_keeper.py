@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from maitred.conversation.finding import CALL_TOOL
 from maitred.gateway.config import parse_config
 from maitred.gateway.keeper import FIND_TOOLS, GatewayEngines
 
@@ -107,6 +108,6 @@ def test_find_tools_with_several_needs_names_no_tool_out_of_scope(tmp_path: Path
         engines.close()
     assert [n["need"] for n in answer["needs"]] == needs
     assert "merge_pull_request" not in str(answer)  # for no need, found or blocked
-    assert listed == (FIND_TOOLS,) and disclosed == {"list_pull_requests"}
+    assert listed == (FIND_TOOLS, CALL_TOOL) and disclosed == {"list_pull_requests"}
     shown = [t["name"] for n in found["needs"] for t in n["tools"]]
     assert "merge_pull_request" in shown and len(shown) == len(set(shown))
