@@ -192,9 +192,14 @@ def test_calls_share_one_kept_session_and_an_upstream_that_exited_between_calls_
                 assert len(clients) == 1 and kept.client is not None  # one session, kept
                 (first,) = _upstream_pids()
                 os.kill(first, signal.SIGKILL)  # nobody is told: no call is in flight
+                # wait for the event the gateway itself sees -- the kept session read its
+                # upstream's end of the pipe close -- not for the pid: a process is a zombie
+                # before its pipe's EOF reaches the session, and a call sent in between is
+                # rightly UPSTREAM_FAILED (the request may have gone nowhere)
                 deadline = time.monotonic() + 60
-                while first in _upstream_pids() and time.monotonic() < deadline:
-                    await anyio.sleep(0.05)  # until it is gone (reaped, or a zombie)
+                while not kept.closed and time.monotonic() < deadline:
+                    await anyio.sleep(0.05)
+                assert first not in _upstream_pids()
                 after = await client.call_tool(
                     "get_plan", {"account": "acc-1"}, raise_on_error=False
                 )

@@ -224,6 +224,12 @@ class KeptSession:
                 self.client = fresh
             return self.client
 
+    @property
+    def closed(self) -> bool:
+        """Whether there is no kept session that can send: none yet, or its upstream's end
+        closed (the next call enters a fresh one, relaunching the server)."""
+        return self.client is None or _closed(self.client)
+
     async def drop(self) -> None:
         """Let go of the kept client: its session stops once no call is on it."""
         client, self.client = self.client, None
