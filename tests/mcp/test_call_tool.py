@@ -21,12 +21,10 @@ response's status and challenge. Every code a ``tools/call`` can come to is cove
 * apart, each needing a gateway of its own: ``TOOL_DEFINITION_CHANGED`` (a pinned tool
   changed at its server after it was found), ``REQUEST_STATE_REPLAYED``, ``GATE_UNAVAILABLE``
   (the decision log refuses the write: a checked call, and one the edge refuses),
-  ``AUTH_REQUIRED``; over HTTP with bearer tokens, ``INSUFFICIENT_SCOPE`` and
+  ``AUTH_REQUIRED``, ``STATE_STALE`` (a SQLite state store that dates its rows; the JSON file
+  of the table dates no key), ``TOOL_UNKNOWN`` for a tool its HTTP upstream lists to the other
+  protocol era only; over HTTP with bearer tokens, ``INSUFFICIENT_SCOPE`` and
   ``REQUEST_STATE_NOT_YOURS``; and a call that becomes a task (``test_a_task_is_made_alike``).
-
-Not made here: ``STATE_STALE``, which needs a state store that dates its keys (the JSON file
-these tests use does not); the same policy step decides it as ``STATE_MISSING`` and
-``PREDICATE_ERROR``, which are.
 """
 
 from __future__ import annotations
@@ -49,6 +47,7 @@ from fastmcp import Client
 from fastmcp.client.elicitation import ElicitResult
 from fastmcp.client.transports import StreamableHttpTransport
 from tests.mcp.conftest import SIDECAR, Process, Site, child_env, sha256
+from tests.mcp.test_eras import ERA_SERVER
 from tests.mcp.test_gateway import names, rejection
 from tests.mcp.test_pins import POISONED, PinSite, pin, write_site
 from tests.mcp.test_tasks import SERVER as TASKS_SERVER
@@ -72,6 +71,7 @@ APPROVAL = """\
       - name: not_the_plan_it_is_on
         expr: state.account.plan == args.plan
         reads: [state.account.plan, args.plan]
+        max_age_s: 3600
         code: SHOP_SAME_PLAN
         message: The account is on that plan already
 """
@@ -659,6 +659,81 @@ def test_a_call_with_nobody_asking_is_refused_alike(site: Site) -> None:
     _alike(results[1:], "AUTH_REQUIRED")  # the wrapper is not read before who asks is known
     assert {c: n for c, n in counts.items() if n} == {"AUTH_REQUIRED": 3}
     assert _decisions(site) == [] and site.upstream_calls() == []
+
+
+def test_state_too_old_is_refused_alike(site: Site) -> None:
+    """``STATE_STALE``: the account's row in a SQLite state store says it last changed at
+    the epoch, older than the ``max_age_s`` a call policy of ``upgrade`` allows (the JSON file
+    of the other tests dates no key, so it is never stale): the write fails closed alike both
+    ways, logged alike, never run."""
+    _find_mode(site)
+    with closing(sqlite3.connect(site.root / "state.db")) as db, db:
+        db.execute("CREATE TABLE accounts (account_id TEXT, plan TEXT, updated_at INTEGER)")
+        db.execute("INSERT INTO accounts VALUES ('acc-1', 'free', 0)")
+    dated = (
+        "state: sqlite:///state.db\n"
+        "tables: {account: {table: accounts, updated_column: updated_at}}\n"
+    )
+    config = site.config.read_text(encoding="utf-8").replace("state: accounts.json\n", dated)
+    site.config.write_text(config, encoding="utf-8")
+
+    async def scenario(client: Client[Any], seen: Run) -> None:
+        await find(client, MOVE)
+        for called in (TO_PRO, ("call_tool", wrapped(*TO_PRO))):
+            seen.results.append(await client.call_tool(*called, raise_on_error=False))
+
+    seen = run(site, scenario)
+    _alike(seen.results, "STATE_STALE")
+    decisions = [d for d in _decisions(site) if d["call"]["name"] != "find_tools"]
+    _halves(decisions, "upgrade")
+    assert [d["code"] for d in decisions] == ["STATE_STALE"] * 2
+    assert {c: n for c, n in seen.counts.items() if c != "FIND_TOOLS" and n} == {"STATE_STALE": 2}
+    assert site.upstream_calls() == []
+
+
+@pytest.mark.slow  # the upstream runs as a subprocess, over streamable HTTP
+@pytest.mark.parametrize(("mode", "other"), [(L, "new_era_only"), (A, "handshake_only")])
+def test_a_tool_listed_to_the_other_era_only_is_unknown_alike(
+    tmp_path: Path, mode: str, other: str
+) -> None:
+    """``TOOL_UNKNOWN`` held at the edge: ``test_eras.py``'s upstream lists a tool to one
+    protocol era only, so a client of the other era that names it -- directly or through
+    ``call_tool`` -- is refused as that upstream would answer it, logged alike, never
+    forwarded; a tool its era is listed runs alike."""
+    (tmp_path / "accounts.json").write_text('{"acc-1": {"account": {}}}', encoding="utf-8")
+    era = Process([sys.executable, str(ERA_SERVER)], child_env(), r"era server: (http://\S+)")
+    config = tmp_path / "gateway.yaml"
+    config.write_text(
+        "account: acc-1\nstate: accounts.json\nlog: gateway.sqlite\ndisclosure: find_tools\n"
+        f"upstreams: [{{name: eras, url: {json.dumps(era.match.group(1))}}}]\n",
+        encoding="utf-8",
+    )
+    results: list[Any] = []
+
+    async def main() -> None:
+        server, engines = await open_gateway(load_config(config))
+        try:
+            async with Client(server, mode=mode) as client:  # type: ignore[arg-type]
+                await find(client, "run the tool of either era")
+                for name in (other, "either_era"):
+                    for called in ((name, {}), ("call_tool", wrapped(name, {}))):
+                        results.append(await client.call_tool(*called, raise_on_error=False))
+        finally:
+            engines.close()
+
+    try:
+        anyio.run(main)
+    finally:
+        era.stop()
+    _alike(results[:2], "TOOL_UNKNOWN")
+    assert other not in rejection(results[0])["message"]
+    _alike(results[2:], "OK")
+    with open_log(str(tmp_path / "gateway.sqlite"), read_only=True) as log:
+        rows = sorted(log.iter_action_decisions(), key=lambda r: r["logged_at"])
+    decisions = [json.loads(r["decision_json"]) for r in rows]
+    decisions = [d for d in decisions if d["call"]["name"] != "find_tools"]
+    _halves(decisions[:2], other)
+    _halves(decisions[2:], "either_era")
 
 
 def _named(answer: Any) -> set[str]:
