@@ -3,7 +3,7 @@
 A ``call_tool`` call stands for exactly the call it names (the target's name and arguments,
 unchanged); any other call is left alone; a wrapper that names no call is refused naming the
 field at fault, with the code a direct call would get. The gateway-level sameness of the two
-decisions is ``tests/mcp/test_call_tool.py``.
+decisions is ``tests/mcp/test_call_tool_sameness.py``.
 """
 
 from __future__ import annotations
