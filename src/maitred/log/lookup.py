@@ -129,6 +129,8 @@ class DecisionSummary:
         code: the action decision's code; ``""`` for a turn.
         offered: a turn's exposed, visible and recalled counts; ``()`` for an action decision.
         turn_id: the turn an action decision's call came from (``""``: none; a turn: itself).
+        trace_id: the W3C trace id of the request an action decision decided (``""``: none,
+            or a row from before ``0016_decision_traces``; a turn: ``""``).
     """
 
     kind: DecisionKind
@@ -142,6 +144,7 @@ class DecisionSummary:
     code: str = ""
     offered: tuple[int, int, int] | tuple[()] = ()
     turn_id: str = ""
+    trace_id: str = ""
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -160,6 +163,7 @@ class DecisionSummary:
         else:
             out.update(tool=self.subject, verdict=self.verdict, code=self.code)
             out["turn_id"] = self.turn_id
+            out["trace_id"] = self.trace_id or None
         return out
 
 
@@ -235,6 +239,7 @@ class LoggedAction:
         return {
             "kind": "action",
             **self.decision,
+            "trace_id": self.decision.get("trace_id") or None,  # null: no trace context
             "now_iso": iso_time(float(self.decision.get("now", 0.0))),
             "logged_at": self.logged_at,
             "decision_hash": self.decision_hash,
@@ -497,6 +502,7 @@ _ACTION_LIST: Final = (
     "verdict",
     "code",
     "turn_id",
+    "trace_id",
 )
 
 
@@ -566,6 +572,7 @@ def _action_summaries(
                 verdict=str(r["verdict"]),
                 code=str(r["code"]),
                 turn_id=str(r["turn_id"]),
+                trace_id=str(r["trace_id"]),
             )
         )
     return out
