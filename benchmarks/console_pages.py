@@ -82,6 +82,12 @@ def _turn(i: int, rng: random.Random, at: float, snapshots: dict[str, Snapshot])
     )
 
 
+def _trace_id(i: int) -> str:
+    """Every other decision came in a request with W3C trace context: a trace id of its own
+    (never all zero), without drawing from the random stream the rest of the log is built on."""
+    return f"{(i * 0x9E3779B97F4A7C15 + 1) % (1 << 128):032x}" if i % 2 == 0 else ""
+
+
 def _decision(i: int, rng: random.Random, at: float, weights: list[int]) -> Decision:
     session = rng.randrange(SESSIONS)
     tool = rng.choice(OTHER) if rng.random() < 0.15 else TOOLS[rng.randrange(40)]
@@ -98,6 +104,7 @@ def _decision(i: int, rng: random.Random, at: float, weights: list[int]) -> Deci
         tenant=TENANTS[session % len(TENANTS)],
         account=f"acc-{session % ACCOUNTS}",
         decision_id=f"d{i:08d}",
+        trace_id=_trace_id(i),
     )
 
 
@@ -186,7 +193,10 @@ def measure(log: DecisionLog, reps: int) -> list[tuple[str, float, float, float,
 
     client = TestClient(create_console(log, Access(open=True)))
     out = []
-    for name, where in FILTERS:
+    # one trace's decisions (0016_decision_traces' index), a trace id the log holds
+    found = log.query("SELECT trace_id FROM action_decisions WHERE trace_id <> '' LIMIT 1")
+    traced = (("trace", PageFilter(trace=str(found[0][0]))),) if found else ()
+    for name, where in (*FILTERS, *traced):
         first = decision_page(log, where)
         deep = first
         for _ in range(20):  # 20 pages in: the 21st page's cursor

@@ -18,10 +18,10 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import (
     InMemorySpanExporter,
 )
-from opentelemetry.trace import SpanKind
+from opentelemetry.trace import INVALID_SPAN, SpanKind
 from tests.otlp_collector import collecting
 
-from maitred.tracing import Tracing, TracingOptions, parent_of
+from maitred.tracing import Tracing, TracingOptions, parent_of, trace_id_of
 
 TRACE_ID, SPAN_ID = 0x4BF92F3577B34DA6A3CE929D0E0E4736, 0x00F067AA0BA902B7
 SAMPLED = f"00-{TRACE_ID:032x}-{SPAN_ID:016x}-01"
@@ -51,6 +51,53 @@ def test_the_first_carrier_with_a_valid_traceparent_is_the_parent() -> None:
     assert parent_ids(r1) == (TRACE_ID, SPAN_ID) and r1.kind == SpanKind.SERVER
     assert parent_ids(r2) == (0xABC, 0xDEF)
     assert r3.parent is None and r3.kind == SpanKind.SERVER  # a new trace
+
+
+@pytest.mark.parametrize(
+    "traceparent",
+    [
+        "garbage",
+        SAMPLED.upper(),  # W3C: lowercase hex only
+        f"00-{0:032x}-{SPAN_ID:016x}-01",  # an all-zero trace id
+        f"00-{TRACE_ID:032x}-{0:016x}-01",  # an all-zero parent id
+        f"ff-{TRACE_ID:032x}-{SPAN_ID:016x}-01",  # version ff is invalid
+        SAMPLED + "-more",  # version 00 has no more fields
+        f"01-{TRACE_ID:032x}-{SPAN_ID:016x}-01-" + "x" * 600,  # past 512 characters
+        7,  # _meta is JSON: not a string
+        None,
+    ],
+)
+def test_a_malformed_traceparent_gives_no_trace_id_never_a_made_up_one(traceparent: Any) -> None:
+    assert trace_id_of(INVALID_SPAN, {"traceparent": traceparent}, {}, None) == ""
+
+
+def test_the_trace_id_is_the_request_spans_else_the_first_valid_carriers() -> None:
+    # tracing off (the invalid span): the first carrier with a valid traceparent
+    carriers = ({"traceparent": "garbage"}, {"traceparent": OTHER}, {"traceparent": SAMPLED})
+    assert trace_id_of(INVALID_SPAN, *carriers) == f"{0xABC:032x}"
+    future = f"01-{TRACE_ID:032x}-{SPAN_ID:016x}-01-later"  # a later version's extra fields
+    assert trace_id_of(INVALID_SPAN, {"traceparent": future}) == f"{TRACE_ID:032x}"
+    tracing, _ = in_memory(sample_ratio=0.0)
+    with tracing.request("continued", {"traceparent": SAMPLED}) as span:
+        assert trace_id_of(span, {"traceparent": OTHER}) == f"{TRACE_ID:032x}"
+    with tracing.request("began", {}) as span:  # not sampled: the trace it began all the same
+        began = span.get_span_context().trace_id
+        assert not span.is_recording() and trace_id_of(span) == f"{began:032x}" != "0" * 32
+
+
+def test_the_core_refuses_a_trace_id_that_is_not_one() -> None:
+    from maitred.actions.model import Decision, ToolCall
+    from maitred.context import CallContext
+
+    good = f"{TRACE_ID:032x}"
+    assert CallContext(trace_id=good).trace_id == good
+    assert Decision(ToolCall("t", {}), "allow", trace_id=good).to_json()["trace_id"] == good
+    assert "trace_id" not in Decision(ToolCall("t", {}), "allow").to_json()  # none: its old form
+    for bad in (good.upper(), "0" * 32, good[:-1], good + "0", "x" * 32):
+        with pytest.raises(ValueError, match="not a W3C trace id"):
+            CallContext(trace_id=bad)
+        with pytest.raises(ValueError, match="not a W3C trace id"):
+            Decision(ToolCall("t", {}), "allow", trace_id=bad)
 
 
 def test_under_a_span_already_open_in_this_process_the_request_span_is_its_child() -> None:

@@ -11,12 +11,30 @@ the tenant -- is part of the session and of the run, both stored with every row;
 per-call setting.)
 
 Every field has a neutral default: ``CallContext()`` is what a call without one gets.
+
+**The trace id** is the W3C trace id of the request a decision was made in: 32 lowercase hex
+digits, not all zero (``""``: the request carried no trace context). The adapter reads it at
+its edge -- its own request span's, else the client's ``traceparent`` -- and passes it here
+as data; the core stores it with the decision and never reads a trace context itself.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection
 from dataclasses import dataclass
+
+#: a W3C trace id (trace-context level 1): 32 lowercase hex digits, not all zero
+_TRACE_ID = re.compile("[0-9a-f]{32}")
+
+
+def trace_id_fault(value: str) -> str:
+    """Why ``value`` is not a W3C trace id (``""``: it is one, or it is empty -- none)."""
+    if not value:
+        return ""
+    if not _TRACE_ID.fullmatch(value) or value == "0" * 32:
+        return "is not a W3C trace id (32 lowercase hex digits, not all zero)"
+    return ""
 
 
 @dataclass(frozen=True)
@@ -41,6 +59,12 @@ class CallContext:
             ``""``: the caller runs it itself), stamped on the call's decision.
         era: the protocol revision the client spoke (``"2026-07-28"``, ``"2025-11-25"``;
             ``""``: none, a library or HTTP-service call), stamped on the call's decision.
+        trace_id: the W3C trace id of the request (see the module docstring; ``""``: none),
+            stamped on the call's decision.
+
+    Raises:
+        ValueError: ``trace_id`` is not a W3C trace id (the adapter passes only one it
+            validated).
     """
 
     run_id: str = ""
@@ -50,6 +74,11 @@ class CallContext:
     subject: str = ""
     upstream: str = ""
     era: str = ""
+    trace_id: str = ""
+
+    def __post_init__(self) -> None:
+        if fault := trace_id_fault(self.trace_id):
+            raise ValueError(f"trace_id {self.trace_id[:80]!r} {fault}")
 
     @classmethod
     def scoped(cls, names: Collection[str] | None) -> CallContext:

@@ -293,6 +293,31 @@ def parent_of(*carriers: Mapping[str, Any] | None) -> Context | None:
     return trace.set_span_in_context(trace.get_current_span()) if current.is_valid else Context()
 
 
+def trace_id_of(span: Span, *carriers: Mapping[str, Any] | None) -> str:
+    """The W3C trace id a decision made within a request is logged with (``""``: none).
+
+    The request's own ``span`` when it is one (tracing on: the trace it continues or began,
+    sampled or not -- the id the upstream is sent too); else, with tracing off (``span`` is
+    the invalid span), the first of ``carriers`` whose ``traceparent`` is valid W3C trace
+    context, in :func:`parent_of`'s order: the client's own trace. A malformed ``traceparent``
+    (or one that is not a string) is ignored, as the W3C recommendation says, never stored;
+    no trace context is no trace id, never a made-up one. What comes back is 32 lowercase hex
+    digits, not all zero (:func:`maitred.context.trace_id_fault`), or ``""``.
+    """
+    found = span.get_span_context()
+    if found.is_valid:
+        return trace.format_trace_id(found.trace_id)
+    for carrier in carriers:
+        value = carrier.get("traceparent") if carrier else None
+        if not isinstance(value, str):
+            continue
+        context = _W3C.extract({"traceparent": value}, context=Context())
+        remote = trace.get_current_span(context).get_span_context()
+        if remote.is_valid:
+            return trace.format_trace_id(remote.trace_id)
+    return ""
+
+
 class _Current:
     """One span, current for a ``with`` block: what ``Tracer.start_as_current_span`` does, as
     a plain object rather than a generator wrapped twice (that is most of a span's cost on

@@ -20,6 +20,8 @@ STATE = {
         "site": {"status": "published", "version_count": 4},
     }
 }
+#: the W3C trace id of the request the allowed call came in
+TRACED = "4bf92f3577b34da6a3ce929d0e0e4736"
 
 
 @dataclass(frozen=True)
@@ -46,7 +48,8 @@ def logged(request: pytest.FixtureRequest, tmp_path: Path) -> Logged:
         session = engine.session("acc-1", id="conv-7", tenant="acme")
         turn = engine.turn("how do I use my own domain name?", session=session, context=run)
         refused = engine.check(ToolCall("connect-domain", {"domain": "x.com"}), session=session)
-        allowed = engine.check(ToolCall(turn.exposed[0], {}), session=session)
+        traced = CallContext(trace_id=TRACED)  # the request's W3C trace, as an edge read it
+        allowed = engine.check(ToolCall(turn.exposed[0], {}), session=session, context=traced)
     finally:
         engine.close()
     assert (refused.code, allowed.code) == ("TOOL_NOT_OFFERED", "OK")
@@ -74,8 +77,11 @@ def test_list_then_show_finds_a_refused_call_without_sqlite3(invoke: Invoke, log
         "verdict reject TOOL_NOT_OFFERED",
         f"turn {logged.turn_id}",
         "account acc-1",
+        "trace id - (the request carried no trace context)",
     ):
         assert expected in lines, expected
+    allowed = ok(invoke("log", "show", logged.allowed_id, "--log", logged.url)).stdout
+    assert f"trace id {TRACED}" in [" ".join(line.split()) for line in allowed.splitlines()]
     assert any(line.startswith("hash c1:") and "(matches its content)" in line for line in lines)
 
 
@@ -102,7 +108,7 @@ def test_json_forms_carry_the_whole_decision(invoke: Invoke, logged: Logged):
         ok(invoke("log", "show", logged.allowed_id, "--log", logged.url, "--json")).stdout
     )
     assert (action["code"], action["call"]["name"]) == ("OK", logged.allowed_tool)
-    assert action["turn"]["decision_id"] == logged.turn_id
+    assert action["turn"]["decision_id"] == logged.turn_id and action["trace_id"] == TRACED
     listed = json.loads(
         ok(invoke("log", "list", "--log", logged.url, "--account", "acc-1", "--json")).stdout
     )
@@ -121,6 +127,8 @@ def test_tenant_scoping_and_filters_from_the_command_line(invoke: Invoke, logged
     assert ids("--session", "conv-7", "--code", "OK") == [logged.allowed_id]
     assert ids("--since", "2h", "--limit", "1") == [logged.allowed_id]
     assert ids("--until", "2000-01-01") == []
+    assert ids("--trace", TRACED) == [logged.allowed_id]  # action decisions of that trace
+    assert ids("--trace", "1" * 32) == []
     more = json.loads(
         ok(invoke("log", "list", "--log", logged.url, "--limit", "2", "--json")).stdout
     )
@@ -140,6 +148,8 @@ def test_an_unknown_or_foreign_id_is_one_line_and_exit_2(call_main: CallMain, lo
     assert code == 2 and "--since 'yesterday' is not a time" in err
     code, _, err = call_main("log", "list", "--log", logged.url, "--kind", "call")
     assert code == 2 and "choose one of turn, action" in err
+    code, _, err = call_main("log", "list", "--log", logged.url, "--trace", TRACED.upper())
+    assert code == 2 and "is not a W3C trace id" in err
     code, _, err = call_main("log", "list", "--log", logged.url, "--limit", "0")
     assert code == 2 and "--limit" in err
 

@@ -15,6 +15,8 @@ from maitred.errors import LogError, SchemaError
 from maitred.log import MIGRATIONS, DecisionLog, open_log, verify
 from maitred.log._sql import SqlLog
 from maitred.log.action_rows import ACTION_DECISION_COLUMNS, encode_decision
+from maitred.log.browse import PageFilter, decision_page
+from maitred.log.lookup import find_decision
 from maitred.log.migrations import APPEND_ONLY_TABLES, migrate
 from maitred.log.postgres import PostgresLog
 from maitred.log.rows import (
@@ -206,7 +208,7 @@ def test_a_log_written_before_0009_verifies_after_it_and_its_sessions_have_no_te
                         session_id="conv-1", turn_id=turn.turn_id)  # fmt: skip
 
     def insert(log: SqlLog, table: str, names: tuple[str, ...], row: tuple[Any, ...]) -> None:
-        later = {"tenant"} | ({"account_id"} if table == "action_decisions" else set())
+        later = {"tenant"} | ({"account_id", "trace_id"} if table == "action_decisions" else set())
         kept = [(n, v) for n, v in zip(names, row, strict=True) if n not in later]
         marks = ", ".join("?" for _ in kept)
         cols = ", ".join(n for n, _ in kept)
@@ -234,3 +236,54 @@ def test_a_log_written_before_0009_verifies_after_it_and_its_sessions_have_no_te
         offer = log.committed_offer("", "conv-1")  # a chained turn 0012 found without a link
         assert offer is not None and offer.turn_id == turn.turn_id
         assert log.committed_offer("acme", "conv-1") is None
+
+
+class _SqliteBefore0016(_PartialSqlite):
+    """A SQLite log at ``0015``, whose decisions are written as a maitred of that schema
+    wrote them: every column but ``trace_id`` (the last), linked and chained as usual."""
+
+    def _insert_decisions(self, rows: list[Any]) -> None:
+        assert ACTION_DECISION_COLUMNS[-1] == "trace_id"
+        names = ACTION_DECISION_COLUMNS[:-1]
+        sql = f"INSERT INTO action_decisions ({', '.join(names)}) VALUES "
+        sql += f"({', '.join('?' for _ in names)})"
+        with self._lock:
+            self._conn.executemany(sql, [r[:-1] for r in rows])
+
+
+def test_decisions_written_before_0016_verify_after_it_with_no_trace_id(tmp_path: Path) -> None:
+    """A log written at ``0015`` (no ``trace_id`` column) opens, migrates and verifies: its
+    decisions have no trace id (``''``, JSON ``null``); a decision written after it with one
+    is found by it, and its column is checked against its JSON like every copied column."""
+    path = tmp_path / "old.db"
+    before = ALL.index("0016_decision_traces")
+    old_one = Decision(ToolCall("deploy-site", {}), "allow", now=1.0, mutates=False,
+                       session_id="conv-1")  # fmt: skip
+    with _SqliteBefore0016(path, before) as old:
+        old.write_decisions([old_one])
+    traced = "4bf92f3577b34da6a3ce929d0e0e4736"
+    new_one = Decision(ToolCall("deploy-site", {}), "allow", now=2.0, mutates=False,
+                       session_id="conv-1", trace_id=traced)  # fmt: skip
+    with open_log(path) as log:
+        log.write_decisions([new_one])
+        log.flush()
+        report = verify(log)
+        assert report.ok, report.summary()
+        assert report.decisions == 2 and report.legacy_decisions == 0
+        rows = {r["decision_id"]: r["trace_id"] for r in log.iter_action_decisions()}
+        assert rows == {old_one.decision_id: "", new_one.decision_id: traced}
+        found = decision_page(log, PageFilter(trace=traced))
+        assert [d.decision_id for d in found.decisions] == [new_one.decision_id]
+        shown = find_decision(log, old_one.decision_id).to_json()
+        assert (
+            shown["trace_id"] is None
+            and find_decision(log, new_one.decision_id).to_json()["trace_id"] == traced
+        )
+        # the column is a copy of the JSON: edited alone (guards dropped), verify says so
+        log.execute("DROP TRIGGER action_decisions_no_update")
+        log.execute(
+            "UPDATE action_decisions SET trace_id = ? WHERE decision_id = ?",
+            ("0" * 31 + "1", new_one.decision_id),
+        )
+        edited = verify(log)
+        assert not edited.ok and f"trace_id='{'0' * 31}1'" in edited.summary()

@@ -130,7 +130,7 @@ def _decisions(site: Site | PinSite) -> list[dict[str, Any]]:
 
 
 #: what differs between two decisions on the same call made one after the other
-_IDS = frozenset({"decision_id", "id", "now", "decided_at", "of", "retry_after_s"})
+_IDS = frozenset({"decision_id", "id", "now", "decided_at", "of", "retry_after_s", "trace_id"})
 
 
 def _same(value: Any) -> Any:

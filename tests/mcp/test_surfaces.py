@@ -175,6 +175,34 @@ async def delivered(seen: list[str], count: int) -> None:
             await anyio.sleep(0.01)
 
 
+def test_a_read_stores_the_trace_id_of_the_clients_request(library: Library) -> None:
+    """A read's decision carries the W3C trace id of the client's ``_meta.traceparent`` (the
+    gateway makes no span of a read); a malformed one, or none, stores none."""
+    trace_id = "4bf92f3577b34da6a3ce929d0e0e4736"
+    got: dict[str, str] = {}
+
+    async def scenario(client: Client[Any], gate: GateMiddleware, seen: list[str]) -> None:
+        for name, meta in (
+            ("traced", {"traceparent": f"00-{trace_id}-00f067aa0ba902b7-01"}),
+            ("bad", {"traceparent": f"00-{trace_id.upper()}-00f067aa0ba902b7-01"}),
+            ("none", None),
+        ):
+            read = await client.read_resource_mcp("docs://handbook", meta=meta)
+            got[name] = str((read.meta or {})["maitred/decision_id"])
+
+    run(library, scenario)
+    logged = library.decisions()
+    assert {name: logged[did].get("trace_id") for name, did in got.items()} == {
+        "traced": trace_id,
+        "bad": None,
+        "none": None,
+    }
+    with open_log(str(library.root / "gateway.sqlite")) as log:
+        assert verify(log).ok
+        stored = {r["decision_id"]: r["trace_id"] for r in log.iter_action_decisions()}
+    assert stored[got["traced"]] == trace_id and stored[got["none"]] == ""
+
+
 def test_a_hidden_resource_is_not_listed_and_its_read_is_refused_logged_and_never_forwarded(
     library: Library,
 ) -> None:

@@ -30,9 +30,11 @@ from opentelemetry import trace as otel_trace
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
+from starlette.testclient import TestClient
 from tests.mcp.conftest import Process, child_env, sha256
 from tests.otlp_collector import collecting
 
+from maitred.console import Access, create_console
 from maitred.errors import ConfigError
 from maitred.gateway import load_config, parse_config
 from maitred.gateway.build import gate_of, open_gateway
@@ -419,6 +421,10 @@ def test_over_http_the_header_is_the_parent_then_the_meta(
     assert [parse_traceparent(r["traceparent"]) for r in received(tmp_path)] == [
         ids(u) for u in upstreams
     ]
+    # each call's decision is logged with its request span's trace: the header's, then _meta's
+    assert sorted(logged_traces(tmp_path).values()) == sorted(
+        [f"{PROXY_TRACE:032x}", f"{TRACE_ID:032x}"]
+    )
 
 
 def test_a_malformed_traceparent_starts_a_new_trace(tmp_path: Path) -> None:
@@ -431,6 +437,96 @@ def test_a_malformed_traceparent_starts_a_new_trace(tmp_path: Path) -> None:
     run_gateway(config, tracing, scenario)
     call = one(exporter.get_finished_spans(), "maitred.call")
     assert call.parent is None and attributes(call)["maitred.code"] == "OK"
+
+
+# -- the trace id in the decision log ------------------------------------------------------------
+
+JSON = {"Accept": "application/json"}
+
+
+def console_json(root: Path, path: str) -> Any:
+    """What the console over the gateway's log answers at ``path`` (its JSON twin)."""
+    with (
+        open_log(str(root / "gateway.sqlite"), read_only=True) as log,
+        TestClient(create_console(log, Access(open=True))) as console,
+    ):
+        answer = console.get(path, headers=JSON)
+        assert answer.status_code == 200, answer.text
+        return answer.json()
+
+
+def logged_traces(root: Path) -> dict[str, str]:
+    with open_log(str(root / "gateway.sqlite"), read_only=True) as log:
+        return {r["decision_id"]: r["trace_id"] for r in log.iter_action_decisions()}
+
+
+def test_tracing_off_a_decision_stores_the_clients_trace_id_from_meta(tmp_path: Path) -> None:
+    """No span of the gateway's: the client's ``params._meta.traceparent`` is the decision's
+    trace id; a malformed one, or none, stores none."""
+    config = write_site(tmp_path)
+    got: dict[str, str] = {}
+
+    async def scenario(client: Client[Any]) -> None:
+        await client.list_tools()
+        for name, meta in (
+            ("traced", {"traceparent": TRACEPARENT}),
+            ("bad", {"traceparent": "00-zz-yy-01"}),
+            ("upper", {"traceparent": TRACEPARENT.upper()}),
+            ("not text", {"traceparent": 7}),
+            ("none", None),
+        ):
+            result = await client.call_tool("lookup", {"city": "Oslo"}, meta=meta)
+            got[name] = str(result.meta[DECISION_ID_META])
+        refused = await client.call_tool(
+            "export_report", {}, meta={"traceparent": TRACEPARENT}, raise_on_error=False
+        )
+        got["refused"] = str(refused.meta[DECISION_ID_META])
+
+    run_gateway(config, OFF, scenario)
+    traced = f"{TRACE_ID:032x}"
+    assert logged_traces(tmp_path) == {
+        did: traced if name in ("traced", "refused") else "" for name, did in got.items()
+    }
+    shown = console_json(tmp_path, f"/decisions/{got['traced']}")
+    assert shown["trace_id"] == traced and shown["chain_ok"]
+    assert console_json(tmp_path, f"/decisions/{got['refused']}")["code"] == "TOOL_NOT_OFFERED"
+    for name in ("bad", "upper", "not text", "none"):
+        assert console_json(tmp_path, f"/decisions/{got[name]}")["trace_id"] is None
+    found = console_json(tmp_path, f"/decisions?trace={traced}")["decisions"]
+    assert sorted(d["decision_id"] for d in found) == sorted([got["traced"], got["refused"]])
+    with (
+        open_log(str(tmp_path / "gateway.sqlite"), read_only=True) as log,
+        TestClient(create_console(log, Access(open=True))) as console,
+    ):
+        page = console.get(f"/decisions/{got['traced']}").text  # the HTML page shows it too
+    assert f"<code>{traced}</code>" in page and f"/decisions?trace={traced}" in page
+
+
+def test_tracing_on_a_decision_stores_its_request_spans_trace_id(tmp_path: Path) -> None:
+    """The gateway's request span's trace: the client's when it sent one, else the trace the
+    span began -- the trace the exported spans and the upstream's request are in."""
+    config = write_site(tmp_path)
+    tracing, exporter = in_memory()
+    got: dict[str, str] = {}
+
+    async def scenario(client: Client[Any]) -> None:
+        await client.list_tools()
+        continued = await client.call_tool(
+            "lookup", {"city": "Oslo"}, meta={"traceparent": TRACEPARENT}
+        )
+        got["continued"] = str(continued.meta[DECISION_ID_META])
+        began = await client.call_tool("lookup", {"city": "Rome"})
+        got["began"] = str(began.meta[DECISION_ID_META])
+
+    run_gateway(config, tracing, scenario)
+    calls = {
+        str(attributes(s)["maitred.decision.id"]): ids(s)[0]
+        for s in named(exporter.get_finished_spans(), "maitred.call")
+    }
+    assert calls[got["continued"]] == TRACE_ID and calls[got["began"]] != TRACE_ID
+    assert logged_traces(tmp_path) == {did: f"{calls[did]:032x}" for did in got.values()}
+    for did in got.values():
+        assert console_json(tmp_path, f"/decisions/{did}")["trace_id"] == f"{calls[did]:032x}"
 
 
 # -- the config ---------------------------------------------------------------------------------

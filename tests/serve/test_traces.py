@@ -17,6 +17,7 @@ from opentelemetry.trace import SpanKind, StatusCode
 from starlette.testclient import TestClient
 from tests.otlp_collector import collecting
 
+from maitred.console import Access, create_console
 from maitred.errors import ConfigError
 from maitred.log.base import open_log
 from maitred.serve import Service, create_app, load_config, parse_config
@@ -100,6 +101,84 @@ def test_a_turn_and_a_check_continue_the_callers_trace(
         "gen_ai.tool.name": "connect_custom_domain",
         "maitred.turn.id": turn["turn_id"],
     }
+
+
+JSON = {"Accept": "application/json"}
+CHECK = {"session_id": "s-t", "call": {"name": "connect_custom_domain", "arguments": {}}}
+
+
+def _console_json(root: Path, path: str) -> Any:
+    """What the console over the service's log answers at ``path`` (its JSON twin)."""
+    with (
+        open_log(str(root / "log.sqlite"), read_only=True) as log,
+        TestClient(create_console(log, Access(open=True))) as console,
+    ):
+        answer = console.get(path, headers=JSON)
+        assert answer.status_code == 200, answer.text
+        return answer.json()
+
+
+def test_a_check_stores_the_trace_id_of_its_request_and_the_console_shows_it(
+    client: TestClient, deployment: Path
+) -> None:
+    """Tracing off: the caller's ``traceparent`` header is the decision's trace id; a
+    malformed one (or none) gives none, never a made-up one."""
+    turn = {"text": DOMAIN_TEXT, "account": "acc-free", "session_id": "s-t"}
+    assert client.post("/v1/turns", json=turn, headers=auth("acme")).status_code == 200
+    sent = {
+        "traced": TRACEPARENT,
+        "upper": TRACEPARENT.upper(),  # W3C: lowercase hex only
+        "zero": f"00-{0:032x}-{CALLER:016x}-01",  # an all-zero trace id is invalid
+        "bad": "00-zz-yy-01",
+        "none": None,
+    }
+    made = {}
+    for name, header in sent.items():
+        headers = {**auth("acme"), **({"traceparent": header} if header else {})}
+        answer = client.post("/v1/calls/check", json=CHECK, headers=headers).json()
+        made[name] = answer["decision_id"]
+        assert answer["decision"].get("trace_id") == (
+            f"{TRACE_ID:032x}" if header == TRACEPARENT else None
+        )
+    root = deployment.parent
+    with open_log(str(root / "log.sqlite"), read_only=True) as log:
+        stored = {r["decision_id"]: r["trace_id"] for r in log.iter_action_decisions()}
+    expected = {did: (f"{TRACE_ID:032x}" if name == "traced" else "") for name, did in made.items()}
+    assert stored == expected
+    one_decision = _console_json(root, f"/decisions/{made['traced']}")
+    assert one_decision["trace_id"] == f"{TRACE_ID:032x}" and one_decision["chain_ok"]
+    for name in ("upper", "zero", "bad", "none"):
+        assert _console_json(root, f"/decisions/{made[name]}")["trace_id"] is None
+    by_trace = _console_json(root, f"/decisions?trace={TRACE_ID:032x}")["decisions"]
+    assert [(d["decision_id"], d["trace_id"]) for d in by_trace] == [
+        (made["traced"], f"{TRACE_ID:032x}")
+    ]
+    listed = _console_json(root, "/decisions?kind=call")["decisions"]
+    assert {d["decision_id"]: d["trace_id"] for d in listed} == {
+        did: trace or None for did, trace in expected.items()
+    }
+
+
+def test_with_tracing_on_a_check_stores_its_request_spans_trace_id(
+    traced: tuple[TestClient, InMemorySpanExporter], deployment: Path
+) -> None:
+    """Tracing on: the request span's trace -- the caller's when it sent one, else the one
+    the span began (what the exported spans carry)."""
+    client, exporter = traced
+    turn = {"text": DOMAIN_TEXT, "account": "acc-free", "session_id": "s-t"}
+    assert client.post("/v1/turns", json=turn, headers=auth("acme")).status_code == 200
+    exporter.clear()
+    fresh = client.post("/v1/calls/check", json=CHECK, headers=auth("acme")).json()
+    began = ids(one(exporter.get_finished_spans(), "maitred.check"))[0]
+    exporter.clear()
+    headers = {**auth("acme"), "traceparent": TRACEPARENT}
+    continued = client.post("/v1/calls/check", json=CHECK, headers=headers).json()
+    assert ids(one(exporter.get_finished_spans(), "maitred.check"))[0] == TRACE_ID
+    root = deployment.parent
+    assert _console_json(root, f"/decisions/{fresh['decision_id']}")["trace_id"] == f"{began:032x}"
+    assert _console_json(root, f"/decisions/{continued['decision_id']}")["trace_id"] == (
+        f"{TRACE_ID:032x}"
+    )
 
 
 def test_a_refused_request_is_one_span_with_its_status_and_probes_are_not_traced(

@@ -245,7 +245,7 @@ class ActionGate:
         origin: CallContext = DEFAULT,
     ) -> Decision:
         """``decision`` with its session's id, tenant and account, its ``turn_id``, and who
-        asked and where the call goes (``origin``), written to the log."""
+        asked, where the call goes and the request's trace (``origin``), written to the log."""
         if (session is not None and session.id) or turn_id:
             decision = replace(
                 decision,
@@ -254,9 +254,13 @@ class ActionGate:
                 tenant=session.tenant if session else "",
                 account=session.account if session else "",
             )
-        if origin.subject or origin.upstream or origin.era:
+        if origin.subject or origin.upstream or origin.era or origin.trace_id:
             decision = replace(
-                decision, subject=origin.subject, upstream=origin.upstream, era=origin.era
+                decision,
+                subject=origin.subject,
+                upstream=origin.upstream,
+                era=origin.era,
+                trace_id=origin.trace_id,
             )
         if self.log is not None:
             self.log.write_decisions((decision,))

@@ -75,6 +75,7 @@ from maitred._canonical import content_hash
 from maitred.actions.refusals import Hold as Hold  # the refusals' home, re-exported here
 from maitred.actions.refusals import Rejection as Rejection
 from maitred.actions.refusals import decided
+from maitred.context import trace_id_fault
 from maitred.contract.evaluate import PredicateOutcome
 from maitred.contract.policy import APPROVAL_DECLINED as APPROVAL_DECLINED  # the contract's
 from maitred.contract.policy import APPROVAL_REQUIRED as APPROVAL_REQUIRED  # codes, re-exported
@@ -177,6 +178,12 @@ class Decision:
         subject: the credential's subject of the principal that asked (``""``: none said).
         upstream: where the call goes if allowed (the gateway's upstream; ``""``: none).
         era: the protocol revision the client spoke (``""``: none said).
+        trace_id: the W3C trace id of the request the call came in (32 lowercase hex digits;
+            ``""``: the request carried no trace context), what leads from the decision to
+            its trace (:attr:`maitred.context.CallContext.trace_id`).
+
+    Raises:
+        ValueError: ``trace_id`` is not a W3C trace id.
     """
 
     call: ToolCall
@@ -201,6 +208,11 @@ class Decision:
     subject: str = ""
     upstream: str = ""
     era: str = ""
+    trace_id: str = ""
+
+    def __post_init__(self) -> None:
+        if self.trace_id and (fault := trace_id_fault(self.trace_id)):
+            raise ValueError(f"trace_id {self.trace_id[:80]!r} {fault}")
 
     @property
     def allow(self) -> bool:
@@ -268,7 +280,8 @@ class Decision:
             out["approval"] = self.approval.to_json()
         if self.retry_after_s is not None:  # likewise: only refusals that waiting lifts
             out["retry_after_s"] = self.retry_after_s
-        for key in ("account", "subject", "upstream", "era"):  # likewise: only when known
+        # likewise: each only when known
+        for key in ("account", "subject", "upstream", "era", "trace_id"):
             value = getattr(self, key)
             if value:
                 out[key] = value

@@ -156,6 +156,7 @@ def action(console: Console, found: LoggedAction) -> None:
     rows += [
         ("mutates", _yes(bool(d.get("mutates")))),
         ("policy", d.get("policy") or "-"),
+        ("trace id", d.get("trace_id") or "- (the request carried no trace context)"),
         ("turn", turn_id + ("" if linked is not None or not turn_id else " (not in this log)")),
         ("logged at", iso_time(found.logged_at)),
         ("hash", f"{found.decision_hash} " + _matches(found.hash_ok)),

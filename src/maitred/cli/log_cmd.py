@@ -123,6 +123,12 @@ def list_(
         help="Only action decisions with this code (OK, TOOL_NOT_OFFERED...; default: any code, "
         "and turns).",
     ),
+    trace: str | None = typer.Option(
+        None,
+        "--trace",
+        help="Only action decisions made in the request of this W3C trace id (32 hex digits, "
+        "as a tracing backend shows it; default: any, and turns).",
+    ),
     kind: str | None = typer.Option(
         None, "--kind", help=f"Only one kind: {' or '.join(KINDS)} (default: both)."
     ),
@@ -144,6 +150,7 @@ def list_(
         session=session,
         account=account,
         code=code,
+        trace=trace,
         kind=_kind(kind),
         since=None if since is None else parse_time(since, what="--since"),
         until=None if until is None else parse_time(until, what="--until"),

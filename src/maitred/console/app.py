@@ -5,7 +5,7 @@ Routes (relative to where the app is mounted: ``/`` for ``maitred console``, ``/
 
     GET /                      overview: the funnel over time, refusals by code, per tenant
     GET /decisions             a page of decisions, filtered (tenant, account, session, tool,
-                               code, kind, since, until), keyset-paginated (after=)
+                               code, trace, kind, since, until), keyset-paginated (after=)
     GET /decisions/{id}        one turn or action decision, and whether its row stands in the
                                log's chains
     GET /accounts/{account}    an account's recent decisions, and a what-if turn (message=)
@@ -279,8 +279,8 @@ def _time(text: str | None, what: str) -> float | None:
 
 def _filter(asked: Mapping[str, str]) -> PageFilter:
     """The page filter the query string asks for (unknown keys are an error naming them)."""
-    known = {"tenant", "account", "session", "tool", "code", "kind", "since", "until", "after"}
-    known |= {"limit"}
+    known = {"tenant", "account", "session", "tool", "code", "trace", "kind", "since", "until"}
+    known |= {"after", "limit"}
     extra = sorted(set(asked) - known)
     if extra:
         raise _Problem(
@@ -297,6 +297,7 @@ def _filter(asked: Mapping[str, str]) -> PageFilter:
             session=asked.get("session"),
             tool=asked.get("tool"),
             code=asked.get("code"),
+            trace=asked.get("trace"),
             kind=_kind(kind),
             since=_time(asked.get("since"), "since"),
             until=_time(asked.get("until"), "until"),

@@ -133,6 +133,7 @@ _FILTERS: tuple[tuple[str, str, str], ...] = (
     ("session", "Session", "session id"),
     ("tool", "Tool", "connect_domain"),
     ("code", "Code", "TOOL_NOT_OFFERED"),
+    ("trace", "Trace id", "32 hex digits"),
     ("since", "Since", "2026-12-04 or 2h"),
     ("until", "Until", "2026-12-05T10:00Z"),
 )
@@ -357,8 +358,7 @@ def _action(links: Links, d: Mapping[str, Any]) -> str:
         ("session", link(links.to("/decisions", {"session": d["session_id"]}), d["session_id"])
          if d.get("session_id") else "-"),
         ("offering turn", offering),
-        ("trace id", code(d["trace_id"]) if d.get("trace_id") else
-         "not in the log: its spans carry <code>maitred.decision.id</code> = this id"),
+        ("trace id", _trace(links, d.get("trace_id"))),
         ("message for people", esc(d.get("message") or "-")),
         ("message for the model", esc(d.get("message_for_model") or "-")),
         ("policy", code(d.get("policy") or "-")),
@@ -383,6 +383,18 @@ def _action(links: Links, d: Mapping[str, Any]) -> str:
         + "</section>"
         + f"<section aria-labelledby='h-args'><h2 id='h-args'>Call</h2>{arguments}</section>"
     )
+
+
+def _trace(links: Links, trace_id: str | None) -> str:
+    """The request's W3C trace id, leading to every decision made in that trace; or why there
+    is none."""
+    if not trace_id:
+        return (
+            "none: the request carried no W3C trace context (or the decision was logged before "
+            "trace ids were); its spans, if any, carry <code>maitred.decision.id</code> = this id"
+        )
+    every = link(links.to("/decisions", {"trace": trace_id}), "every decision of this trace")
+    return f"{code(trace_id)} ({every})"
 
 
 # -- accounts ---------------------------------------------------------------------------------

@@ -319,6 +319,7 @@ class Conversation:
         *,
         hold: Hold | None = None,
         era: str = "",
+        trace_id: str = "",
         call_id: str = "",
         durable: bool = True,
     ) -> Decision:
@@ -336,8 +337,9 @@ class Conversation:
         ``hold`` is the front end's own reason to refuse this one call (a rate limit
         reached): the call is decided and logged with it, reading no
         state and listing nothing afresh; a definition hold on the same tool comes first.
-        ``era`` is the protocol revision the client spoke; the decision names it, the
-        principal's subject and the upstream the call goes to (:meth:`origin`). ``call_id``
+        ``era`` is the protocol revision the client spoke and ``trace_id`` the W3C trace id of
+        its request (``""``: none); the decision names them, the principal's subject and the
+        upstream the call goes to (:meth:`origin`). ``call_id``
         is the model provider's id of the call, if the front end has one. With
         ``durable=False`` the decision is only buffered: the caller waits for its commit
         before answering (``maitred serve``'s group commit).
@@ -355,22 +357,27 @@ class Conversation:
             held = {n: h for n, h in held.items() if n in disclosed}
         if hold is not None and name not in held:
             held = {**held, name: hold}
-        context = self.origin(name, era)
+        context = self.origin(name, era, trace_id)
         if self.shadow is not None and self.shadow_session is not None:
             self.shadow.check(call, session=self.shadow_session, held=held, context=context)
         return self.engine.check(
             call, session=self.session, held=held, context=context, durable=durable
         )
 
-    def origin(self, name: str, era: str = "") -> CallContext:
+    def origin(self, name: str, era: str = "", trace_id: str = "") -> CallContext:
         """The context a decision on a call to ``name`` is made with: the principal's scopes
-        and subject, the upstream the call goes to, the client's protocol ``era``."""
-        upstream = self.upstream_of(name)
-        if not upstream and not era:
-            return self.context
-        return replace(self.context, upstream=upstream, era=era)
+        and subject, the upstream the call goes to, the client's protocol ``era``, the W3C
+        ``trace_id`` of its request.
 
-    def refuse(self, call: ToolCall, hold: Hold, *, era: str = "") -> Decision:
+        Raises:
+            ValueError: ``trace_id`` is not a W3C trace id (:class:`CallContext`).
+        """
+        upstream = self.upstream_of(name)
+        if not upstream and not era and not trace_id:
+            return self.context
+        return replace(self.context, upstream=upstream, era=era, trace_id=trace_id)
+
+    def refuse(self, call: ToolCall, hold: Hold, *, era: str = "", trace_id: str = "") -> Decision:
         """Log the front end's own refusal of ``call`` (what may be stored of it), made before
         any check (:meth:`Maitred.refuse <maitred.Maitred.refuse>`): arguments that are not
         I-JSON, ``find_tools``' needs, ``find_tools`` past a rate, a ``call_tool`` call that
@@ -378,7 +385,7 @@ class Conversation:
         name is the rulebook's to say."""
         own = call.name == FIND_TOOLS or (bool(call.name) and call.name == self.engines.call_tool)
         mutates = False if own else None
-        context = self.origin(call.name, era)
+        context = self.origin(call.name, era, trace_id)
         return self.engine.refuse(
             call, hold, session=self.session, mutates=mutates, context=context
         )
@@ -410,14 +417,20 @@ class Conversation:
         return self._listed_as_set[1]
 
     def approve(
-        self, pending: Decision, answer: ApprovalAnswer, via: str = "", *, era: str = ""
+        self,
+        pending: Decision,
+        answer: ApprovalAnswer,
+        via: str = "",
+        *,
+        era: str = "",
+        trace_id: str = "",
     ) -> Decision:
         """Decide ``pending``'s call again with the person's ``answer`` (logged, flushed):
         the decision that lets the call run, or its refusal (:meth:`Maitred.approve`).
 
         The shadow run keeps only its own first decision on the call: the person answered the
         enforced run's question, not the shadow's."""
-        context = self.origin(pending.call.name, era)
+        context = self.origin(pending.call.name, era, trace_id)
         return self.engine.approve(pending, answer, session=self.session, via=via, context=context)
 
     # -- surfaces: resources, templates, prompts, skills ----------------------------------
@@ -444,7 +457,9 @@ class Conversation:
         self.surface_offers.remember(family, items, offered)
         return offered
 
-    def read(self, family: Family, name: str, call: ToolCall, *, era: str = "") -> Decision:
+    def read(
+        self, family: Family, name: str, call: ToolCall, *, era: str = "", trace_id: str = ""
+    ) -> Decision:
         """May this principal read the resource (or skill file) ``name`` now -- or, for the
         families ``prompts`` and ``skills``, get that prompt or skill's entry? ``call`` is the
         request as the client sent it (its method and params), what the log stores.
@@ -454,8 +469,8 @@ class Conversation:
         list offered; logged and flushed, then returned. A refusal names nothing this
         conversation was not offered (``RESOURCE_NOT_AVAILABLE``, ``PROMPT_NOT_AVAILABLE``,
         ``SKILL_NOT_AVAILABLE``); only what its latest list offered gets the reason. The
-        decision names the principal -- tenant, account, the credential's subject -- and the
-        client's protocol ``era``.
+        decision names the principal -- tenant, account, the credential's subject -- the
+        client's protocol ``era`` and the W3C ``trace_id`` of its request.
 
         Raises:
             MaitredError: the decision could not be made or logged (nothing may be served).
@@ -471,6 +486,7 @@ class Conversation:
             self.granted,
             subject=self.principal.subject,
             era=era,
+            trace_id=trace_id,
         )
 
     def served_as(self, uri: str) -> str:
@@ -498,7 +514,9 @@ class Conversation:
 
     # -- tasks ----------------------------------------------------------------------------
 
-    def task_access(self, method: str, task_id: str, task: TaskOrigin | None) -> Decision:
+    def task_access(
+        self, method: str, task_id: str, task: TaskOrigin | None, *, trace_id: str = ""
+    ) -> Decision:
         """May this conversation's principal send ``method`` (``tasks/get``, ``tasks/update``,
         ``tasks/cancel``) for the task ``task_id`` (made as ``task`` says; ``None``: no such
         task)? Decided again on every access, logged and flushed, then returned
@@ -507,7 +525,8 @@ class Conversation:
         Allowed only when the caller is the task's creator -- the same tenant, account and
         credential's subject -- *and* could make the task's call now
         (:meth:`Maitred.check_unlogged <maitred.Maitred.check_unlogged>`); otherwise
-        ``TASK_NOT_FOUND``, worded as for a made-up id.
+        ``TASK_NOT_FOUND``, worded as for a made-up id. ``trace_id``: the W3C trace id of
+        the request (``""``: none), stamped on the decision.
 
         Raises:
             MaitredError: the decision could not be written.
@@ -522,6 +541,7 @@ class Conversation:
             "tenant": self.tenant,
             "account": self.account,
             "subject": self.principal.subject,
+            "trace_id": trace_id,
         }
         why = why_not(method, task_id, task, who)
         again: Decision | None = None

@@ -305,12 +305,14 @@ class SurfaceContracts:
         *,
         subject: str = "",
         era: str = "",
+        trace_id: str = "",
     ) -> Decision:
         """May ``session`` (its account, for a caller granted ``granted``) read the resource
         (or get the prompt, the skill) ``target`` now? Decided on what ``target`` resolves to
         (:meth:`target`), on fresh state; logged (a respelled URI's call carries its canonical
         form as ``canonical``) and flushed, then returned. The decision names the session's
-        tenant and account, the credential's ``subject`` and the client's protocol ``era``.
+        tenant and account, the credential's ``subject``, the client's protocol ``era`` and the W3C
+        ``trace_id`` of its request (``""``: none).
 
         Raises:
             MaitredError: the decision could not be logged (the read must not happen).
@@ -331,6 +333,7 @@ class SurfaceContracts:
             account=session.account,
             subject=subject,
             era=era,
+            trace_id=trace_id,
         )
         if self.log is not None:
             self.log.write_decisions([decision])

@@ -301,9 +301,11 @@ class CallPath:
     ) -> Served:
         """The gateway's own refusal of ``call``, logged (:meth:`Conversation.refuse`) and
         answered with its decision id; ``GATE_UNAVAILABLE`` when it could not be logged."""
+        era, trace_id = era_of(context), traces.trace_id(context, self.tracing)
         try:
-            era = era_of(context)
-            decision = await self._engine(lambda: keeper.refuse(call, hold, era=era), keeper)
+            decision = await self._engine(
+                lambda: keeper.refuse(call, hold, era=era, trace_id=trace_id), keeper
+            )
         except MaitredError as exc:
             unavailable = gate_unavailable(exc, undone="The call was not executed")
             return _refused(unavailable, keeper, limited=limited)
@@ -316,11 +318,14 @@ class CallPath:
         the client answered, else the check; a decision that awaits a person asked
         (:mod:`.approval`); ``GATE_UNAVAILABLE`` when it could not be decided or logged."""
         keeper, hold, era = edge.keeper, edge.hold, era_of(context)
+        trace_id = traces.trace_id(context, self.tracing)
         hint = ""  # what the payload adds: the client cannot ask the user (.approval)
         checked: tuple[Decision, float] | None = None
 
         async def answer_with(pending: Decision, answer: ApprovalAnswer) -> Decision:
-            return await self._engine(lambda: keeper.approve(pending, answer, VIA, era=era), keeper)
+            return await self._engine(
+                lambda: keeper.approve(pending, answer, VIA, era=era, trace_id=trace_id), keeper
+            )
 
         try:
             decision = None  # a held call answers no question: it is refused first
@@ -332,7 +337,7 @@ class CallPath:
             if decision is None:
                 started = perf_counter()
                 decision = await self._quick(
-                    lambda: keeper.check(name, args, hold=hold, era=era),
+                    lambda: keeper.check(name, args, hold=hold, era=era, trace_id=trace_id),
                     keeper,
                     quick=not keeper.lists_first(name, hold),
                 )

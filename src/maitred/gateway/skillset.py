@@ -100,6 +100,7 @@ from maitred.errors import ConfigError, MaitredError
 from maitred.gate.uris import MANIFEST, SkillIndex, canonical_uri
 from maitred.gateway.config import GatewayConfig
 from maitred.gateway.metrics import GatewayMetrics
+from maitred.gateway.traces import client_trace_id
 from maitred.gateway.upstreams import ListingProxy, declaring
 from maitred.skills.catalog import load_catalog_report
 from maitred.skills.model import Skill
@@ -320,9 +321,10 @@ class GatedSkills(ServerExtension):
         call = ToolCall("skills/get", {"uri": uri}, new_call_id())
         count = self.serving.metrics.surface_requests
         era = str(ctx.protocol_version or "")
+        trace_id = client_trace_id(ctx)
         try:
             decision = await anyio.to_thread.run_sync(
-                lambda: keeper.read("skills", uri, call, era=era)
+                lambda: keeper.read("skills", uri, call, era=era, trace_id=trace_id)
             )
         except MaitredError as exc:  # not decided, or not durable: it must not be answered
             count.labels("skills/get", GATE_UNAVAILABLE).inc()

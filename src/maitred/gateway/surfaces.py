@@ -82,6 +82,7 @@ from maitred.contract.surfaces import NOUN, Family, Surface
 from maitred.contract.tool_sidecar import SurfaceNames
 from maitred.conversation import Conversation
 from maitred.errors import ConfigError, MaitredError
+from maitred.gateway import traces
 from maitred.gateway.channels import Channels, Key, ListKind
 from maitred.gateway.config import GatewayConfig
 from maitred.gateway.keeper import GatewayEngines
@@ -268,10 +269,10 @@ class SurfaceGuard(Middleware):
         if keeper is None:
             count.labels(call.name, AUTH_REQUIRED).inc()
             raise _error(mt.INVALID_REQUEST, auth_required(NOTHING_READ))
-        era = era_of(context)
+        era, trace_id = era_of(context), traces.trace_id(context)  # no span of maitred's
         try:
             decision = await anyio.to_thread.run_sync(
-                lambda: keeper.read(family, target, call, era=era)
+                lambda: keeper.read(family, target, call, era=era, trace_id=trace_id)
             )
         except MaitredError as exc:  # not decided, or not durable: it must not be read
             count.labels(call.name, GATE_UNAVAILABLE).inc()

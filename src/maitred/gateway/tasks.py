@@ -79,6 +79,7 @@ from maitred.conversation import Conversation as Gatekeeper
 from maitred.conversation.tasks import TASK_NOT_FOUND, TASKS_POLICY, TaskOrigin
 from maitred.errors import MaitredError
 from maitred.gateway.config import Upstream
+from maitred.gateway.traces import client_trace_id
 from maitred.gateway.upstreams import ListingProxy, UpstreamTool, declaring, sdk_request
 from maitred.log.base import DecisionLog
 from maitred.log.offers import LINKED_DECISION_SQL
@@ -251,6 +252,7 @@ class TaskBook:
             tenant=keeper.tenant,
             account=keeper.account,
             subject=keeper.principal.subject,
+            trace_id=allowed.trace_id,  # made in the request of the call it was made for
         )
         if self.log is not None:
             self.log.write_decisions([decision])
@@ -274,7 +276,7 @@ class TaskBook:
         return record
 
     def decide(
-        self, keeper: Gatekeeper, method: str, task_id: str
+        self, keeper: Gatekeeper, method: str, task_id: str, trace_id: str = ""
     ) -> tuple[Decision, TaskRecord | None]:
         """May ``keeper``'s principal send ``method``
         for ``task_id`` now? Asked of its conversation (:meth:`Conversation.task_access
@@ -286,7 +288,7 @@ class TaskBook:
         """
         record = self.find(task_id)
         origin = record.origin if record is not None else None
-        decision = keeper.task_access(method, task_id, origin)
+        decision = keeper.task_access(method, task_id, origin, trace_id=trace_id)
         return decision, record if decision.allow else None
 
 
@@ -379,13 +381,14 @@ class TasksExtension(ServerExtension):
         self, method: str
     ) -> Callable[[ServerRequestContext[Any, Any], TaskParams], Awaitable[TaskAnswer]]:
         async def handle(ctx: ServerRequestContext[Any, Any], params: TaskParams) -> TaskAnswer:
-            return await self.forward(method, params)
+            return await self.forward(method, params, client_trace_id(ctx))
 
         return handle
 
-    async def forward(self, method: str, params: TaskParams) -> TaskAnswer:
+    async def forward(self, method: str, params: TaskParams, trace_id: str = "") -> TaskAnswer:
         """Decide ``method`` for the caller and, for the task's creator only, ask the upstream
-        that holds it; its answer comes back under the gateway's task id."""
+        that holds it; its answer comes back under the gateway's task id. ``trace_id``: the
+        W3C trace id of the client's request (``""``: none), stamped on the decision."""
         keeper = self.who.keeper_now()
         if keeper is None:
             raise MCPError(mt.INVALID_REQUEST, "this gateway serves authenticated sessions only")
@@ -393,7 +396,9 @@ class TasksExtension(ServerExtension):
         if fault := identity_fault(task_id):  # no task has it: the log could not store one
             raise MCPError(mt.INVALID_PARAMS, f"params.taskId {fault}", {"field": "taskId"})
         try:
-            decision, record = await self.engine(lambda: self.book.decide(keeper, method, task_id))
+            decision, record = await self.engine(
+                lambda: self.book.decide(keeper, method, task_id, trace_id)
+            )
         except MaitredError as exc:
             raise MCPError(
                 mt.INTERNAL_ERROR,

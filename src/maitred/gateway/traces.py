@@ -40,10 +40,10 @@ import fastmcp
 from fastmcp.server.middleware import MiddlewareContext
 from fastmcp.tools import ToolResult
 from opentelemetry import trace
-from opentelemetry.trace import Span, SpanKind
+from opentelemetry.trace import INVALID_SPAN, Span, SpanKind
 
 from maitred.conversation import Conversation
-from maitred.tracing import Tracing, failed
+from maitred.tracing import OFF, Tracing, failed, trace_id_of
 
 if TYPE_CHECKING:
     from maitred.gateway.calls import Served
@@ -82,10 +82,31 @@ def carriers(context: MiddlewareContext[Any]) -> tuple[Mapping[str, Any] | None,
     """Where a request's trace context may be: its HTTP headers, then its MCP ``_meta``."""
     ctx = context.fastmcp_context
     request = ctx.request_context if ctx is not None else None
+    return request_carriers(request)
+
+
+def request_carriers(request: Any) -> tuple[Mapping[str, Any] | None, ...]:
+    """:func:`carriers` of the MCP request context ``request`` (``None``: no request)."""
     if request is None:
         return ()
     http = request.request
     return (http.headers if http is not None else None, request.meta)
+
+
+def trace_id(context: MiddlewareContext[Any], tracing: Tracing = OFF) -> str:
+    """The W3C trace id the request's decisions are logged with (``""``: none;
+    :func:`maitred.tracing.trace_id_of`): its request span's, current here, when ``tracing``
+    is on; else the client's own trace context -- the HTTP ``traceparent`` header, then the
+    MCP ``params._meta.traceparent``. Read here, at the edge, and passed to the conversation
+    as data (the core never reads a trace context)."""
+    span = trace.get_current_span() if tracing.enabled else INVALID_SPAN
+    return trace_id_of(span, *carriers(context))
+
+
+def client_trace_id(request: Any) -> str:
+    """The W3C trace id of the client's own trace context in the MCP request context
+    ``request`` (``""``: none), for a request the gateway makes no span of."""
+    return trace_id_of(INVALID_SPAN, *request_carriers(request))
 
 
 def listing(keeper: Conversation) -> Listing:

@@ -9,7 +9,8 @@ A row is derived from the decision's JSON alone (:meth:`maitred.actions.Decision
 * the query columns (decision id, session, tool, verdict, code, fields, policy, predicate
   versions, mutates, the gate's clock, and the id of the turn whose menu the call came from,
   ``turn_id``, added by ``0007_action_turn_link``, and its ``tenant``, added by
-  ``0009_tenants_sessions``, and its ``account_id``, added by ``0014_decision_accounts``) --
+  ``0009_tenants_sessions``, its ``account_id``, added by ``0014_decision_accounts``, and the
+  W3C ``trace_id`` of the request it decided, added by ``0016_decision_traces``) --
   copies of JSON values, which ``verify`` checks
   against the JSON with :func:`decision_columns`, so a column edited alone is caught too;
 * ``logged_at`` -- when the row was buffered (wall clock), the only value outside the hash.
@@ -44,6 +45,7 @@ ACTION_DECISION_COLUMNS: tuple[str, ...] = (
     "turn_id",
     "tenant",
     "account_id",
+    "trace_id",
 )
 #: the columns that copy a value of the decision JSON (checked by ``verify``): all but the
 #: log's own timestamp, the JSON itself and its hash
@@ -60,6 +62,7 @@ DECISION_KEYS: tuple[str, ...] = (
     "turn_id",
     "tenant",
     "account_id",
+    "trace_id",
 )
 
 
@@ -91,6 +94,7 @@ def decision_columns(data: dict[str, Any]) -> dict[str, Any]:
         "turn_id": str(data.get("turn_id", "")),
         "tenant": str(data.get("tenant", "")),
         "account_id": str(data.get("account", "")),
+        "trace_id": str(data.get("trace_id", "")),
     }
 
 

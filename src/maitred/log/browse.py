@@ -14,13 +14,15 @@ decided on (:func:`action_kind`): a surface ``read`` (``resources/read``,
 ``find_tools``), a ``task`` (``tasks/create``, ``tasks/get``, ``tasks/update``,
 ``tasks/cancel``), and every other tool a ``call``.
 
-**Filters** mean what they mean in :mod:`maitred.log.lookup`; ``tool`` and ``code`` are an
-action decision's, so either one lists action decisions only. Every filter is answered on an
-index: ``account`` on ``turns_account`` / ``action_decisions_account`` (``0014``), ``session``
-on ``turns_session`` / ``action_decisions_session``, ``tool``, ``code`` and ``tenant`` on the
-console's indexes (``0015_console_indexes``), and no filter at all on the clocks' own indexes
-(``turns_time``, ``action_decisions_time``). An action decision stored before ``0014`` has no
-account of its own; with ``account`` it is found through its turn, as ``log list`` does.
+**Filters** mean what they mean in :mod:`maitred.log.lookup`; ``tool``, ``code`` and ``trace``
+(the W3C trace id of the request decided) are an action decision's, so any of them lists action
+decisions only. Every filter is answered on an index: ``account`` on ``turns_account`` /
+``action_decisions_account`` (``0014``), ``session`` on ``turns_session`` /
+``action_decisions_session``, ``tool``, ``code`` and ``tenant`` on the console's indexes
+(``0015_console_indexes``), ``trace`` on ``action_decisions_trace`` (``0016``), and no filter
+at all on the clocks' own indexes (``turns_time``, ``action_decisions_time``). An action
+decision stored before ``0014`` has no account of its own; with ``account`` it is found through
+its turn, as ``log list`` does.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
+from maitred.context import trace_id_fault
 from maitred.errors import ConfigError
 from maitred.log.base import DecisionLog
 from maitred.log.lookup import DecisionSummary, iso_time
@@ -94,6 +97,7 @@ class PageFilter:
         session: this session's (a turn's conversation, an action decision's session).
         tool: action decisions on this tool.
         code: action decisions with this code (``OK`` for an allowed call).
+        trace: action decisions made in the request of this W3C trace id.
         kind: only this kind (:data:`KINDS`).
         since: at or after this time (unix seconds).
         until: before this time (unix seconds).
@@ -106,6 +110,7 @@ class PageFilter:
     session: str | None = None
     tool: str | None = None
     code: str | None = None
+    trace: str | None = None
     kind: Kind | None = None
     since: float | None = None
     until: float | None = None
@@ -117,6 +122,10 @@ class PageFilter:
             raise ConfigError(f"limit must be from 1 to {MAX_PAGE}, got {self.limit}")
         if self.kind is not None and self.kind not in KINDS:
             raise ConfigError(f"kind {self.kind!r} is not one of {', '.join(KINDS)}")
+        if self.trace is not None:
+            fault = trace_id_fault(self.trace) if self.trace else "is empty"
+            if fault:
+                raise ConfigError(f"trace {self.trace[:80]!r} {fault}")
         if self.since is not None and self.until is not None and self.since >= self.until:
             raise ConfigError(
                 f"the time range is empty: since ({iso_time(self.since)}) is not before until "
@@ -126,7 +135,8 @@ class PageFilter:
     @property
     def turns(self) -> bool:
         """Whether turns can match (a tool or a code names action decisions only)."""
-        return self.kind in (None, "turn") and self.tool is None and self.code is None
+        names_actions = (self.tool, self.code, self.trace) != (None, None, None)
+        return self.kind in (None, "turn") and not names_actions
 
     @property
     def actions(self) -> bool:
@@ -135,7 +145,7 @@ class PageFilter:
 
     def to_json(self) -> dict[str, Any]:
         """The conditions that are set (times as unix seconds, the cursor as its token)."""
-        names = ("tenant", "account", "session", "tool", "code", "kind", "since", "until")
+        names = ("tenant", "account", "session", "tool", "code", "trace", "kind", "since", "until")
         out: dict[str, Any] = {n: getattr(self, n) for n in names if getattr(self, n) is not None}
         if self.after is not None:
             out["after"] = self.after.token()
@@ -238,6 +248,7 @@ _ACTION_COLS: Final = (
     "verdict",
     "code",
     "turn_id",
+    "trace_id",
 )
 
 
@@ -288,6 +299,9 @@ def _actions(log: DecisionLog, where: PageFilter) -> list[DecisionSummary]:
     if where.code is not None:
         conds.insert(0, "a.code = ?")
         params.insert(0, where.code)
+    if where.trace is not None:  # first: its index is the narrowest
+        conds.insert(0, "a.trace_id = ?")
+        params.insert(0, where.trace)
     if where.kind == "call":
         cond, extra = _not_other_kinds()
         conds.append(cond)
@@ -317,6 +331,7 @@ def _actions(log: DecisionLog, where: PageFilter) -> list[DecisionSummary]:
                 verdict=str(row["verdict"]),
                 code=str(row["code"]),
                 turn_id=str(row["turn_id"]),
+                trace_id=str(row["trace_id"]),
             )
         )
     return out

@@ -32,7 +32,9 @@ decision's session; ``account`` is a turn's account and an action decision's own
 account, stored with every decision since ``0014_decision_accounts``: surface reads, task
 accesses and refusals before any turn included; an older row has the account of the turn it
 is linked to, or none); ``code`` is an action decision's code (``OK`` for an allowed
-call) -- a turn has no code, so a code filter lists action decisions only.
+call) -- a turn has no code, so a code filter lists action decisions only; ``trace`` is the W3C
+trace id of the request an action decision decided (``0016_decision_traces``), action decisions
+only too.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ from datetime import UTC, datetime
 from typing import Any, Final, Literal
 
 from maitred._canonical import content_hash, text_hash
+from maitred.context import trace_id_fault
 from maitred.contract.policy import APPROVAL_REQUIRED
 from maitred.errors import ConfigError, DecisionNotFoundError
 from maitred.log.action_rows import ACTION_DECISION_COLUMNS
@@ -79,6 +82,7 @@ class DecisionFilter:
         session: this session's (a turn's conversation, an action decision's session).
         account: this account's (see the module docstring for action decisions).
         code: action decisions with this code (turns have none).
+        trace: action decisions made in the request of this W3C trace id (turns have none).
         kind: only turns, or only action decisions.
         since: at or after this time (unix seconds).
         until: before this time (unix seconds).
@@ -93,12 +97,17 @@ class DecisionFilter:
     since: float | None = None
     until: float | None = None
     limit: int = 50
+    trace: str | None = None
 
     def __post_init__(self) -> None:
         if not 1 <= self.limit <= MAX_LIMIT:
             raise ConfigError(f"limit must be from 1 to {MAX_LIMIT:,}, got {self.limit}")
         if self.kind is not None and self.kind not in KINDS:
             raise ConfigError(f"kind {self.kind!r} is not one of {list(KINDS)}")
+        if self.trace is not None:
+            fault = trace_id_fault(self.trace) if self.trace else "is empty"
+            if fault:
+                raise ConfigError(f"trace {self.trace[:80]!r} {fault}")
         if self.since is not None and self.until is not None and self.since >= self.until:
             raise ConfigError(
                 f"the time range is empty: since ({iso_time(self.since)}) is not before until "
@@ -107,7 +116,7 @@ class DecisionFilter:
 
     def to_json(self) -> dict[str, Any]:
         """The conditions that are set (times as unix seconds)."""
-        names = ("tenant", "session", "account", "code", "kind", "since", "until")
+        names = ("tenant", "session", "account", "code", "trace", "kind", "since", "until")
         out: dict[str, Any] = {n: getattr(self, n) for n in names if getattr(self, n) is not None}
         out["limit"] = self.limit
         return out
@@ -129,6 +138,8 @@ class DecisionSummary:
         code: the action decision's code; ``""`` for a turn.
         offered: a turn's exposed, visible and recalled counts; ``()`` for an action decision.
         turn_id: the turn an action decision's call came from (``""``: none; a turn: itself).
+        trace_id: the W3C trace id of the request an action decision decided (``""``: none,
+            or a row from before ``0016_decision_traces``; a turn: ``""``).
     """
 
     kind: DecisionKind
@@ -142,6 +153,7 @@ class DecisionSummary:
     code: str = ""
     offered: tuple[int, int, int] | tuple[()] = ()
     turn_id: str = ""
+    trace_id: str = ""
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -160,6 +172,7 @@ class DecisionSummary:
         else:
             out.update(tool=self.subject, verdict=self.verdict, code=self.code)
             out["turn_id"] = self.turn_id
+            out["trace_id"] = self.trace_id or None
         return out
 
 
@@ -235,6 +248,7 @@ class LoggedAction:
         return {
             "kind": "action",
             **self.decision,
+            "trace_id": self.decision.get("trace_id") or None,  # null: no trace context
             "now_iso": iso_time(float(self.decision.get("now", 0.0))),
             "logged_at": self.logged_at,
             "decision_hash": self.decision_hash,
@@ -301,7 +315,7 @@ def list_decisions(log: DecisionLog, where: DecisionFilter) -> DecisionListing:
     _before_read(log)
     probe = replace(where, limit=where.limit + 1) if where.limit < MAX_LIMIT else where
     found: list[DecisionSummary] = []
-    if where.kind in (None, "turn") and where.code is None:
+    if where.kind in (None, "turn") and where.code is None and where.trace is None:
         found += _turn_summaries(log, probe)
     if where.kind in (None, "action"):
         found += _action_summaries(log, probe)
@@ -497,6 +511,7 @@ _ACTION_LIST: Final = (
     "verdict",
     "code",
     "turn_id",
+    "trace_id",
 )
 
 
@@ -540,6 +555,9 @@ def _action_summaries(
     if where.code is not None:
         conds.append("a.code = ?")
         params.append(where.code)
+    if where.trace is not None:
+        conds.append("a.trace_id = ?")
+        params.append(where.trace)
     if where.account is not None:  # its own, or (a row before 0014) its turn's
         conds.append("(a.account_id = ? OR (a.account_id = '' AND t.account_id = ?))")
         params.extend((where.account, where.account))
@@ -566,6 +584,7 @@ def _action_summaries(
                 verdict=str(r["verdict"]),
                 code=str(r["code"]),
                 turn_id=str(r["turn_id"]),
+                trace_id=str(r["trace_id"]),
             )
         )
     return out

@@ -49,7 +49,9 @@ a key already there is skipped, never replaces the first use).
 ``0014_decision_accounts`` gives every action decision its account as a column (from its JSON,
 checked by ``verify`` like the other copied columns) and indexes the lists by account and by
 time. ``0015_console_indexes`` indexes the console's filters (tenant, session, tool, code),
-each ordered by its table's clock.
+each ordered by its table's clock. ``0016_decision_traces`` gives every action decision the W3C
+trace id of the request it decided (``trace_id``, a copy of its JSON's, ``''`` for none and for
+rows from before it) and indexes it, so the decision of a trace is one probe.
 """
 
 from __future__ import annotations
@@ -393,6 +395,16 @@ _CONSOLE_INDEXES = (
 )
 
 
+#: ``0016_decision_traces``: every action decision names the W3C trace id of the request it
+#: decided (from the decision JSON, checked by ``verify`` like the other copied columns; ``''``:
+#: none), indexed so an operator holding a trace finds its decisions in one probe (the console's
+#: ``trace`` filter, ``maitred log list --trace``).
+_DECISION_TRACES = (
+    "ALTER TABLE action_decisions ADD COLUMN trace_id TEXT NOT NULL DEFAULT ''",
+    "CREATE INDEX action_decisions_trace ON action_decisions (trace_id, decided_at)",
+)
+
+
 def _spent_states(dialect: Dialect) -> tuple[str, ...]:
     """``0013_spent_states`` (see the module docstring)."""
     real = "REAL" if dialect == "sqlite" else "DOUBLE PRECISION"
@@ -453,6 +465,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     ),
     Migration("0014_decision_accounts", sqlite=_DECISION_ACCOUNTS, postgres=_DECISION_ACCOUNTS),
     Migration("0015_console_indexes", sqlite=_CONSOLE_INDEXES, postgres=_CONSOLE_INDEXES),
+    Migration("0016_decision_traces", sqlite=_DECISION_TRACES, postgres=_DECISION_TRACES),
 )
 
 

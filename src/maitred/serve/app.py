@@ -53,7 +53,7 @@ from maitred.serve.reload import Reloader
 from maitred.serve.requests import Problem, authenticate, parse_check, parse_turn, read_json
 from maitred.serve.service import Service
 from maitred.serve.traces import Traced, note_check, note_turn
-from maitred.tracing import OFF, Tracing
+from maitred.tracing import OFF, Tracing, trace_id_of
 
 Handler = Callable[[Request], Awaitable[Response]]
 T = TypeVar("T")
@@ -122,7 +122,8 @@ def create_app(
         writes = limiter is not None and mutates(service.engine, req.name)
         await admit(limiter, service.metrics, tenant, req.name, mutates=writes)
         with tracing.span("maitred.check") as span:
-            out = await engine_threads.run(service.check, tenant, req)
+            trace_id = trace_id_of(span, request.headers)  # tracing off: the caller's header
+            out = await engine_threads.run(service.check, tenant, req, trace_id)
             note_check(span, tenant, req.name, out)
         return JSONResponse(out)
 

@@ -264,9 +264,10 @@ class Service:
         self.sessions.put(tenant.name, session)
         return session
 
-    def check(self, tenant: Tenant, req: CheckRequest) -> dict[str, Any]:
+    def check(self, tenant: Tenant, req: CheckRequest, trace_id: str = "") -> dict[str, Any]:
         """Check one call against the session's latest committed menu, its arguments and the
-        state."""
+        state; ``trace_id`` is the W3C trace id of the request (``""``: none), stored with the
+        decision."""
         self._scopes_said(req.scopes)
         session = self._known_session(tenant, req.session_id)
         if session is None:
@@ -280,7 +281,9 @@ class Service:
         engines = self.engines  # one engine for the whole request, even across a swap
         conversation = self._conversation(engines, tenant, session, req.scopes)
         decision = self._engine_call(
-            lambda: conversation.check(req.name, req.arguments, call_id=req.call_id, durable=False)
+            lambda: conversation.check(
+                req.name, req.arguments, call_id=req.call_id, trace_id=trace_id, durable=False
+            )
         )
         self._commit(engines.engine.log)
         self.metrics.observe_decision(decision)
