@@ -58,7 +58,7 @@ def test_pages_through_equal_clocks_without_gaps(opener: Opener, limit: int) -> 
         order = [(d.at, d.decision_id) for d in decision_page(log, PageFilter(limit=50)).decisions]
         assert order == sorted(order, reverse=True)
         by_kind = {
-            k: {d.subject for d in decision_page(log, PageFilter(kind=k)).decisions}
+            k: {d.about for d in decision_page(log, PageFilter(kind=k)).decisions}
             for k in ("call", "read", "find", "task")
         }
         assert by_kind == {
@@ -70,7 +70,7 @@ def test_pages_through_equal_clocks_without_gaps(opener: Opener, limit: int) -> 
         turns = decision_page(log, PageFilter(kind="turn", account="acct-1")).decisions
         assert len(turns) == 3 and {d.kind for d in turns} == {"turn"}
         mine = decision_page(log, PageFilter(account="acct-0", tool="deploy")).decisions
-        assert [d.subject for d in mine] == ["deploy"]
+        assert [d.about for d in mine] == ["deploy"]
 
 
 def test_a_bad_cursor_or_range_is_refused() -> None:

@@ -57,16 +57,16 @@ def listing(
     if not found:
         console.print("no decision matches", highlight=False)
         return
-    rows = [("time (UTC)", "kind", "id", "tenant", "session", "account", "outcome", "subject")]
+    rows = [("time (UTC)", "kind", "id", "tenant", "session", "account", "outcome", "about")]
     for s in found:
         row = s.to_json()
         if s.kind == "turn":
             outcome = f"{row['exposed']} offered, {row['visible']}/{row['candidates']} visible"
-            subject = _cut(s.subject)
+            about = _cut(s.about)
         else:
-            outcome, subject = s.code, s.subject
+            outcome, about = s.code, s.about
         cells = (row["at_iso"], s.kind, s.decision_id, s.tenant or "-", s.session or "-")
-        rows.append((*cells, s.account or "-", outcome, subject))
+        rows.append((*cells, s.account or "-", outcome, about))
     _lines(console, rows, title)
     if more:
         console.print(

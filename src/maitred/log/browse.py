@@ -171,7 +171,7 @@ class DecisionPage:
         rows = []
         for summary in self.decisions:
             row = summary.to_json()
-            row["kind"] = "turn" if summary.kind == "turn" else action_kind(summary.subject)
+            row["kind"] = "turn" if summary.kind == "turn" else action_kind(summary.about)
             rows.append(row)
         return {
             "filter": self.where.to_json(),

@@ -133,7 +133,7 @@ class DecisionSummary:
         tenant: whose it is (``""``: made without tenants).
         session: the turn's conversation, or the action decision's session.
         account: the turn's account, or that of the action decision's turn (``""``: none).
-        subject: the message text of a turn, the tool of an action decision.
+        about: what it is about: the message text of a turn, the tool of an action decision.
         verdict: ``allow`` / ``reject`` for an action decision; ``""`` for a turn.
         code: the action decision's code; ``""`` for a turn.
         offered: a turn's exposed, visible and recalled counts; ``()`` for an action decision.
@@ -148,7 +148,7 @@ class DecisionSummary:
     tenant: str
     session: str
     account: str
-    subject: str
+    about: str
     verdict: str = ""
     code: str = ""
     offered: tuple[int, int, int] | tuple[()] = ()
@@ -167,10 +167,10 @@ class DecisionSummary:
         }
         if self.kind == "turn":
             exposed, visible, candidates = self.offered or (0, 0, 0)
-            out.update(message=self.subject, exposed=exposed, visible=visible)
+            out.update(message=self.about, exposed=exposed, visible=visible)
             out["candidates"] = candidates
         else:
-            out.update(tool=self.subject, verdict=self.verdict, code=self.code)
+            out.update(tool=self.about, verdict=self.verdict, code=self.code)
             out["turn_id"] = self.turn_id
             out["trace_id"] = self.trace_id or None
         return out
