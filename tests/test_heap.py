@@ -12,7 +12,9 @@ def test_what_is_alive_at_start_is_frozen_and_later_garbage_is_still_collected()
     thresholds = gc.get_threshold()
     try:
         frozen = freeze_start_heap()
-        assert frozen >= len(kept) and gc.get_freeze_count() == frozen
+        # another thread of the test process may free a frozen object meanwhile (reference
+        # counting still frees them): the count can only have fallen, never risen
+        assert frozen >= len(kept) and 0 < gc.get_freeze_count() <= frozen
         assert gc.get_threshold() == (YOUNG_THRESHOLD, *thresholds[1:])  # older ones as they were
         cycle: list[object] = []
         cycle.append(cycle)  # made after the freeze: the collector still reaches it

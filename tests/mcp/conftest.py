@@ -134,6 +134,12 @@ class Process:
         self.stop()
         raise AssertionError(f"{pattern.pattern!r} never printed:\n{''.join(self.output)}")
 
+    def said(self) -> str:
+        """Everything the process printed so far (what a failing test shows)."""
+        while not self.lines.empty():
+            self.output.append(self.lines.get_nowait())
+        return "".join(self.output)
+
     def stop(self) -> None:
         if self.popen.poll() is None:
             self.popen.kill()

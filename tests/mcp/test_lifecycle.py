@@ -410,10 +410,15 @@ def test_an_http_upstream_that_listens_only_later_joins_a_running_http_gateway(
 
     try:
         anyio.run(main)
+    except BaseException:  # what the gateway and the newcomer said, to tell why
+        said = [gateway.said(), *(each.said() for each in server)]
+        print("gateway and notes server output:", *said, sep="\n", file=sys.stderr)
+        raise
     finally:
         gateway.stop()
         for each in server:
             each.stop()
+    gateway.said()
     assert any(
         "upstream 'notes'" in line and "starts without it" in line for line in gateway.output
     )
