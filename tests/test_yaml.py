@@ -63,3 +63,30 @@ def test_read_yaml_names_an_unreadable_file(tmp_path: Path) -> None:
 def _write(path: Path, text: str) -> Path:
     path.write_text(text, encoding="utf-8")
     return path
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a: yes\nb: No\nc: ~\nd: 010\ne: 0x1F\nf: 1_000\ng: .inf\nh: -.Inf\ni: 1e3\n",
+        "when: 2024-02-29\nat: 2024-02-29 10:20:30.5+01:00\n"
+        "bin: !!binary aGk=\nset: !!set {a, b}\n",
+        "text: |\n  one\n   two\n\nfold: >-\n  one\n  two\nq: 'it''s'\nd: \"\\u00e9\\t\"\n",
+        "base: &b {x: [1, 2]}\nuse:\n  <<: *b\n  y: 2\n? long key\n: complex\n",
+    ],
+)
+def test_values_and_lines_are_the_pure_python_loaders(text: str) -> None:
+    """The reader may use libyaml's parser: what it gives is what PyYAML's own would."""
+    import yaml
+
+    data, node = parse_yaml(text, "f.yaml", unique_keys=False)
+    reference = yaml.SafeLoader(text)
+    try:
+        expected = reference.get_single_node()
+        assert data == reference.construct_document(expected)
+    finally:
+        reference.dispose()
+    assert node is not None and expected is not None
+    mine = [(k.start_mark.line, k.value) for k, _ in node.value]
+    theirs = [(k.start_mark.line, k.value) for k, _ in expected.value]
+    assert mine == theirs

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import pytest
@@ -75,6 +76,43 @@ def test_missing_required_comes_first_with_its_own_code() -> None:
 def test_an_invalid_schema_is_a_contract_error() -> None:
     with pytest.raises(ContractError, match=r"tool 'bad'.*not valid JSON Schema"):
         ArgumentChecker("bad", {"type": "object", "properties": {"a": {"type": "wat"}}})
+
+
+def test_an_invalid_schema_is_refused_for_every_tool_that_gives_it() -> None:
+    bad = {"type": "object", "properties": {"a": {"type": "wat"}}}
+    for tool in ("first", "second"):  # a refusal is not kept: each tool is named in its own
+        with pytest.raises(ContractError, match=rf"tool '{tool}'"):
+            ArgumentChecker(tool, bad)
+
+
+def test_tools_that_give_one_schema_share_one_compiled_validator() -> None:
+    first = ArgumentChecker("a", SCHEMA)
+    # the same schema, its keys in another order and in a copy of its own
+    reordered = dict(reversed(list(copy.deepcopy(SCHEMA).items())))
+    second = ArgumentChecker("b", reordered)
+    assert second._validator is first._validator and second.tool == "b"
+    other = ArgumentChecker("c", {**SCHEMA, "required": ["order_id"]})
+    assert other._validator is not first._validator
+    assert other.check({"order_id": "o1"}) is None
+    assert first.check({"order_id": "o1"}) is not None  # each keeps its own schema's meaning
+
+
+def test_a_shared_validator_does_not_see_a_later_change_to_the_schema_given() -> None:
+    schema = copy.deepcopy(SCHEMA)
+    checker = ArgumentChecker("t", schema)
+    schema["properties"]["count"]["maximum"] = 100  # the caller's dict, changed afterwards
+    found = checker.check({"order_id": "o1", "count": 50})
+    assert found is not None and (found.code, found.fields) == ("ARGS_INVALID", ("count",))
+    assert ArgumentChecker("u", schema).check({"order_id": "o1", "count": 50}) is None
+
+
+def test_a_schema_that_is_not_plain_json_is_compiled_for_its_tool_alone() -> None:
+    # an annotation keyed by a number (YAML allows it); JSON text would make the key "1"
+    numbered = {**SCHEMA, "x-notes": {1: "the first"}}
+    checker = ArgumentChecker("t", numbered)
+    assert checker._validator is not ArgumentChecker("u", numbered)._validator
+    found = checker.check({"count": 1})
+    assert found is not None and (found.code, found.fields) == ("ARGS_MISSING", ("order_id",))
 
 
 def test_the_airline_gate_rejects_wrong_types_and_extra_arguments(db: Any) -> None:

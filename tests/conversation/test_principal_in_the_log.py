@@ -95,3 +95,26 @@ def test_a_decision_without_a_principal_s_extras_keeps_its_earlier_form(tmp_path
     data = decision.to_json()
     assert "subject" not in data and "era" not in data and "upstream" not in data
     assert data["account"] == "acc-1"
+
+
+def test_each_call_s_context_names_its_own_era_and_upstream(tmp_path: Path) -> None:
+    """The contexts a conversation's decisions are made with are kept per (upstream, era),
+    and a decision in one era never carries another's."""
+    engines = _engines(tmp_path)
+    who = Principal("acc-1", tenant="acme", granted=frozenset(), subject="alice@idp")
+    try:
+        one = engines.conversation(who, by_principal=True)
+        one.visible()
+        eras = ["2026-07-28", "2025-11-25", "2026-07-28", ""]
+        decided = [one.check("merge_pull_request", {"number": 7}, era=era) for era in eras]
+        again = one.origin("merge_pull_request", "2025-11-25")
+        assert again is one.origin("merge_pull_request", "2025-11-25")
+        for n in range(80):  # more eras than are kept: the contexts stay right
+            assert one.origin("merge_pull_request", f"era-{n}").era == f"era-{n}"
+        assert one.origin("merge_pull_request", "2025-11-25") == again
+    finally:
+        engines.close()
+    assert [d.era for d in decided] == eras
+    assert {d.upstream for d in decided} == {"repo"}
+    assert {(d.subject, d.account) for d in decided} == {("alice@idp", "acc-1")}
+    assert again.granted == frozenset() and again.subject == "alice@idp"

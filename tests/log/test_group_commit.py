@@ -17,7 +17,7 @@ import pytest
 
 from maitred.errors import LogError
 from maitred.log import verify
-from maitred.log._sql import Row, SqlLog
+from maitred.log._sql import _MINE_PRUNE, Row, SqlLog
 from maitred.log.sqlite import SqliteLog
 
 from .builders import Opener, make_run, make_turn
@@ -121,3 +121,31 @@ def test_rows_buffered_behind_a_failed_row_are_kept_and_chained_on_what_was_comm
     with SqliteLog(tmp_path / "log.db", read_only=True) as reader:
         assert [t["message_id"] for t in reader.iter_turns()] == ["m0", "m1", "m2"]
         assert verify(reader).ok
+
+
+def test_a_writer_that_buffers_past_the_prune_length_is_told_of_its_one_failed_row(
+    opener: Opener,
+) -> None:
+    """A batch writer buffers more units than a thread's list is pruned at (``_MINE_PRUNE``)
+    before it flushes: the one row the database refuses is raised at that flush, once, and the
+    thread then remembers nothing of the settled rows."""
+    many = _MINE_PRUNE * 2 + 7
+    with opener(max_batch_seconds=3600, batch_pairs=10 * many) as log:
+        assert isinstance(log, SqlLog)
+        log.begin_run(make_run())
+        log.write(make_turn(0))
+        log.flush()
+        for n in range(1, many):
+            log.write(make_turn(n))
+        log.write(make_turn(0))  # m0 again: refused by the database, alone
+        for n in range(many, many + 3):
+            log.write(make_turn(n))
+        assert len(log._mine.units) == many + 3  # nothing settled yet: all remembered
+        with pytest.raises(LogError, match=r"turn 'run-1/m0' could not be written"):
+            log.flush()
+        assert log._mine.units == []
+        log.flush()  # told once
+        with opener(read_only=True) as reader:
+            logged = sorted(t["message_id"] for t in reader.iter_turns())
+            assert logged == sorted(f"m{i}" for i in range(many + 3))
+            assert verify(reader).ok

@@ -13,14 +13,22 @@ Anthropic ``input_schema``), checked with the ``jsonschema`` library (Draft 2020
   written in a typed language may not, and the model should send ``2``.
 
 A missing required argument gives ``ARGS_MISSING``; any other violation ``ARGS_INVALID``. Each
-names the offending field as a path (``passengers[1].dob``). Validators are compiled once per
-tool; a schema that is itself invalid is a contract error at load time.
+names the offending field as a path (``passengers[1].dob``). A schema that is itself invalid
+is a contract error at load time.
+
+Validators are compiled once per schema, not per tool or per gate: a process keeps the last
+:data:`COMPILED_KEPT` compiled schemas, keyed by the schema's canonical JSON, so tools that share
+a schema share one validator, and a catalog rebuilt (an upstream joining the gateway, a second
+gate over the same rulebook) compiles only the schemas it has not seen. A validator holds no
+state between checks, so sharing one is safe across tools and threads.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cache, lru_cache
 from typing import TYPE_CHECKING, Any
 
 from maitred.actions.model import ARGS_INVALID, ARGS_MISSING
@@ -28,6 +36,10 @@ from maitred.errors import ContractError
 
 if TYPE_CHECKING:  # jsonschema is imported when the first schema is compiled
     from jsonschema.exceptions import ValidationError
+    from jsonschema.protocols import Validator
+
+#: how many compiled schemas a process keeps (least recently used dropped first)
+COMPILED_KEPT = 4096
 
 
 @dataclass(frozen=True)
@@ -53,25 +65,19 @@ class ArgumentChecker:
     """
 
     def __init__(self, tool: str, schema: Mapping[str, Any]) -> None:
-        from jsonschema import Draft202012Validator
         from jsonschema.exceptions import SchemaError
-        from jsonschema.validators import extend
 
         self.tool = tool
         strict = dict(schema)
         if strict.get("type") == "object" and "properties" in strict:
             strict.setdefault("additionalProperties", False)
+        key = _key(strict)
         try:
-            Draft202012Validator.check_schema(strict)
+            self._validator = _compile(strict) if key is None else _compiled(key)
         except SchemaError as exc:
             raise ContractError(
                 f"tool {tool!r}: its argument schema is not valid JSON Schema: {exc.message}"
             ) from None
-        checker = Draft202012Validator.TYPE_CHECKER.redefine(
-            "integer", lambda _, v: isinstance(v, int) and not isinstance(v, bool)
-        )
-        validator = extend(Draft202012Validator, type_checker=checker)  # type: ignore[no-untyped-call]
-        self._validator = validator(strict)
 
     def check(self, arguments: Mapping[str, Any]) -> ArgumentProblem | None:
         """``None`` when the arguments fit; otherwise every problem found, missing ones first."""
@@ -89,6 +95,49 @@ class ArgumentChecker:
             lines.append(_sentence(err))
         code = ARGS_MISSING if missing else ARGS_INVALID
         return ArgumentProblem(code, "; ".join(dict.fromkeys(lines)), tuple(fields))
+
+
+def _key(schema: dict[str, Any]) -> str | None:
+    """``schema``'s canonical JSON (keys sorted), or ``None`` when the schema is not plain JSON
+    data that the text gives back as it is (a key that is not a string, a tuple): then it is
+    compiled for its tool alone."""
+    try:
+        key = json.dumps(schema, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError):
+        return None
+    return key if json.loads(key) == schema else None
+
+
+@lru_cache(maxsize=COMPILED_KEPT)
+def _compiled(key: str) -> Validator:
+    """The validator of the schema whose canonical JSON is ``key`` (compiled from a copy of its
+    own, so no caller's later change to its schema reaches it)."""
+    return _compile(json.loads(key))
+
+
+def _compile(schema: dict[str, Any]) -> Validator:
+    """A validator of ``schema``, checked first against the Draft 2020-12 meta-schema (with
+    JSON Schema's own ``integer``).
+
+    Raises:
+        SchemaError: ``schema`` is not valid JSON Schema.
+    """
+    from jsonschema import Draft202012Validator
+
+    Draft202012Validator.check_schema(schema)
+    return _strict()(schema)
+
+
+@cache
+def _strict() -> type[Validator]:
+    """Draft 2020-12 with maitred's ``integer``: an integer-valued float is not one."""
+    from jsonschema import Draft202012Validator
+    from jsonschema.validators import extend
+
+    checker = Draft202012Validator.TYPE_CHECKER.redefine(
+        "integer", lambda _, v: isinstance(v, int) and not isinstance(v, bool)
+    )
+    return extend(Draft202012Validator, type_checker=checker)  # type: ignore[no-untyped-call,no-any-return]
 
 
 def _leaves(errors: Iterator[ValidationError]) -> Iterator[ValidationError]:

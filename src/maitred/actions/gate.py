@@ -246,21 +246,27 @@ class ActionGate:
     ) -> Decision:
         """``decision`` with its session's id, tenant and account, its ``turn_id``, and who
         asked, where the call goes and the request's trace (``origin``), written to the log."""
-        if (session is not None and session.id) or turn_id:
-            decision = replace(
-                decision,
-                session_id=session.id if session else "",
-                turn_id=turn_id,
-                tenant=session.tenant if session else "",
-                account=session.account if session else "",
+        d = decision
+        session_id, tenant, account = d.session_id, d.tenant, d.account
+        linked = (session is not None and bool(session.id)) or bool(turn_id)
+        if linked:
+            session_id, tenant, account = (
+                (session.id, session.tenant, session.account) if session else ("", "", "")
             )
-        if origin.subject or origin.upstream or origin.era or origin.trace_id:
+        else:
+            turn_id = d.turn_id
+        asked = bool(origin.subject or origin.upstream or origin.era or origin.trace_id)
+        if linked or asked:  # one copy of the decision for both
             decision = replace(
-                decision,
-                subject=origin.subject,
-                upstream=origin.upstream,
-                era=origin.era,
-                trace_id=origin.trace_id,
+                d,
+                session_id=session_id,
+                turn_id=turn_id,
+                tenant=tenant,
+                account=account,
+                subject=origin.subject if asked else d.subject,
+                upstream=origin.upstream if asked else d.upstream,
+                era=origin.era if asked else d.era,
+                trace_id=origin.trace_id if asked else d.trace_id,
             )
         if self.log is not None:
             self.log.write_decisions((decision,))

@@ -251,7 +251,7 @@ class Decision:
         decision can be checked against a replay without keeping large state values twice.
         """
         outcomes = [jsonable(o.to_json()) for o in self.outcomes]
-        read = {o.predicate: jsonable(dict(o.values)) for o in self.outcomes}
+        read = {o["predicate"]: o["values"] for o in outcomes}  # each made JSON once
         out = {
             "decision_id": self.decision_id,
             "session_id": self.session_id,
@@ -288,9 +288,18 @@ class Decision:
         return out
 
 
+#: the JSON scalars' exact types, which :func:`jsonable` returns as they are
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
 def jsonable(value: Any) -> Any:
     """``value`` with dataclass instances (a session's ``ReadMark``) turned into dicts, so the
     values a predicate read can be stored and hashed as JSON."""
+    kind = type(value)
+    if kind in _SCALARS:  # most values: nothing to turn (asked first, being the cheapest)
+        return value
+    if kind is dict:
+        return {k: jsonable(v) for k, v in value.items()}
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {f.name: jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if isinstance(value, Mapping):

@@ -113,6 +113,10 @@ if TYPE_CHECKING:
 LIST_TEXT = "tools/list"
 
 
+#: how many (upstream, era) contexts a conversation keeps for its decisions
+_ORIGINS_KEPT = 64
+
+
 class Conversation:
     """Every decision for one principal's conversation (see the module docstring).
 
@@ -172,6 +176,8 @@ class Conversation:
         self.checked: str | None = None
         #: what its latest list of each surface family offered, and of what (:meth:`offer`)
         self.surface_offers = SurfaceView()
+        #: :meth:`origin`'s contexts by (upstream, era), each with the context it extends
+        self._origins: dict[tuple[str, str], tuple[CallContext, CallContext]] = {}
         #: one request of this session at a time (its listing and reads are its own);
         #: sessions run side by side, on the engine shared by all of them
         self.lock = threading.Lock()
@@ -373,9 +379,17 @@ class Conversation:
             ValueError: ``trace_id`` is not a W3C trace id (:class:`CallContext`).
         """
         upstream = self.upstream_of(name)
-        if not upstream and not era and not trace_id:
-            return self.context
-        return replace(self.context, upstream=upstream, era=era, trace_id=trace_id)
+        if not upstream and not era:
+            base = self.context
+        else:
+            key, context = (upstream, era), self.context
+            kept = self._origins.get(key)
+            if kept is None or kept[0] is not context:  # frozen: one per pair is kept
+                if len(self._origins) >= _ORIGINS_KEPT:  # the era is the client's word: bounded
+                    self._origins.clear()
+                kept = self._origins[key] = (context, replace(context, upstream=upstream, era=era))
+            base = kept[1]
+        return replace(base, trace_id=trace_id) if trace_id else base
 
     def refuse(self, call: ToolCall, hold: Hold, *, era: str = "", trace_id: str = "") -> Decision:
         """Log the front end's own refusal of ``call`` (what may be stored of it), made before

@@ -39,6 +39,7 @@ from __future__ import annotations
 import threading
 import time
 import uuid
+from bisect import bisect_right
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
@@ -400,14 +401,20 @@ class SqlLog(SqlReads):
         self._flusher.raise_pending()  # the background commit's own failure, not a row's
 
     def _buffer(self, unit: Unit) -> None:
-        """Append a unit, and remember it as this thread's (call with the buffer lock held)."""
+        """Append a unit, and remember it as this thread's (call with the buffer lock held).
+
+        A thread's units are in increasing order, so what is settled of them is a prefix,
+        found by bisection: remembering a unit costs the same however many the thread has
+        buffered (a batch writer's thousands of unflushed units included)."""
         self._units.append(unit)
         self._written = unit.index
         mine: list[int] | None = getattr(self._mine, "units", None)
         if mine is None:
             mine = self._mine.units = []
         if len(mine) >= _MINE_PRUNE:  # a writer that never flushes: forget what went well
-            mine[:] = [i for i in mine if i > self._settled or i in self._failed]
+            cut = bisect_right(mine, self._settled)
+            if cut:
+                mine[:cut] = [i for i in mine[:cut] if i in self._failed]
         mine.append(unit.index)
 
     def _raise_mine(self) -> None:
@@ -416,9 +423,12 @@ class SqlLog(SqlReads):
         if not mine:
             return
         with self._buf:
-            settled = self._settled
-            errors = [self._failed.pop(i) for i in mine if i <= settled and i in self._failed]
-            mine[:] = [i for i in mine if i > settled]
+            cut = bisect_right(mine, self._settled)  # the settled prefix (see _buffer)
+            if not cut:
+                return
+            failed = self._failed
+            errors = [failed.pop(i) for i in mine[:cut] if i in failed] if failed else []
+            del mine[:cut]
         if errors:
             raise errors[0]
 
