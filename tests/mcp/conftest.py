@@ -18,8 +18,11 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+import httpx2
 import pytest
+from mcp.shared._httpx_utils import MCP_DEFAULT_SSE_READ_TIMEOUT, MCP_DEFAULT_TIMEOUT
 
 pytest.importorskip("fastmcp", reason="the MCP gateway needs the mcp extra")
 
@@ -165,6 +168,15 @@ def child_env() -> dict[str, str]:
     """The environment for a subprocess: this tree's sources first, the venv's scripts on PATH."""
     path = f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"
     return {**os.environ, "PATH": path, "PYTHONPATH": str(SRC)}
+
+
+def http_client(headers: dict[str, str] | None = None, **kwargs: Any) -> httpx2.AsyncClient:
+    """An HTTP client for the MCP SDK's streamable HTTP transport, with the SDK's own time
+    limits (30 s a request, 5 minutes a read on an event stream): httpx's default 5 s read
+    limit ends an idle GET stream, and after two such ends the SDK stops listening -- a
+    notification sent later (an upstream joined on a loaded machine) never arrives."""
+    timeout = httpx2.Timeout(MCP_DEFAULT_TIMEOUT, read=MCP_DEFAULT_SSE_READ_TIMEOUT)
+    return httpx2.AsyncClient(headers=headers, timeout=timeout, **kwargs)
 
 
 def sha256(token: str) -> str:

@@ -16,13 +16,12 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import httpx2
 import mcp_types as mt
 import pytest
 from fastmcp import Client
 from fastmcp.client.elicitation import ElicitResult
 from mcp.shared.exceptions import MCPError
-from tests.mcp.conftest import SIDECAR, Process, Site, child_env, sha256
+from tests.mcp.conftest import SIDECAR, Process, Site, child_env, http_client, sha256
 
 from maitred.gateway import load_config
 from maitred.gateway.approval import ASK_KEY
@@ -312,7 +311,7 @@ def test_over_http_the_official_mcp_sdk_client_answers_the_question(site: Site) 
     async def main() -> tuple[Any, Any]:
         headers = {"Authorization": f"Bearer {token}"}
         async with (
-            httpx2.AsyncClient(headers=headers) as http,
+            http_client(headers=headers) as http,
             streamable_http_client(gateway.match.group(1), http_client=http) as streams,
             ClientSession(streams[0], streams[1], elicitation_callback=user) as session,
         ):

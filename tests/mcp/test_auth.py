@@ -26,7 +26,7 @@ import anyio
 import httpx2
 import pytest
 from fastmcp import Client
-from tests.mcp.conftest import UPSTREAM, Process, child_env, sha256
+from tests.mcp.conftest import UPSTREAM, Process, child_env, http_client, sha256
 from tests.mcp.jwt_issuer import AUDIENCE, ISSUER, Issuer
 
 from maitred.log.base import open_log
@@ -276,7 +276,7 @@ def test_tenant_and_account_from_the_claims_reach_the_decision_log(site: Site) -
 
     async def main() -> None:
         async with (
-            httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as http,
+            http_client(headers={"Authorization": f"Bearer {token}"}) as http,
             streamable_http_client(site.url, http_client=http) as streams,
             ClientSession(streams[0], streams[1]) as session,
         ):

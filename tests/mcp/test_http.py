@@ -21,7 +21,7 @@ import httpx2
 import mcp_types as mt
 import pytest
 from fastmcp import Client
-from tests.mcp.conftest import NOTES, Process, child_env, sha256
+from tests.mcp.conftest import NOTES, Process, child_env, http_client, sha256
 
 from maitred.log.base import open_log
 from maitred.log.verify import verify
@@ -224,7 +224,7 @@ def test_the_official_mcp_sdk_client_gets_a_session_of_its_own_per_mcp_session(
     async def conversation(text: str) -> None:
         headers = {"Authorization": f"Bearer {GLOBEX}"}
         async with (
-            httpx2.AsyncClient(headers=headers) as http,
+            http_client(headers=headers) as http,
             streamable_http_client(deployment.url, http_client=http) as streams,
             ClientSession(streams[0], streams[1]) as session,
         ):
@@ -336,7 +336,7 @@ def test_the_state_watch_tells_an_mcp_sdk_session_on_its_standing_stream(
     async def main() -> None:
         headers = {"Authorization": f"Bearer {GLOBEX}"}  # acc-free
         async with (
-            httpx2.AsyncClient(headers=headers) as http,
+            http_client(headers=headers) as http,
             streamable_http_client(site.url, http_client=http) as streams,
             ClientSession(streams[0], streams[1], message_handler=on_message) as session,
         ):
@@ -421,8 +421,8 @@ def test_two_mcp_sessions_of_one_token_disclose_apart_and_sessionless_clients_sh
     async def main() -> None:
         headers = {"Authorization": f"Bearer {ACME}"}  # both sessions: acme's one token
         async with (
-            httpx2.AsyncClient(headers=headers) as first_http,
-            httpx2.AsyncClient(headers=headers) as second_http,
+            http_client(headers=headers) as first_http,
+            http_client(headers=headers) as second_http,
             streamable_http_client(site.url, http_client=first_http) as first_streams,
             streamable_http_client(site.url, http_client=second_http) as second_streams,
             ClientSession(first_streams[0], first_streams[1]) as first,

@@ -25,7 +25,7 @@ import httpx2
 import mcp_types as mt
 import pytest
 from fastmcp import Client
-from tests.mcp.conftest import NOTES, UPSTREAM, Process, Site, child_env, sha256
+from tests.mcp.conftest import NOTES, UPSTREAM, Process, Site, child_env, http_client, sha256
 
 from maitred.errors import ConfigError
 from maitred.gateway import load_config
@@ -378,7 +378,7 @@ def test_an_http_upstream_that_listens_only_later_joins_a_running_http_gateway(
     async def main() -> None:
         headers = {"Authorization": f"Bearer {TOKEN}"}
         async with (
-            httpx2.AsyncClient(headers=headers) as http,
+            http_client(headers=headers) as http,
             streamable_http_client(url, http_client=http) as streams,
             ClientSession(streams[0], streams[1], message_handler=on_message) as session,
             anyio.create_task_group() as tasks,

@@ -18,14 +18,13 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import httpx2
 import pytest
 from fastmcp import Client
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
-from tests.mcp.conftest import Process, child_env
+from tests.mcp.conftest import Process, child_env, http_client
 from tests.mcp.test_http import ACME, GLOBEX, Deployment, deploy
 
 from maitred.gateway.listings import holder_id, listing_ttl_s
@@ -75,7 +74,7 @@ async def _modern(url: str, token: str) -> list[str]:
 
 async def _handshake(url: str, token: str) -> list[str]:
     async with (
-        httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as http,
+        http_client(headers={"Authorization": f"Bearer {token}"}) as http,
         streamable_http_client(url, http_client=http) as streams,
         ClientSession(streams[0], streams[1]) as session,
     ):

@@ -19,13 +19,12 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import httpx2
 import mcp_types as mt
 import pytest
 from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
 from mcp.shared.exceptions import MCPError
-from tests.mcp.conftest import SRC, Process, child_env, sha256
+from tests.mcp.conftest import SRC, Process, child_env, http_client, sha256
 
 from maitred.errors import ConfigError, SidecarError
 from maitred.gateway import load_config
@@ -475,7 +474,7 @@ def test_over_http_each_client_gets_the_same_gates_and_refusals(tmp_path: Path) 
 
         headers = {"Authorization": f"Bearer {TOKEN}"}
         async with (
-            httpx2.AsyncClient(headers=headers) as http,
+            http_client(headers=headers) as http,
             streamable_http_client(url, http_client=http) as streams,
             ClientSession(streams[0], streams[1]) as session,
         ):

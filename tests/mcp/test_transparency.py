@@ -38,7 +38,7 @@ from fastmcp.client.transports import StdioTransport
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
-from tests.mcp.conftest import Process, child_env, sha256
+from tests.mcp.conftest import Process, child_env, http_client, sha256
 
 from maitred.gateway import load_config
 from maitred.gateway.build import close_gateway, open_gateway
@@ -146,7 +146,7 @@ async def session(
 
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     async with (
-        httpx2.AsyncClient(headers=headers) as http,
+        http_client(headers=headers) as http,
         streamable_http_client(url, http_client=http) as (read, write, *_),
         ClientSession(read, write, message_handler=on_message, logging_callback=on_log) as s,
     ):
