@@ -25,11 +25,10 @@ import yaml
 from maitred.errors import ConfigError
 
 _MERGE_TAG = "tag:yaml.org,2002:merge"
-#: libyaml's parser where PyYAML was built with it (three times as fast on a large sidecar),
-#: the pure-Python one otherwise; the constructor is the safe one either way
-_Loader: type[yaml.SafeLoader] | type[yaml.CSafeLoader] = getattr(
-    yaml, "CSafeLoader", yaml.SafeLoader
-)
+#: libyaml's parser where PyYAML was built with it (three times as fast on a large sidecar;
+#: ``None``: not built with it); the constructor is the safe one either way, and YAML it
+#: refuses is parsed again by the pure-Python parser, whose errors maitred reports
+_FAST: type[yaml.CSafeLoader] | None = getattr(yaml, "CSafeLoader", None)
 
 ProblemKind = Literal["read", "character", "syntax", "load", "repeat"]
 
@@ -77,19 +76,41 @@ def parse_yaml(
             at,
             "character",
         ) from None
-    loader = _Loader(text)
+    if _FAST is not None:
+        try:
+            return _load(_FAST, text, source, first_line, unique_keys, fast=True)
+        except yaml.YAMLError:  # libyaml places and words some errors otherwise: the
+            pass  # pure-Python parser's line and words are the ones maitred reports
+    return _load(yaml.SafeLoader, text, source, first_line, unique_keys)
+
+
+def _load(
+    parser: type[yaml.SafeLoader] | type[yaml.CSafeLoader],
+    text: str,
+    source: str,
+    first_line: int,
+    unique_keys: bool,
+    *,
+    fast: bool = False,
+) -> tuple[Any, yaml.Node | None]:
+    """:func:`parse_yaml` with ``parser``; a ``fast`` one lets PyYAML's own errors through."""
+    loader = parser(text)
     try:
         node = loader.get_single_node()
         if unique_keys and node is not None:
             _refuse_repeated(node, source, first_line)
         data = None if node is None else loader.construct_document(node)
     except yaml.MarkedYAMLError as exc:
+        if fast:
+            raise
         mark = exc.problem_mark or exc.context_mark
         what = "; ".join(p for p in (exc.context, exc.problem) if p) or "syntax error"
         column = f" at column {mark.column + 1}" if mark is not None else ""
         line = mark.line + first_line if mark is not None else None
         raise YamlProblem(source, f"not valid YAML: {what}{column}", line, "syntax") from None
     except (yaml.YAMLError, ValueError, TypeError, OverflowError, RecursionError) as exc:
+        if fast and isinstance(exc, yaml.YAMLError):
+            raise
         # the safe constructor raises ValueError for an impossible date, RecursionError for
         # absurd nesting: both mean "this YAML cannot be loaded"
         detail = f"cannot be loaded as YAML ({type(exc).__name__}: {exc})"

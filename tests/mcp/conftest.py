@@ -18,13 +18,14 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import httpx2
 import pytest
-from mcp.shared._httpx_utils import MCP_DEFAULT_SSE_READ_TIMEOUT, MCP_DEFAULT_TIMEOUT
 
 pytest.importorskip("fastmcp", reason="the MCP gateway needs the mcp extra")
+
+if TYPE_CHECKING:
+    import httpx2
 
 UPSTREAM = Path(__file__).with_name("upstream_server.py")
 NOTES = Path(__file__).with_name("notes_server.py")
@@ -175,6 +176,9 @@ def http_client(headers: dict[str, str] | None = None, **kwargs: Any) -> httpx2.
     limits (30 s a request, 5 minutes a read on an event stream): httpx's default 5 s read
     limit ends an idle GET stream, and after two such ends the SDK stops listening -- a
     notification sent later (an upstream joined on a loaded machine) never arrives."""
+    import httpx2  # the mcp extra's: the suite collects with the core install alone
+    from mcp.shared._httpx_utils import MCP_DEFAULT_SSE_READ_TIMEOUT, MCP_DEFAULT_TIMEOUT
+
     timeout = httpx2.Timeout(MCP_DEFAULT_TIMEOUT, read=MCP_DEFAULT_SSE_READ_TIMEOUT)
     return httpx2.AsyncClient(headers=headers, timeout=timeout, **kwargs)
 
